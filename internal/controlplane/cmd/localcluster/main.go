@@ -1,0 +1,45 @@
+// Command localcluster builds the pinned tools (`localcluster tools`, printing their folder) or
+// runs the local control plane until interrupted (`localcluster up`, printing its kubeconfig path).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+)
+
+func main() {
+	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := "tools"
+	if len(os.Args) > 1 {
+		cmd = os.Args[1]
+	}
+	switch cmd {
+	case "tools":
+		dir, err := controlplane.EnsureTools(ctx, logf)
+		if err != nil {
+			logf("%v", err)
+			os.Exit(1)
+		}
+		fmt.Println(dir)
+	case "up":
+		cp, err := controlplane.Start(ctx, controlplane.Options{Nodes: 2, Logf: logf})
+		if err != nil {
+			logf("%v", err)
+			os.Exit(1)
+		}
+		defer cp.Stop()
+		logf("control plane up in %s at %s", cp.StartTime.Round(1e6), cp.Host)
+		fmt.Println(cp.KubeconfigPath)
+		<-ctx.Done()
+	default:
+		logf("usage: localcluster [tools|up]")
+		os.Exit(2)
+	}
+}

@@ -1,0 +1,146 @@
+// Package controlplane builds the pinned tools (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, kwok, the Pulumi CLI) once into a cache directory and runs a real local
+// Kubernetes control plane on loopback for tests, the demo and benchmarks.
+package controlplane
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// tool is one binary built from a pinned tools module under tools/.
+type tool struct {
+	module  string // folder under tools/
+	name    string // binary name
+	pkg     string // Go package to build
+	ldflags string
+}
+
+var tools = []tool{
+	{module: "etcd", name: "etcd", pkg: "go.etcd.io/etcd/server/v3"},
+	{module: "kube", name: "kube-apiserver", pkg: "k8s.io/kubernetes/cmd/kube-apiserver"},
+	{module: "kube", name: "kube-controller-manager", pkg: "k8s.io/kubernetes/cmd/kube-controller-manager"},
+	{module: "kube", name: "kube-scheduler", pkg: "k8s.io/kubernetes/cmd/kube-scheduler"},
+	{module: "kwok", name: "kwok", pkg: "sigs.k8s.io/kwok/cmd/kwok"},
+	{module: "pulumi", name: "pulumi", pkg: "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
+		ldflags: "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v3.259.0"},
+	{module: "pulumi", name: "sdkgen", pkg: "./sdkgen"},
+}
+
+// RepoRoot is the repository's top folder (found from this file's location).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// CacheDir is where built tools live: $READINESS_TOOLS_CACHE, else the user cache folder.
+// It survives fresh clones on the same machine, so only a cold machine pays for the builds.
+func CacheDir() string {
+	if d := os.Getenv("READINESS_TOOLS_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "pulumi-readiness", "tools")
+	}
+	return filepath.Join(os.TempDir(), "pulumi-readiness-tools")
+}
+
+// Tool returns the path of a built tool, building every pinned tool first if needed.
+func Tool(ctx context.Context, name string) (string, error) {
+	dir, err := EnsureTools(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// EnsureTools builds any missing tool and returns the folder holding all of them. Builds are
+// keyed on each tools module's go.mod/go.sum (and sources, for our own generator), so a pin
+// change rebuilds; a file lock lets parallel test packages share one build.
+func EnsureTools(ctx context.Context, logf func(string, ...any)) (string, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	root := RepoRoot()
+	cache := CacheDir()
+	binDir := filepath.Join(cache, "bin")
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(cache, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+
+	for _, t := range tools {
+		modDir := filepath.Join(root, "tools", t.module)
+		stamp, err := moduleStamp(modDir, t)
+		if err != nil {
+			return "", err
+		}
+		out := filepath.Join(binDir, t.name)
+		stampFile := out + ".stamp"
+		if b, err := os.ReadFile(stampFile); err == nil && string(b) == stamp {
+			if _, err := os.Stat(out); err == nil {
+				continue
+			}
+		}
+		logf("building %s (tools/%s) into %s ...", t.name, t.module, binDir)
+		start := time.Now()
+		args := []string{"build", "-o", out + ".tmp"}
+		if t.ldflags != "" {
+			args = append(args, "-ldflags", t.ldflags)
+		}
+		args = append(args, t.pkg)
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = modDir
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building %s: %v\n%s", t.name, err, b)
+		}
+		if err := os.Rename(out+".tmp", out); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(stampFile, []byte(stamp), 0o644); err != nil {
+			return "", err
+		}
+		logf("built %s in %s", t.name, time.Since(start).Round(time.Second))
+	}
+	return binDir, nil
+}
+
+// moduleStamp hashes what decides a tool's build: its module's go.mod and go.sum, and for our
+// own sources (a package path starting with ".") the files of that package.
+func moduleStamp(modDir string, t tool) (string, error) {
+	h := sha256.New()
+	files := []string{"go.mod", "go.sum"}
+	if t.pkg[0] == '.' {
+		matches, _ := filepath.Glob(filepath.Join(modDir, t.pkg, "*.go"))
+		for _, m := range matches {
+			rel, _ := filepath.Rel(modDir, m)
+			files = append(files, rel)
+		}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(modDir, f))
+		if err != nil {
+			return "", fmt.Errorf("tools module %s: %w", modDir, err)
+		}
+		h.Write([]byte(f))
+		h.Write(b)
+	}
+	h.Write([]byte(t.pkg + t.ldflags + runtime.Version()))
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

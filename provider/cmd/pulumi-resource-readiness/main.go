@@ -1,0 +1,24 @@
+// Command pulumi-resource-readiness runs the readiness provider as a Pulumi plugin.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	p "github.com/pulumi/pulumi-go-provider"
+
+	"github.com/readiness-io/pulumi-readiness/provider"
+)
+
+func main() {
+	prov, err := provider.New()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the provider: %v\n", err)
+		os.Exit(1)
+	}
+	if err := p.RunProvider(context.Background(), provider.Name, provider.Version, prov); err != nil {
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,274 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+)
+
+// CrdReady waits until CustomResourceDefinitions are Established and their kinds are served,
+// so custom resources created after it never fail with "no matches for kind".
+type CrdReady struct{}
+
+type CrdReadyArgs struct {
+	Names []string `pulumi:"names,optional"`
+	Group *string  `pulumi:"group,optional"`
+	GateArgs
+}
+
+type CrdReadyState struct {
+	CrdReadyArgs
+	Kinds          []string `pulumi:"kinds"`
+	ServedVersions []string `pulumi:"servedVersions"`
+}
+
+func (c *CrdReady) Annotate(a infer.Annotator) {
+	a.Describe(c, "Waits until CustomResourceDefinitions are Established, their names accepted and their kinds "+
+		"served by API discovery. Resources that depend on it can create custom resources without "+
+		"`no matches for kind` errors. CRDs that do not exist yet are waited for.")
+}
+
+func (a *CrdReadyArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.Names, "CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD "+
+		"the gate checked, including those found through `group`.")
+	an.Describe(&a.Group, "An API group such as `cert-manager.io`: wait for every CRD of that group present when the "+
+		"wait runs (at least one must appear).")
+}
+
+func (s *CrdReadyState) Annotate(a infer.Annotator) {
+	a.Describe(&s.Kinds, "The kinds the CRDs define, such as `Certificate`.")
+	a.Describe(&s.ServedVersions, "Every served group/version, such as `cert-manager.io/v1`.")
+}
+
+var (
+	_ = (infer.CustomCheck[CrdReadyArgs])((*CrdReady)(nil))
+	_ = (infer.CustomRead[CrdReadyArgs, CrdReadyState])((*CrdReady)(nil))
+)
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func (*CrdReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[CrdReadyArgs], error) {
+	args, failures, err := infer.DefaultCheck[CrdReadyArgs](ctx, req.NewInputs)
+	if err != nil || len(failures) > 0 {
+		return infer.CheckResponse[CrdReadyArgs]{Inputs: args, Failures: failures}, err
+	}
+	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
+	if isKnown(req.NewInputs, "names") && isKnown(req.NewInputs, "group") &&
+		len(args.Names) == 0 && deref(args.Group) == "" {
+		failures = append(failures, p.CheckFailure{Property: "names",
+			Reason: "give CRD names (such as certificates.cert-manager.io), a group, or both"})
+	}
+	if isKnown(req.NewInputs, "names") {
+		for i, n := range args.Names {
+			if reason := crdNameProblem(n); reason != "" {
+				failures = append(failures, p.CheckFailure{Property: fmt.Sprintf("names[%d]", i), Reason: reason})
+			}
+		}
+	}
+	if g := deref(args.Group); g != "" && isKnown(req.NewInputs, "group") {
+		if errs := validation.IsDNS1123Subdomain(g); len(errs) > 0 || !strings.Contains(g, ".") {
+			failures = append(failures, p.CheckFailure{Property: "group",
+				Reason: fmt.Sprintf("%q is not a CRD API group (a DNS subdomain with a dot, such as cert-manager.io)", g)})
+		}
+	}
+	return infer.CheckResponse[CrdReadyArgs]{Inputs: args, Failures: failures}, nil
+}
+
+func crdNameProblem(n string) string {
+	if n == "" {
+		return "a CRD name must not be empty"
+	}
+	if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+		return fmt.Sprintf("%q is not a valid CRD name: %s", n, strings.Join(errs, "; "))
+	}
+	if !strings.Contains(n, ".") {
+		return fmt.Sprintf("%q is not a CRD name: CRD names are <plural>.<group>, such as certificates.cert-manager.io", n)
+	}
+	return ""
+}
+
+func (c *CrdReady) Create(ctx context.Context, req infer.CreateRequest[CrdReadyArgs]) (infer.CreateResponse[CrdReadyState], error) {
+	state := CrdReadyState{CrdReadyArgs: req.Inputs}
+	if req.DryRun {
+		return infer.CreateResponse[CrdReadyState]{Output: state}, nil
+	}
+	timeout, err := req.Inputs.timeout()
+	if err != nil {
+		return infer.CreateResponse[CrdReadyState]{}, fmt.Errorf("timeout: %w", err)
+	}
+	r, err := startRun(ctx)
+	if err != nil {
+		return infer.CreateResponse[CrdReadyState]{}, err
+	}
+	defer r.close()
+	eval := newCrdEval(r, req.Inputs)
+	if _, err := r.wait(ctx, eval.what(), timeout, eval.check); err != nil {
+		return infer.CreateResponse[CrdReadyState]{}, err
+	}
+	eval.fill(&state)
+	return infer.CreateResponse[CrdReadyState]{ID: gateID("crd", eval.what()), Output: state}, nil
+}
+
+// Read re-evaluates the gate once, without waiting. A gate whose CRDs are no longer ready is
+// reported gone, so the next `up` creates it again, which waits again.
+func (c *CrdReady) Read(ctx context.Context, req infer.ReadRequest[CrdReadyArgs, CrdReadyState]) (infer.ReadResponse[CrdReadyArgs, CrdReadyState], error) {
+	r, err := startRun(ctx)
+	if err != nil {
+		return infer.ReadResponse[CrdReadyArgs, CrdReadyState]{}, err
+	}
+	defer r.close()
+	eval := newCrdEval(r, req.Inputs)
+	res, err := r.evaluateOnce(ctx, eval.check)
+	if err != nil {
+		return infer.ReadResponse[CrdReadyArgs, CrdReadyState]{}, err
+	}
+	if !res.Ready {
+		r.log.Warningf("%s is no longer ready (%s); the next update waits for it again", eval.what(), res.Message)
+		return infer.ReadResponse[CrdReadyArgs, CrdReadyState]{}, nil
+	}
+	state := req.State
+	eval.fill(&state)
+	return infer.ReadResponse[CrdReadyArgs, CrdReadyState]{ID: req.ID, Inputs: req.Inputs, State: state}, nil
+}
+
+// crdEval is one evaluation of a CrdReady gate over the shared CRD watch.
+type crdEval struct {
+	r      *run
+	args   CrdReadyArgs
+	ready  []status.CRDResult
+	names  []string
+	served map[string]bool // group/version strings discovery confirmed
+}
+
+func newCrdEval(r *run, args CrdReadyArgs) *crdEval {
+	return &crdEval{r: r, args: args, served: map[string]bool{}}
+}
+
+func (e *crdEval) what() string {
+	var parts []string
+	if len(e.args.Names) > 0 {
+		parts = append(parts, "CRD "+strings.Join(e.args.Names, ", "))
+	}
+	if g := deref(e.args.Group); g != "" {
+		parts = append(parts, "CRDs of group "+g)
+	}
+	return strings.Join(parts, " and ")
+}
+
+func (e *crdEval) check(ctx context.Context) wait.Result {
+	sub := e.r.watch(kube.WatchKey{Resource: crdResource})
+	if terminal, note := watchErr("customresourcedefinitions (cluster-wide)", sub); terminal != nil {
+		return wait.Result{Failed: terminal}
+	} else if note != "" && !sub.Synced() {
+		return wait.Result{Message: note, Unsynced: true}
+	}
+	if !sub.Synced() {
+		return wait.Result{Message: "listing CRDs", Unsynced: true}
+	}
+	var objs []*unstructured.Unstructured
+	var names []string
+	var pending []string
+	for _, n := range e.args.Names {
+		objs = append(objs, sub.Get(n))
+		names = append(names, n)
+	}
+	if g := deref(e.args.Group); g != "" {
+		var inGroup []*unstructured.Unstructured
+		for _, o := range sub.List(nil) {
+			if grp, _, _ := unstructured.NestedString(o.Object, "spec", "group"); grp == g {
+				inGroup = append(inGroup, o)
+			}
+		}
+		sort.Slice(inGroup, func(i, j int) bool { return inGroup[i].GetName() < inGroup[j].GetName() })
+		if len(inGroup) == 0 {
+			pending = append(pending, "no CRD of group "+g+" exists yet")
+		}
+		for _, o := range inGroup {
+			if !contains(names, o.GetName()) {
+				objs = append(objs, o)
+				names = append(names, o.GetName())
+			}
+		}
+	}
+	var results []status.CRDResult
+	for i, o := range objs {
+		res := status.CRD(o)
+		if !res.Ready {
+			pending = append(pending, names[i]+": "+res.Message)
+		}
+		results = append(results, res)
+	}
+	if len(pending) > 0 {
+		return wait.Result{Message: strings.Join(pending, "; "),
+			Hint: "is the chart or manifest that installs these CRDs part of the stack, and did it apply? `kubectl get crd` lists what is installed"}
+	}
+	// Established means the API server is about to serve the kind; discovery confirms it does.
+	for _, res := range results {
+		for _, gv := range res.ServedVersions {
+			if e.served[gv] {
+				continue
+			}
+			if ok, msg := e.discoveryServes(gv, res.Plural); !ok {
+				return wait.Result{Message: msg, Poll: true}
+			}
+			e.served[gv] = true
+		}
+	}
+	e.ready, e.names = results, names
+	return wait.Result{Ready: true, Message: "Established"}
+}
+
+func (e *crdEval) discoveryServes(gv, plural string) (bool, string) {
+	list, err := e.r.clients.Typed.Discovery().ServerResourcesForGroupVersion(gv)
+	if err != nil {
+		return false, fmt.Sprintf("Established, but discovery does not serve %s yet: %v", gv, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == plural {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprintf("Established, but discovery does not list %s in %s yet", plural, gv)
+}
+
+func (e *crdEval) fill(s *CrdReadyState) {
+	kinds, versions := map[string]bool{}, map[string]bool{}
+	for _, r := range e.ready {
+		kinds[r.Kind] = true
+		for _, v := range r.ServedVersions {
+			versions[v] = true
+		}
+	}
+	s.Names = e.names
+	s.Kinds = sortedKeys(kinds)
+	s.ServedVersions = sortedKeys(versions)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,166 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+)
+
+// DefaultTimeout is how long a gate waits when neither its timeout input nor customTimeouts say.
+const DefaultTimeout = 10 * time.Minute
+
+// GateArgs are the inputs every gate takes.
+type GateArgs struct {
+	Timeout  *string `pulumi:"timeout,optional"`
+	Triggers []any   `pulumi:"triggers,optional"`
+}
+
+func (g *GateArgs) Annotate(a infer.Annotator) {
+	a.Describe(&g.Timeout, "How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). "+
+		"Default `10m`. `customTimeouts.create` applies too; the shorter wins.")
+	a.Describe(&g.Triggers, "Arbitrary values (a Helm release's revision, a chart version, an image tag). "+
+		"When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.")
+}
+
+func (g GateArgs) timeout() (time.Duration, error) {
+	if g.Timeout == nil || *g.Timeout == "" {
+		return DefaultTimeout, nil
+	}
+	d, err := time.ParseDuration(*g.Timeout)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as \"90s\" or \"10m\"", *g.Timeout)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q must be positive", *g.Timeout)
+	}
+	return d, nil
+}
+
+// checkFailures validates the shared inputs; known reports whether an input is known at preview
+// (an output of another resource is not, and must not be judged yet).
+func (g GateArgs) checkFailures(inputs property.Map) []p.CheckFailure {
+	if !isKnown(inputs, "timeout") {
+		return nil
+	}
+	if _, err := g.timeout(); err != nil {
+		return []p.CheckFailure{{Property: "timeout", Reason: err.Error()}}
+	}
+	return nil
+}
+
+// isKnown reports whether the input key is set to a fully known value, or is absent.
+func isKnown(inputs property.Map, key string) bool {
+	v, ok := inputs.GetOk(key)
+	if !ok {
+		return true
+	}
+	return !v.HasComputed()
+}
+
+// run is one gate's use of the cluster during a Create: its watches, its wake-up channel and
+// its progress line. Close it when the gate returns, which releases its watches.
+type run struct {
+	clients *kube.Clients
+	wake    chan struct{}
+	subs    map[kube.WatchKey]*kube.Subscription
+	log     p.Logger
+}
+
+// startRun gets the shared clients and waits (briefly) for the API server to answer.
+func startRun(ctx context.Context) (*run, error) {
+	clients, err := infer.GetConfig[Config](ctx).Clients()
+	if err != nil {
+		return nil, err
+	}
+	if err := clients.EnsureReachable(ctx); err != nil {
+		return nil, err
+	}
+	return &run{
+		clients: clients,
+		wake:    make(chan struct{}, 1),
+		subs:    map[kube.WatchKey]*kube.Subscription{},
+		log:     p.GetLogger(ctx),
+	}, nil
+}
+
+// watch subscribes the gate to key once and returns the subscription.
+func (r *run) watch(key kube.WatchKey) *kube.Subscription {
+	if s, ok := r.subs[key]; ok {
+		return s
+	}
+	s := r.clients.Watches.Subscribe(key, r.wake)
+	r.subs[key] = s
+	return s
+}
+
+// watchErr turns a watch error into a terminal failure when waiting cannot fix it (RBAC), and
+// into a progress note otherwise (the API server restarting).
+func watchErr(what string, s *kube.Subscription) (terminal error, note string) {
+	err := s.Err()
+	if err == nil {
+		return nil, ""
+	}
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return fmt.Errorf("cannot watch %s: %w", what, err), ""
+	}
+	return nil, "watch interrupted, reconnecting: " + err.Error()
+}
+
+func (r *run) close() {
+	for _, s := range r.subs {
+		s.Close()
+	}
+	r.subs = nil
+}
+
+// wait runs the shared wait loop, reporting progress on the resource's status line.
+func (r *run) wait(ctx context.Context, what string, timeout time.Duration, check func(context.Context) wait.Result) (wait.Result, error) {
+	defer r.log.InfoStatus("")
+	res, err := wait.Until(ctx, wait.Spec{
+		What:     what,
+		Timeout:  wait.EffectiveTimeout(ctx, timeout),
+		Wake:     r.wake,
+		Check:    check,
+		Progress: func(msg string) { r.log.InfoStatus(msg) },
+	})
+	var te *wait.TimeoutError
+	if errors.As(err, &te) {
+		r.log.Warning(err.Error())
+	}
+	return res, err
+}
+
+// gateID is the ID a created gate gets: stable for its inputs' target, unique per creation.
+func gateID(kind, target string) string {
+	return fmt.Sprintf("%s/%s/%d", kind, target, time.Now().UnixNano())
+}
+
+// evaluateOnce evaluates check as soon as the watch caches have loaded, without waiting for
+// readiness (refresh uses it).
+func (r *run) evaluateOnce(ctx context.Context, check func(context.Context) wait.Result) (wait.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		res := check(ctx)
+		if res.Failed != nil {
+			return res, res.Failed
+		}
+		if !res.Unsynced {
+			return res, nil
+		}
+		select {
+		case <-r.wake:
+		case <-ctx.Done():
+			return res, fmt.Errorf("reading the cluster state: %w (%s)", ctx.Err(), res.Message)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package provider
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/blang/semver"
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/integration"
+	presource "github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, controlplane.Options{})) }
+
+// newUnconfiguredServer runs the provider in-process behind its gRPC surface.
+func newUnconfiguredServer(t *testing.T) integration.Server {
+	t.Helper()
+	prov, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := integration.NewServer(context.Background(), Name, semver.MustParse("0.1.0"), integration.WithProvider(prov))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newServerWithConfig runs the provider configured with cfg.
+func newServerWithConfig(t *testing.T, cfg map[string]property.Value) integration.Server {
+	t.Helper()
+	s := newUnconfiguredServer(t)
+	if err := s.Configure(p.ConfigureRequest{Args: property.NewMap(cfg)}); err != nil {
+		t.Fatalf("configure: %v", err)
+	}
+	return s
+}
+
+// newServer runs the provider configured for the local control plane (or for kubeconfig).
+func newServer(t *testing.T, kubeconfig ...string) integration.Server {
+	t.Helper()
+	kc := string(testenv.CP.Kubeconfig)
+	if len(kubeconfig) > 0 {
+		kc = kubeconfig[0]
+	}
+	return newServerWithConfig(t, map[string]property.Value{"kubeconfig": property.New(kc)})
+}
+
+func urn(typ string) presource.URN {
+	return presource.NewURN("test", "readiness", "", tokens.Type("readiness:index:"+typ), "gate")
+}
+
+// gateResult is what a Create in the background returned.
+type gateResult struct {
+	resp p.CreateResponse
+	err  error
+	at   time.Time
+}
+
+// createAsync checks inputs and runs Create in the background, as the engine would.
+func createAsync(t *testing.T, s integration.Server, typ string, inputs map[string]property.Value) <-chan gateResult {
+	t.Helper()
+	chk, err := s.Check(p.CheckRequest{Urn: urn(typ), Inputs: property.NewMap(inputs)})
+	if err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if len(chk.Failures) > 0 {
+		t.Fatalf("check failures: %v", chk.Failures)
+	}
+	out := make(chan gateResult, 1)
+	go func() {
+		resp, err := s.Create(p.CreateRequest{Urn: urn(typ), Properties: chk.Inputs})
+		out <- gateResult{resp, err, time.Now()}
+	}()
+	return out
+}
+
+// mustNotReturn asserts the gate is still blocked after d (it has something to wait for).
+func mustNotReturn(t *testing.T, ch <-chan gateResult, d time.Duration) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Fatalf("gate returned while its condition did not hold: err=%v outputs=%v", r.err, r.resp.Properties)
+	case <-time.After(d):
+	}
+}
+
+// await returns the gate's result, failing the test if it does not return in time.
+func await(t *testing.T, ch <-chan gateResult, limit time.Duration) gateResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(limit):
+		t.Fatalf("gate did not return within %s", limit)
+		return gateResult{}
+	}
+}
+
+func strs(v ...string) property.Value {
+	arr := make([]property.Value, len(v))
+	for i, s := range v {
+		arr[i] = property.New(s)
+	}
+	return property.New(arr)
+}
+
+func outStrings(t *testing.T, m property.Map, key string) []string {
+	t.Helper()
+	v, ok := m.GetOk(key)
+	if !ok || !v.IsArray() {
+		t.Fatalf("output %s missing or not a list: %v", key, m)
+	}
+	var out []string
+	for _, e := range v.AsArray().AsSlice() {
+		out = append(out, e.AsString())
+	}
+	return out
+}

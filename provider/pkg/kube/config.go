@@ -1,0 +1,209 @@
+// Package kube is the one place that talks to the Kubernetes API: it builds the clients from the
+// provider configuration, maps kinds to resources (re-discovering when a CRD appears mid-run) and
+// keeps the watches that every gate of the provider process shares.
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Settings is what the provider configuration says about the cluster.
+type Settings struct {
+	// Kubeconfig holds a kubeconfig's contents or a path to one; empty means KUBECONFIG,
+	// ~/.kube/config, then in-cluster configuration.
+	Kubeconfig string
+	Context    string
+	Namespace  string
+	// ReachTimeout bounds how long the first request retries a cluster that does not answer
+	// (the rebuild case: the cluster comes up while the stack runs).
+	ReachTimeout time.Duration
+}
+
+// DefaultReachTimeout is how long a cluster may take to answer before gates fail with
+// "cannot reach the Kubernetes API".
+const DefaultReachTimeout = 30 * time.Second
+
+// LoadConfig resolves Settings into a REST config and the default namespace. It reads files
+// but never calls the cluster, so a bad kubeconfig fails here and at once.
+func LoadConfig(s Settings) (*rest.Config, string, error) {
+	var cc clientcmd.ClientConfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: s.Context}
+	switch kc := strings.TrimSpace(s.Kubeconfig); {
+	case kc == "":
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	case looksLikeKubeconfig(kc):
+		raw, err := clientcmd.Load([]byte(kc))
+		if err != nil {
+			// Never echo the contents: a kubeconfig holds credentials.
+			return nil, "", fmt.Errorf("kubeconfig: the value is not a valid kubeconfig document: %s", redactErr(err))
+		}
+		cc = clientcmd.NewNonInteractiveClientConfig(*raw, s.Context, overrides, nil)
+	default:
+		path := expandHome(kc)
+		raw, err := clientcmd.LoadFromFile(path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, "", fmt.Errorf("kubeconfig: no such file %q (the value is neither kubeconfig contents nor a readable path)", path)
+			}
+			return nil, "", fmt.Errorf("kubeconfig: cannot load %q: %s", path, redactErr(err))
+		}
+		cc = clientcmd.NewNonInteractiveClientConfig(*raw, s.Context, overrides, &clientcmd.ClientConfigLoadingRules{ExplicitPath: path})
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, "", errors.New("kubeconfig: no configuration found: set the provider's kubeconfig, KUBECONFIG or ~/.kube/config, or run in a cluster")
+		}
+		return nil, "", fmt.Errorf("kubeconfig: %s", redactErr(err))
+	}
+	ns := s.Namespace
+	if ns == "" {
+		if n, _, err := cc.Namespace(); err == nil && n != "" {
+			ns = n
+		} else {
+			ns = "default"
+		}
+	}
+	// Gates share one client; hundreds of them start at once in a large stack.
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.UserAgent = "pulumi-resource-readiness"
+	return cfg, ns, nil
+}
+
+func looksLikeKubeconfig(s string) bool {
+	return strings.Contains(s, "\n") || strings.HasPrefix(s, "{") || strings.HasPrefix(s, "apiVersion:")
+}
+
+func expandHome(p string) string {
+	if strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, p[2:])
+		}
+	}
+	return p
+}
+
+// redactErr keeps YAML parse errors from quoting the (secret) document they failed on.
+func redactErr(err error) string {
+	msg := err.Error()
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	return msg
+}
+
+// Clients are the Kubernetes clients shared by every gate of the provider process.
+type Clients struct {
+	Config    *rest.Config
+	Namespace string
+	Dynamic   dynamic.Interface
+	Typed     kubernetes.Interface
+	Discovery discovery.CachedDiscoveryInterface
+	Mapper    *restmapper.DeferredDiscoveryRESTMapper
+	Watches   *WatchCache
+
+	reachTimeout time.Duration
+	reachable    chan struct{} // closed once the API server answered
+}
+
+// NewClients builds the clients for cfg. It does not call the cluster.
+func NewClients(cfg *rest.Config, namespace string, reachTimeout time.Duration) (*Clients, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	typed, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disco := memory.NewMemCacheClient(typed.Discovery())
+	if reachTimeout <= 0 {
+		reachTimeout = DefaultReachTimeout
+	}
+	return &Clients{
+		Config:       cfg,
+		Namespace:    namespace,
+		Dynamic:      dyn,
+		Typed:        typed,
+		Discovery:    disco,
+		Mapper:       restmapper.NewDeferredDiscoveryRESTMapper(disco),
+		Watches:      NewWatchCache(dyn),
+		reachTimeout: reachTimeout,
+		reachable:    make(chan struct{}),
+	}, nil
+}
+
+// UnreachableError says the API server did not answer within the retry window.
+type UnreachableError struct {
+	Host   string
+	Window time.Duration
+	Last   error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the Kubernetes API at %s (retried for %s): %v; check that the cluster is up and that the provider's kubeconfig/context point at it",
+		e.Host, e.Window, e.Last)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Last }
+
+// EnsureReachable returns once the API server answers /version, retrying with backoff for the
+// configured window: a stack that creates the cluster and its gates in one run is fine, a
+// kubeconfig pointing at nothing fails in seconds rather than at the gate's timeout.
+func (c *Clients) EnsureReachable(ctx context.Context) error {
+	select {
+	case <-c.reachable:
+		return nil
+	default:
+	}
+	rc := c.Typed.Discovery().RESTClient()
+	var last error
+	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Cap: 3 * time.Second, Steps: 1 << 30}
+	ctx, cancel := context.WithTimeout(ctx, c.reachTimeout)
+	defer cancel()
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		reqCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		res := rc.Get().AbsPath("/version").Do(reqCtx)
+		var code int
+		res.StatusCode(&code)
+		last = res.Error()
+		if last == nil || (code != 0 && code != http.StatusServiceUnavailable) {
+			// Any HTTP answer but 503 means something is serving; auth errors surface later with context.
+			return true, nil
+		}
+		return false, nil
+	})
+	if err == nil {
+		select {
+		case <-c.reachable:
+		default:
+			close(c.reachable)
+		}
+		return nil
+	}
+	if last == nil {
+		last = err
+	}
+	if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return &UnreachableError{Host: c.Config.Host, Window: c.reachTimeout, Last: last}
+}

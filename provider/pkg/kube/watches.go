@@ -1,0 +1,227 @@
+package kube
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// WatchKey names one shared watch: a resource type in one namespace ("" for cluster-scoped
+// kinds or all namespaces), optionally narrowed to one object by name. Gates on the same key
+// share one informer; a named key is used for Secrets, whose data should not be cached
+// namespace-wide (and whose RBAC can then be narrowed with resourceNames).
+type WatchKey struct {
+	Resource  schema.GroupVersionResource
+	Namespace string
+	Name      string
+}
+
+// Transform trims objects before they enter a shared cache (dropping Secret values, CRD
+// schemas) so the provider holds only what gates read.
+type Transform func(*unstructured.Unstructured) *unstructured.Unstructured
+
+// WatchCache hands out shared informers keyed by WatchKey and stops each one when its last
+// user releases it. client-go's reflector underneath lists, watches, and re-lists on expiry
+// (410 Gone), so gates always evaluate the latest observed state.
+type WatchCache struct {
+	client     dynamic.Interface
+	mu         sync.Mutex
+	entries    map[WatchKey]*watchEntry
+	transforms map[schema.GroupResource]Transform
+
+	// Opened counts informers started over the cache's life (one list+watch each).
+	Opened atomic.Int64
+}
+
+// NewWatchCache returns an empty cache over client.
+func NewWatchCache(client dynamic.Interface) *WatchCache {
+	return &WatchCache{
+		client:  client,
+		entries: map[WatchKey]*watchEntry{},
+		transforms: map[schema.GroupResource]Transform{
+			{Group: "", Resource: "secrets"}:                                       trimSecret,
+			{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: trimCRD,
+		},
+	}
+}
+
+type watchEntry struct {
+	informer cache.SharedIndexInformer
+	stop     chan struct{}
+	done     chan struct{}
+	refs     int
+
+	mu     sync.Mutex
+	synced bool
+	err    error
+	wakes  map[*Subscription]chan<- struct{}
+}
+
+func (e *watchEntry) notify() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, w := range e.wakes {
+		poke(w)
+	}
+}
+
+func poke(w chan<- struct{}) {
+	select {
+	case w <- struct{}{}:
+	default: // a wake-up is already pending; the gate will see the latest state anyway
+	}
+}
+
+// Subscription is one gate's use of a shared watch. Its owner is poked on wake whenever the
+// watched objects change, the cache syncs, or the watch reports an error.
+type Subscription struct {
+	key   WatchKey
+	entry *watchEntry
+	cache *WatchCache
+	once  sync.Once
+}
+
+// Subscribe starts (or joins) the watch for key and pokes wake on every change.
+// Release it with Close.
+func (c *WatchCache) Subscribe(key WatchKey, wake chan<- struct{}) *Subscription {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok {
+		e = c.start(key)
+		c.entries[key] = e
+	}
+	e.refs++
+	s := &Subscription{key: key, entry: e, cache: c}
+	e.mu.Lock()
+	e.wakes[s] = wake
+	synced := e.synced
+	e.mu.Unlock()
+	if synced {
+		poke(wake) // evaluate at once against the warm cache
+	}
+	return s
+}
+
+func (c *WatchCache) start(key WatchKey) *watchEntry {
+	tweak := func(o *metav1.ListOptions) {
+		if key.Name != "" {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.Name).String()
+		}
+	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(c.client, key.Resource, key.Namespace, 0,
+		cache.Indexers{}, tweak).Informer()
+	e := &watchEntry{informer: inf, stop: make(chan struct{}), done: make(chan struct{}),
+		wakes: map[*Subscription]chan<- struct{}{}}
+	if t, ok := c.transforms[key.Resource.GroupResource()]; ok {
+		_ = inf.SetTransform(func(o any) (any, error) {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				return t(u), nil
+			}
+			return o, nil
+		})
+	}
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		e.mu.Lock()
+		e.err = err
+		e.mu.Unlock()
+		e.notify()
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	clearErr := func() {
+		e.mu.Lock()
+		e.err = nil
+		e.mu.Unlock()
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { clearErr(); e.notify() },
+		UpdateFunc: func(any, any) { clearErr(); e.notify() },
+		DeleteFunc: func(any) { clearErr(); e.notify() },
+	})
+	c.Opened.Add(1)
+	go func() {
+		defer close(e.done)
+		inf.Run(e.stop)
+	}()
+	go func() {
+		if cache.WaitForCacheSync(e.stop, inf.HasSynced) {
+			e.mu.Lock()
+			e.synced, e.err = true, nil
+			e.mu.Unlock()
+			e.notify()
+		}
+	}()
+	return e
+}
+
+// Close releases the subscription; the watch stops when no gate uses it any more.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		s.entry.mu.Lock()
+		delete(s.entry.wakes, s)
+		s.entry.mu.Unlock()
+		c := s.cache
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		s.entry.refs--
+		if s.entry.refs == 0 {
+			close(s.entry.stop)
+			delete(c.entries, s.key)
+		}
+	})
+}
+
+// Synced reports whether the initial list has completed, so "not found" can be trusted.
+func (s *Subscription) Synced() bool {
+	s.entry.mu.Lock()
+	defer s.entry.mu.Unlock()
+	return s.entry.synced
+}
+
+// Err is the watch's last error (list or watch failed, e.g. Forbidden), nil once it recovers.
+func (s *Subscription) Err() error {
+	s.entry.mu.Lock()
+	defer s.entry.mu.Unlock()
+	return s.entry.err
+}
+
+// Get returns the cached object name (in the key's namespace), or nil when absent.
+func (s *Subscription) Get(name string) *unstructured.Unstructured {
+	k := name
+	if s.key.Namespace != "" {
+		k = s.key.Namespace + "/" + name
+	}
+	o, ok, err := s.entry.informer.GetStore().GetByKey(k)
+	if err != nil || !ok {
+		return nil
+	}
+	return o.(*unstructured.Unstructured)
+}
+
+// List returns the cached objects matching sel (everything when sel is nil).
+func (s *Subscription) List(sel labels.Selector) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range s.entry.informer.GetStore().List() {
+		u := o.(*unstructured.Unstructured)
+		if sel == nil || sel.Matches(labels.Set(u.GetLabels())) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Active returns how many shared watches are open now.
+func (c *WatchCache) Active() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}

@@ -1,0 +1,162 @@
+// Package wait is the one wait loop every gate runs: evaluate, then sleep until a watch event
+// (or, for checks with nothing to watch, a capped backoff) says the state may have changed,
+// report progress whenever the observed state changes, and fail with what was last seen.
+package wait
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Result is one evaluation of a gate.
+type Result struct {
+	// Ready ends the wait successfully.
+	Ready bool
+	// Message is what is pending and what was last seen, for progress and timeout errors.
+	Message string
+	// Failed ends the wait at once: a terminal state (a Denied request, a failed Job,
+	// Forbidden) that no amount of waiting fixes.
+	Failed error
+	// Poll asks to be evaluated again after a capped backoff (100 ms doubling to 1 s) even
+	// without a watch event: for probes and discovery, which have nothing to watch.
+	Poll bool
+	// Hint says what to check if the wait times out in this state.
+	Hint string
+	// Unsynced says the watch caches are still loading: the state is unknown, not "not ready".
+	Unsynced bool
+}
+
+// Spec describes one wait.
+type Spec struct {
+	// What names the thing waited for: "CRD certificates.cert-manager.io".
+	What string
+	// Timeout bounds the wait; the context's own deadline (Pulumi's customTimeouts) still applies.
+	Timeout time.Duration
+	// Wake is poked by the gate's watch subscriptions whenever something it reads changed.
+	Wake <-chan struct{}
+	// Check evaluates the current state; it must be cheap when it only reads watch caches.
+	Check func(ctx context.Context) Result
+	// Progress receives a status line whenever the message changes, and at most every
+	// ProgressEvery while it does not.
+	Progress      func(msg string)
+	ProgressEvery time.Duration
+}
+
+// TimeoutError says a wait ran out of time, with the last state it saw.
+type TimeoutError struct {
+	What    string
+	Waited  time.Duration
+	Last    string
+	Hint    string
+	Context []string // extra evidence gathered at timeout (recent Warning events, ...)
+}
+
+func (e *TimeoutError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "timed out after %s waiting for %s; last seen: %s", e.Waited.Round(time.Millisecond), e.What, e.Last)
+	for _, c := range e.Context {
+		b.WriteString("; " + c)
+	}
+	if e.Hint != "" {
+		b.WriteString("; check: " + e.Hint)
+	}
+	return b.String()
+}
+
+// ErrCancelled wraps a wait stopped by the caller (Ctrl-C, pulumi cancel).
+var ErrCancelled = errors.New("cancelled")
+
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = time.Second
+)
+
+// Until evaluates spec.Check until it reports Ready (nil), Failed (that error), the timeout
+// (*TimeoutError) or cancellation (wrapping ErrCancelled). It never sleeps to poll a state that
+// a watch reports: between evaluations it blocks on spec.Wake.
+func Until(ctx context.Context, spec Spec) (Result, error) {
+	start := time.Now()
+	parent := ctx
+	var cancel context.CancelFunc
+	if spec.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, spec.Timeout)
+		defer cancel()
+	}
+	every := spec.ProgressEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	progress := spec.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	heartbeat := time.NewTicker(every)
+	defer heartbeat.Stop()
+	var retry *time.Timer
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
+	backoff := minBackoff
+
+	var last Result
+	lastReported := ""
+	for {
+		r := spec.Check(ctx)
+		if r.Failed != nil {
+			return r, r.Failed
+		}
+		if r.Ready {
+			return r, nil
+		}
+		if r.Message != lastReported {
+			progress(fmt.Sprintf("waiting for %s: %s", spec.What, r.Message))
+			lastReported = r.Message
+			heartbeat.Reset(every)
+			backoff = minBackoff
+		}
+		last = r
+
+		var retryC <-chan time.Time
+		if r.Poll {
+			if retry == nil {
+				retry = time.NewTimer(backoff)
+			} else {
+				retry.Reset(backoff)
+			}
+			retryC = retry.C
+			backoff = min(backoff*2, maxBackoff)
+		}
+	wait:
+		select {
+		case <-ctx.Done():
+			if parent.Err() != nil && errors.Is(parent.Err(), context.Canceled) {
+				return last, fmt.Errorf("%w while waiting for %s; last seen: %s", ErrCancelled, spec.What, last.Message)
+			}
+			return last, &TimeoutError{What: spec.What, Waited: time.Since(start), Last: last.Message, Hint: last.Hint}
+		case <-spec.Wake:
+		case <-retryC:
+		case <-heartbeat.C:
+			progress(fmt.Sprintf("waiting for %s (%s): %s", spec.What, time.Since(start).Round(time.Second), last.Message))
+			goto wait
+		}
+		if retry != nil && !r.Poll {
+			retry.Stop()
+		}
+	}
+}
+
+// EffectiveTimeout is the shorter of the gate's own timeout and the time left before ctx's
+// deadline (Pulumi's customTimeouts arrive that way).
+func EffectiveTimeout(ctx context.Context, own time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < own {
+			return left
+		}
+	}
+	return own
+}

@@ -1,0 +1,147 @@
+package wait
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// script returns a Check that replays results in order, then repeats the last one.
+func script(results ...Result) (func(context.Context) Result, *int) {
+	n := 0
+	return func(context.Context) Result {
+		r := results[min(n, len(results)-1)]
+		n++
+		return r
+	}, &n
+}
+
+type recorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recorder) add(m string) { r.mu.Lock(); r.msgs = append(r.msgs, m); r.mu.Unlock() }
+
+func TestUntilReturnsOnTheEventThatMakesItReady(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	check, calls := script(Result{Message: "a"}, Result{Message: "b"}, Result{Ready: true})
+	var rec recorder
+	done := make(chan error)
+	go func() {
+		_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: wake, Check: check, Progress: rec.add})
+		done <- err
+	}()
+	wake <- struct{}{}
+	wake <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if *calls != 3 {
+		t.Errorf("evaluated %d times, want 3 (once per wake-up, no polling)", *calls)
+	}
+	if len(rec.msgs) != 2 || !strings.Contains(rec.msgs[0], "waiting for x: a") || !strings.Contains(rec.msgs[1], ": b") {
+		t.Errorf("progress = %q", rec.msgs)
+	}
+}
+
+func TestUntilDoesNotRepeatUnchangedProgress(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	check, _ := script(Result{Message: "same"}, Result{Message: "same"}, Result{Message: "same"}, Result{Ready: true})
+	var rec recorder
+	done := make(chan error)
+	go func() {
+		_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: wake, Check: check, Progress: rec.add, ProgressEvery: time.Hour})
+		done <- err
+	}()
+	for i := 0; i < 3; i++ {
+		wake <- struct{}{}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.msgs) != 1 {
+		t.Errorf("progress repeated: %q", rec.msgs)
+	}
+}
+
+func TestUntilTimesOutWithTheLastStateAndHint(t *testing.T) {
+	check, _ := script(Result{Message: "first"}, Result{Message: "Ready=False (Pending: issuer missing)", Hint: "kubectl describe"})
+	wake := make(chan struct{}, 1)
+	wake <- struct{}{}
+	_, err := Until(context.Background(), Spec{What: "Certificate default/web", Timeout: 200 * time.Millisecond, Wake: wake, Check: check})
+	var te *TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("want a TimeoutError, got %v", err)
+	}
+	for _, want := range []string{"timed out after", "Certificate default/web", "Ready=False (Pending: issuer missing)", "check: kubectl describe"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}
+
+func TestUntilFailsFast(t *testing.T) {
+	boom := errors.New("denied")
+	check, calls := script(Result{Message: "pending"}, Result{Failed: boom})
+	wake := make(chan struct{}, 1)
+	wake <- struct{}{}
+	_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Hour, Wake: wake, Check: check})
+	if !errors.Is(err, boom) || *calls != 2 {
+		t.Fatalf("err=%v calls=%d", err, *calls)
+	}
+}
+
+func TestUntilReturnsPromptlyOnCancel(t *testing.T) {
+	check, _ := script(Result{Message: "pending"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := Until(ctx, Spec{What: "x", Timeout: time.Hour, Wake: make(chan struct{}), Check: check})
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrCancelled) || !strings.Contains(err.Error(), "pending") {
+			t.Fatalf("err = %v", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("Until did not return within 1s of cancellation")
+	}
+}
+
+func TestUntilPollsWithBackoffOnlyWhenAsked(t *testing.T) {
+	// Nothing ever wakes it: only Poll can bring the next evaluation.
+	check, calls := script(Result{Message: "probe failed", Poll: true}, Result{Message: "probe failed", Poll: true}, Result{Ready: true})
+	_, err := Until(context.Background(), Spec{What: "x", Timeout: 10 * time.Second, Wake: make(chan struct{}), Check: check})
+	if err != nil || *calls != 3 {
+		t.Fatalf("err=%v calls=%d", err, *calls)
+	}
+	check2, calls2 := script(Result{Message: "watching"})
+	_, err = Until(context.Background(), Spec{What: "x", Timeout: 300 * time.Millisecond, Wake: make(chan struct{}), Check: check2})
+	if err == nil || *calls2 != 1 {
+		t.Fatalf("a watch-driven check was re-evaluated without an event: calls=%d err=%v", *calls2, err)
+	}
+}
+
+func TestEffectiveTimeoutTakesTheShorter(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if d := EffectiveTimeout(ctx, time.Hour); d > 2*time.Second || d < time.Second {
+		t.Errorf("EffectiveTimeout = %s, want about 2s (customTimeouts)", d)
+	}
+	if d := EffectiveTimeout(ctx, time.Second); d != time.Second {
+		t.Errorf("EffectiveTimeout = %s, want the gate's own 1s", d)
+	}
+	if d := EffectiveTimeout(context.Background(), 10*time.Minute); d != 10*time.Minute {
+		t.Errorf("EffectiveTimeout = %s", d)
+	}
+}

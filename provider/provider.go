@@ -1,0 +1,43 @@
+// Package provider is the readiness Pulumi provider: one file per gate resource, each thin glue
+// between Pulumi inputs/outputs, the pure evaluators of pkg/status and the wait loop of pkg/wait.
+package provider
+
+import (
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
+)
+
+// Name is the Pulumi package name.
+const Name = "readiness"
+
+// Version is stamped at build time with -ldflags "-X .../provider.Version=...".
+var Version = "0.1.0-dev"
+
+// New builds the provider.
+func New() (p.Provider, error) {
+	return infer.NewProviderBuilder().
+		WithDisplayName("Readiness").
+		WithDescription("Gates that block a Pulumi deployment until Kubernetes is really ready: CRDs established, webhooks serving, certificates issued, rollouts done.").
+		WithKeywords("kubernetes", "readiness", "wait", "category/cloud").
+		WithHomepage("https://github.com/readiness-io/pulumi-readiness").
+		WithRepository("https://github.com/readiness-io/pulumi-readiness").
+		WithPublisher("readiness-io").
+		WithLicense("Apache-2.0").
+		WithNamespace("readiness-io").
+		WithGoImportPath("github.com/readiness-io/pulumi-readiness/sdk/go/readiness").
+		WithLanguageMap(map[string]any{
+			"nodejs": map[string]any{
+				"packageName": "@readiness-io/pulumi-readiness",
+				"dependencies": map[string]any{
+					"@pulumi/pulumi": "^3.142.0",
+				},
+			},
+		}).
+		WithConfig(infer.Config(&Config{})).
+		WithResources(
+			infer.Resource(&CrdReady{}),
+		).
+		WithModuleMap(map[tokens.ModuleName]tokens.ModuleName{"provider": "index"}).
+		Build()
+}

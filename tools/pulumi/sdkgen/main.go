@@ -1,0 +1,107 @@
+// Command sdkgen generates the Go and Node.js SDKs from schema.json by calling Pulumi's code
+// generators directly: `pulumi package gen-sdk` needs the pulumi-language-go/-nodejs plugins,
+// which cannot be installed offline; this does what those plugins do.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/blang/semver"
+	gogen "github.com/pulumi/pulumi/pkg/v3/codegen/go"
+	"github.com/pulumi/pulumi/pkg/v3/codegen/nodejs"
+	"github.com/pulumi/pulumi/pkg/v3/codegen/schema"
+)
+
+// noLoader refuses every lookup: our schema is self-contained.
+type noLoader struct{}
+
+var errNoRefs = errors.New("the readiness schema references no other package")
+
+func (noLoader) LoadPackage(string, *semver.Version) (*schema.Package, error) { return nil, errNoRefs }
+func (noLoader) LoadPackageV2(context.Context, *schema.PackageDescriptor) (*schema.Package, error) {
+	return nil, errNoRefs
+}
+func (noLoader) LoadPackageReference(string, *semver.Version) (schema.PackageReference, error) {
+	return nil, errNoRefs
+}
+func (noLoader) LoadPackageReferenceV2(context.Context, *schema.PackageDescriptor) (schema.PackageReference, error) {
+	return nil, errNoRefs
+}
+
+func main() {
+	schemaPath := flag.String("schema", "schema.json", "the provider schema")
+	out := flag.String("out", "sdk", "output folder; go/ and nodejs/ are written under it")
+	version := flag.String("version", "0.1.0", "the SDK version")
+	flag.Parse()
+	if err := run(*schemaPath, *out, *version); err != nil {
+		fmt.Fprintln(os.Stderr, "sdkgen:", err)
+		os.Exit(1)
+	}
+}
+
+func bind(schemaPath, version string) (*schema.Package, error) {
+	b, err := os.ReadFile(schemaPath)
+	if err != nil {
+		return nil, err
+	}
+	var spec schema.PackageSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, err
+	}
+	spec.Version = version
+	pkg, diags, err := schema.BindSpec(spec, noLoader{}, schema.ValidationOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return pkg, nil
+}
+
+func run(schemaPath, out, version string) error {
+	// Each generator annotates the package it is given, so bind once per language.
+	pkg, err := bind(schemaPath, version)
+	if err != nil {
+		return err
+	}
+	goFiles, err := gogen.GeneratePackage("pulumi-readiness-sdkgen", pkg, nil)
+	if err != nil {
+		return fmt.Errorf("go: %w", err)
+	}
+	if err := write(filepath.Join(out, "go"), goFiles); err != nil {
+		return err
+	}
+	pkg, err = bind(schemaPath, version)
+	if err != nil {
+		return err
+	}
+	if err := pkg.ImportLanguages(map[string]schema.Language{"nodejs": nodejs.Importer}); err != nil {
+		return err
+	}
+	nodeFiles, err := nodejs.GeneratePackage("pulumi-readiness-sdkgen", pkg, nil, nil, false, noLoader{})
+	if err != nil {
+		return fmt.Errorf("nodejs: %w", err)
+	}
+	return write(filepath.Join(out, "nodejs"), nodeFiles)
+}
+
+// write replaces dir's generated files with files, keeping hand-made ones we add (go.mod).
+func write(dir string, files map[string][]byte) error {
+	for name, b := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
