@@ -25,10 +25,16 @@ func New() (p.Provider, error) {
 		WithPublisher("readiness-io").
 		WithLicense("Apache-2.0").
 		WithNamespace("readiness-io").
-		WithGoImportPath("github.com/readiness-io/pulumi-readiness/sdk/go/readiness").
 		WithLanguageMap(map[string]any{
+			"go": map[string]any{
+				"importBasePath":                 "github.com/readiness-io/pulumi-readiness/sdk/go/readiness",
+				"generateResourceContainerTypes": true,
+				"respectSchemaVersion":           true,
+			},
 			"nodejs": map[string]any{
-				"packageName": "@readiness-io/pulumi-readiness",
+				"packageName":          "@readiness-io/pulumi-readiness",
+				"respectSchemaVersion": true,
+				"packageDescription":   "Gates that block a Pulumi deployment until Kubernetes is really ready.",
 				"dependencies": map[string]any{
 					"@pulumi/pulumi": "^3.142.0",
 				},

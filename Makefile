@@ -1,0 +1,61 @@
+# pulumi-readiness: `make demo` runs the main job, `make test` runs the tests.
+SHELL        := /bin/bash
+VERSION      ?= 0.1.0
+SDK_VERSION  := 0.1.0
+PROVIDER     := pulumi-resource-readiness
+LDFLAGS      := -X github.com/readiness-io/pulumi-readiness/provider.Version=$(VERSION)
+TOOLS_BIN     = $(shell go run ./internal/controlplane/cmd/localcluster tools)
+export PULUMI_HOME ?= $(CURDIR)/.cache/pulumi-home
+export PULUMI_SKIP_UPDATE_CHECK := true
+
+.PHONY: build tools schema sdk sdk-nodejs check-generated test test-go test-nodejs demo bench lint dist examples clean
+
+build:
+	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
+
+# The pinned tools (etcd, kube-apiserver, ..., kwok, the Pulumi CLI, sdkgen), built once into a cache.
+tools:
+	@go run ./internal/controlplane/cmd/localcluster tools
+
+# schema.json comes from the built provider, never by hand.
+schema: build
+	@tb="$(TOOLS_BIN)"; "$$tb/pulumi" package get-schema ./bin/$(PROVIDER) | jq 'del(.version)' > schema.json
+
+# SDKs are generated from schema.json by Pulumi's own code generators (see tools/pulumi/sdkgen).
+sdk: schema
+	@tb="$(TOOLS_BIN)"; rm -rf sdk/go/readiness sdk/nodejs/*.ts sdk/nodejs/types sdk/nodejs/config sdk/nodejs/package.json sdk/nodejs/tsconfig.json sdk/nodejs/README.md; \
+	  "$$tb/sdkgen" -schema schema.json -out sdk -version $(SDK_VERSION)
+	cd sdk && go build ./...
+
+sdk-nodejs:
+	cd sdk/nodejs && npm install --no-audit --no-fund --loglevel=error && npx tsc && cp package.json README.md bin/ 2>/dev/null || cp package.json sdk/nodejs/bin/
+	cd sdk/nodejs/bin && rm -f *.tgz && npm pack --silent >/dev/null
+
+# Fails when schema.json or sdk/ differ from what the provider generates.
+check-generated: sdk
+	@if [ -n "$$(git status --porcelain -- schema.json sdk)" ]; then \
+	  echo "schema.json or sdk/ is out of date: run 'make sdk' and commit the result"; \
+	  git status --porcelain -- schema.json sdk; git --no-pager diff --stat -- schema.json sdk; exit 1; fi
+
+lint:
+	@test -z "$$(gofmt -l provider internal tests demo tools/pulumi/sdkgen)" || (gofmt -l provider internal tests demo tools/pulumi/sdkgen; echo "gofmt needed"; exit 1)
+	go vet ./...
+
+test-go: build tools
+	go test -count=1 -timeout 40m ./...
+
+test-nodejs: build tools sdk-nodejs
+	cd tests/nodejs && npm install --no-audit --no-fund --loglevel=error && npm test
+
+# The README's test command.
+test: check-generated lint test-go test-nodejs
+
+# The README's main command: a demo stack against a local control plane it starts itself.
+demo: build tools
+	go run ./demo
+
+bench: build tools
+	go run ./bench
+
+clean:
+	rm -rf bin dist sdk/nodejs/bin sdk/nodejs/node_modules
