@@ -1,0 +1,122 @@
+// Test harness: starts the local control plane (the same Go harness the Go tests use), builds
+// the provider binaries, and talks to the API server directly for what the test plays itself.
+import { ChildProcess, execFileSync, spawn } from "child_process";
+import * as fs from "fs";
+import * as https from "https";
+import * as os from "os";
+import * as path from "path";
+import * as readline from "readline";
+import { LocalWorkspace, PulumiCommand, InlineProgramArgs, Stack } from "@pulumi/pulumi/automation";
+import YAML from "yaml";
+import * as pulumi from "@pulumi/pulumi";
+
+export const repoRoot = path.resolve(__dirname, "..", "..", "..");
+
+export interface Cluster {
+    kubeconfig: string;
+    server: string;
+    token: string;
+    ca: Buffer;
+    stop: () => Promise<void>;
+}
+
+// startCluster runs `localcluster up` and resolves once it printed its kubeconfig path.
+export async function startCluster(): Promise<Cluster> {
+    execFileSync("go", ["build", "-o", path.join(os.tmpdir(), "readiness-localcluster"), "./internal/controlplane/cmd/localcluster"],
+        { cwd: repoRoot, stdio: "inherit" });
+    const child: ChildProcess = spawn(path.join(os.tmpdir(), "readiness-localcluster"), ["up"], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
+    const kubeconfigPath: string = await new Promise((resolve, reject) => {
+        const rl = readline.createInterface({ input: child.stdout! });
+        rl.once("line", (line) => resolve(line.trim()));
+        child.once("exit", (code) => reject(new Error(`localcluster exited with ${code}`)));
+    });
+    const kubeconfig = fs.readFileSync(kubeconfigPath, "utf8");
+    const doc = YAML.parse(kubeconfig);
+    return {
+        kubeconfig,
+        server: doc.clusters[0].cluster.server,
+        token: doc.users[0].user.token,
+        ca: Buffer.from(doc.clusters[0].cluster["certificate-authority-data"], "base64"),
+        stop: () => new Promise((resolve) => { child.once("exit", () => resolve()); child.kill("SIGTERM"); }),
+    };
+}
+
+// request sends one API request to the control plane (loopback only).
+export function request(c: Cluster, method: string, apiPath: string, body?: unknown): Promise<{ status: number; body: any }> {
+    return new Promise((resolve, reject) => {
+        const url = new URL(apiPath, c.server);
+        const req = https.request(url, {
+            method, ca: c.ca,
+            headers: { Authorization: `Bearer ${c.token}`, "Content-Type": "application/json" },
+        }, (res) => {
+            let data = "";
+            res.on("data", (d) => (data += d));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: data ? JSON.parse(data) : undefined }));
+        });
+        req.on("error", reject);
+        if (body !== undefined) req.write(JSON.stringify(body));
+        req.end();
+    });
+}
+
+export function crd(group: string, kind: string, plural: string): object {
+    return {
+        apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition",
+        metadata: { name: `${plural}.${group}` },
+        spec: {
+            group, scope: "Namespaced",
+            names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
+            versions: [{ name: "v1", served: true, storage: true,
+                schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } }],
+        },
+    };
+}
+
+export interface PulumiEnv {
+    dir: string;
+    envVars: Record<string, string>;
+    command: PulumiCommand;
+}
+
+// preparePulumi builds the provider and the kubetest stand-in and sets up a local backend.
+export async function preparePulumi(): Promise<PulumiEnv> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "readiness-node-"));
+    const bin = path.join(dir, "bin");
+    for (const [name, pkg] of [["pulumi-resource-readiness", "./provider/cmd/pulumi-resource-readiness"],
+                               ["pulumi-resource-kubetest", "./internal/standin/cmd/pulumi-resource-kubetest"]]) {
+        execFileSync("go", ["build", "-o", path.join(bin, name), pkg], { cwd: repoRoot, stdio: "inherit" });
+    }
+    const toolsBin = execFileSync("go", ["run", "./internal/controlplane/cmd/localcluster", "tools"], { cwd: repoRoot }).toString().trim();
+    for (const d of ["state", "home"]) fs.mkdirSync(path.join(dir, d), { recursive: true });
+    const command = await PulumiCommand.get({ root: path.dirname(toolsBin), skipVersionCheck: true });
+    return {
+        dir, command,
+        envVars: {
+            PATH: `${bin}:${toolsBin}:${process.env.PATH}`,
+            PULUMI_BACKEND_URL: `file://${path.join(dir, "state")}`,
+            PULUMI_CONFIG_PASSPHRASE: "readiness-local-only",
+            PULUMI_HOME: path.join(dir, "home"),
+            PULUMI_SKIP_UPDATE_CHECK: "true",
+            PULUMI_DIY_BACKEND_NO_LEGACY_WARNING: "true",
+        },
+    };
+}
+
+export async function stack(env: PulumiEnv, c: Cluster, args: InlineProgramArgs): Promise<Stack> {
+    const workDir = path.join(env.dir, `work-${args.projectName}-${args.stackName}`);
+    fs.mkdirSync(workDir, { recursive: true });
+    const s = await LocalWorkspace.createOrSelectStack(args, { workDir, envVars: env.envVars, pulumiCommand: env.command });
+    await s.setConfig("readiness:kubeconfig", { value: c.kubeconfig, secret: true });
+    await s.setConfig("kubetest:kubeconfig", { value: c.kubeconfig, secret: true });
+    return s;
+}
+
+// KubeObject is a Kubernetes object created by the kubetest stand-in provider, as a
+// pulumi-kubernetes resource would be for a user.
+export class KubeObject extends pulumi.CustomResource {
+    public readonly createdAt!: pulumi.Output<string>;
+    public readonly uid!: pulumi.Output<string>;
+    constructor(name: string, manifest: object, opts?: pulumi.CustomResourceOptions) {
+        super("kubetest:index:Object", name, { manifest: JSON.stringify(manifest), createdAt: undefined, uid: undefined }, opts);
+    }
+}
