@@ -1,0 +1,145 @@
+// Package expr compiles and evaluates the free-form readiness expressions users write:
+// kubectl-style JSONPath and CEL over the object. Compile runs at preview (Check) so a bad
+// expression fails before anything waits; evaluation is pure.
+package expr
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/ext"
+	"k8s.io/client-go/util/jsonpath"
+)
+
+// JSONPath is a compiled kubectl JSONPath with its expectation.
+type JSONPath struct {
+	expr  string
+	jp    *jsonpath.JSONPath
+	value *string
+	regex *regexp.Regexp
+}
+
+// CompileJSONPath parses expr (`{.status.phase}` or `.status.phase`) and the expectation:
+// value (equality), regex, or neither (the path must yield a non-empty result).
+func CompileJSONPath(expr string, value, regex *string) (*JSONPath, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, fmt.Errorf("the JSONPath expression is empty")
+	}
+	e := strings.TrimSpace(expr)
+	if !strings.HasPrefix(e, "{") {
+		e = "{" + e + "}"
+	}
+	jp := jsonpath.New("gate").AllowMissingKeys(true)
+	if err := jp.Parse(e); err != nil {
+		return nil, fmt.Errorf("invalid JSONPath %q: %v", expr, err)
+	}
+	j := &JSONPath{expr: expr, jp: jp, value: value}
+	if value != nil && regex != nil {
+		return nil, fmt.Errorf("give either value or regex, not both")
+	}
+	if regex != nil {
+		re, err := regexp.Compile(*regex)
+		if err != nil {
+			return nil, fmt.Errorf("invalid regex %q: %v", *regex, err)
+		}
+		j.regex = re
+	}
+	return j, nil
+}
+
+// Eval evaluates the path on obj and says whether the expectation holds, with what it found.
+func (j *JSONPath) Eval(obj map[string]any) (ok bool, msg string, err error) {
+	defer func() {
+		if r := recover(); r != nil { // the JSONPath library panics on some inputs; never crash a gate
+			ok, msg, err = false, "", fmt.Errorf("evaluating %s: %v", j.expr, r)
+		}
+	}()
+	results, err := j.jp.FindResults(obj)
+	if err != nil {
+		return false, "", fmt.Errorf("evaluating %s: %v", j.expr, err)
+	}
+	var vals []string
+	for _, rs := range results {
+		for _, r := range rs {
+			if !r.IsValid() {
+				continue
+			}
+			var buf bytes.Buffer
+			if err := j.jp.PrintResults(&buf, []reflect.Value{r}); err != nil {
+				return false, "", err
+			}
+			vals = append(vals, buf.String())
+		}
+	}
+	got := strings.Join(vals, " ")
+	if len(vals) == 0 {
+		return false, fmt.Sprintf("%s is not set", j.expr), nil
+	}
+	switch {
+	case j.value != nil:
+		return got == *j.value, fmt.Sprintf("%s = %q (want %q)", j.expr, got, *j.value), nil
+	case j.regex != nil:
+		return j.regex.MatchString(got), fmt.Sprintf("%s = %q (want a match for /%s/)", j.expr, got, j.regex), nil
+	default:
+		return got != "", fmt.Sprintf("%s = %q", j.expr, got), nil
+	}
+}
+
+// CEL is a compiled boolean CEL expression over `object`.
+type CEL struct {
+	src string
+	prg cel.Program
+}
+
+var celEnv = func() *cel.Env {
+	env, err := cel.NewEnv(
+		cel.Variable("object", cel.DynType),
+		ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(), ext.Encoders(),
+		cel.OptionalTypes(),
+	)
+	if err != nil {
+		panic(err)
+	}
+	return env
+}()
+
+// CompileCEL compiles src; it must type-check and return bool (or dyn, checked when evaluated).
+func CompileCEL(src string) (*CEL, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, fmt.Errorf("the CEL expression is empty")
+	}
+	ast, iss := celEnv.Compile(src)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("invalid CEL %q: %v", src, iss.Err())
+	}
+	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
+		return nil, fmt.Errorf("CEL %q returns %s; it must return bool", src, t)
+	}
+	prg, err := celEnv.Program(ast, cel.CostLimit(1_000_000), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, fmt.Errorf("invalid CEL %q: %v", src, err)
+	}
+	return &CEL{src: src, prg: prg}, nil
+}
+
+// Eval runs the expression on obj. A missing field (no such key) counts as false, not as an
+// error: the object is simply not there yet.
+func (c *CEL) Eval(obj map[string]any) (bool, string, error) {
+	out, _, err := c.prg.Eval(map[string]any{"object": obj})
+	if err != nil {
+		if strings.Contains(err.Error(), "no such key") || strings.Contains(err.Error(), "no such attribute") {
+			return false, fmt.Sprintf("%s: %v", c.src, err), nil
+		}
+		return false, "", fmt.Errorf("evaluating CEL %q: %v", c.src, err)
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, "", fmt.Errorf("CEL %q returned %v (%s), not a bool", c.src, out, out.Type())
+	}
+	return bool(b), fmt.Sprintf("%s is %v", c.src, bool(b)), nil
+}

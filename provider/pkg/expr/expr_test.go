@@ -1,0 +1,121 @@
+package expr
+
+import (
+	"strings"
+	"testing"
+)
+
+func ptr(s string) *string { return &s }
+
+var pod = map[string]any{
+	"metadata": map[string]any{"name": "p", "generation": int64(2)},
+	"status": map[string]any{
+		"phase":      "Running",
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True"}},
+	},
+}
+
+func TestJSONPath(t *testing.T) {
+	tests := []struct {
+		name, expr   string
+		value, regex *string
+		want         bool
+		compileErr   string
+	}{
+		{"equal", "{.status.phase}", ptr("Running"), nil, true, ""},
+		{"without braces", ".status.phase", ptr("Running"), nil, true, ""},
+		{"not equal", "{.status.phase}", ptr("Pending"), nil, false, ""},
+		{"regex", "{.status.phase}", nil, ptr("^Run"), true, ""},
+		{"filter", `{.status.conditions[?(@.type=="Ready")].status}`, ptr("True"), nil, true, ""},
+		{"missing field", "{.status.podIP}", ptr("1.2.3.4"), nil, false, ""},
+		{"present", "{.status.phase}", nil, nil, true, ""},
+		{"bad syntax", "{.status[", nil, nil, false, "invalid JSONPath"},
+		{"empty", " ", nil, nil, false, "empty"},
+		{"bad regex", "{.a}", nil, ptr("("), false, "invalid regex"},
+		{"both", "{.a}", ptr("x"), ptr("x"), false, "either value or regex"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j, err := CompileJSONPath(tc.expr, tc.value, tc.regex)
+			if tc.compileErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.compileErr) {
+					t.Fatalf("compile error = %v, want %q", err, tc.compileErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, msg, err := j.Eval(pod)
+			if err != nil || got != tc.want {
+				t.Errorf("Eval = %v (%s, %v), want %v", got, msg, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCEL(t *testing.T) {
+	tests := []struct {
+		src        string
+		want       bool
+		compileErr string
+	}{
+		{`object.status.phase == "Running"`, true, ""},
+		{`object.status.conditions.exists(c, c.type == "Ready" && c.status == "True")`, true, ""},
+		{`object.metadata.generation > 1`, true, ""},
+		{`object.status.replicas == 3`, false, ""}, // missing field: false, not an error
+		{`has(object.status.podIP)`, false, ""},
+		{`object.status.phase ==`, false, "invalid CEL"},
+		{`"a string"`, false, "must return bool"},
+		{`1 + 1`, false, "must return bool"},
+		{``, false, "empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.src, func(t *testing.T) {
+			c, err := CompileCEL(tc.src)
+			if tc.compileErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.compileErr) {
+					t.Fatalf("compile error = %v, want %q", err, tc.compileErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, msg, err := c.Eval(pod)
+			if err != nil || got != tc.want {
+				t.Errorf("Eval = %v (%s, %v), want %v", got, msg, err, tc.want)
+			}
+		})
+	}
+	c, _ := CompileCEL(`object.status.phase`)
+	if _, _, err := c.Eval(pod); err == nil {
+		t.Error("a dyn expression that yields a string must be an error when evaluated")
+	}
+}
+
+func FuzzJSONPath(f *testing.F) {
+	for _, s := range []string{"{.status.phase}", `{.items[?(@.a=="b")].c}`, "{range .x[*]}{.y}{end}", "{.a[", "{{}}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		j, err := CompileJSONPath(s, nil, nil)
+		if err != nil {
+			return
+		}
+		_, _, _ = j.Eval(pod) // must not panic
+	})
+}
+
+func FuzzCEL(f *testing.F) {
+	for _, s := range []string{`object.status.phase == "Running"`, `object.a.b.c`, `size(object) > 0`, `[1,2].all(x, x > 0)`, `(`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := CompileCEL(s)
+		if err != nil {
+			return
+		}
+		_, _, _ = c.Eval(pod) // must not panic
+	})
+}

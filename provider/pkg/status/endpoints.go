@@ -1,0 +1,70 @@
+package status
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// ReadyEndpoints counts the distinct ready endpoint addresses in a Service's EndpointSlices,
+// restricted to slices that expose port (a port name or number; "" for any). It returns the
+// ports the slices expose as "name:port/protocol".
+func ReadyEndpoints(slices []*unstructured.Unstructured, port string) (int, []string) {
+	ready := map[string]bool{}
+	portSet := map[string]bool{}
+	for _, s := range slices {
+		ports, _, _ := unstructured.NestedSlice(s.Object, "ports")
+		matches := port == ""
+		for _, p := range ports {
+			pm, _ := p.(map[string]any)
+			name := str(pm["name"])
+			num := toInt64(pm["port"])
+			proto := str(pm["protocol"])
+			if proto == "" {
+				proto = "TCP"
+			}
+			portSet[fmt.Sprintf("%s:%d/%s", name, num, proto)] = true
+			if port != "" && (name == port || strconv.FormatInt(num, 10) == port) {
+				matches = true
+			}
+		}
+		if !matches {
+			continue
+		}
+		eps, _, _ := unstructured.NestedSlice(s.Object, "endpoints")
+		for _, e := range eps {
+			em, _ := e.(map[string]any)
+			cond, _ := em["conditions"].(map[string]any)
+			// An unset ready condition means ready (EndpointSlice API semantics).
+			if r, ok := cond["ready"].(bool); ok && !r {
+				continue
+			}
+			if t, ok := cond["terminating"].(bool); ok && t {
+				continue
+			}
+			addrs, _ := em["addresses"].([]any)
+			for _, a := range addrs {
+				ready[str(a)] = true
+			}
+		}
+	}
+	ports := make([]string, 0, len(portSet))
+	for p := range portSet {
+		ports = append(ports, p)
+	}
+	sort.Strings(ports)
+	return len(ready), ports
+}
+
+// NodeReady reports whether a Node's Ready condition is True.
+func NodeReady(obj *unstructured.Unstructured) bool {
+	ok, _ := ConditionHolds(obj, "Ready", "True")
+	return ok && !unschedulable(obj)
+}
+
+func unschedulable(obj *unstructured.Unstructured) bool {
+	u, _, _ := unstructured.NestedBool(obj.Object, "spec", "unschedulable")
+	return u
+}
