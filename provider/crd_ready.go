@@ -99,47 +99,19 @@ func crdNameProblem(n string) string {
 }
 
 func (c *CrdReady) Create(ctx context.Context, req infer.CreateRequest[CrdReadyArgs]) (infer.CreateResponse[CrdReadyState], error) {
-	state := CrdReadyState{CrdReadyArgs: req.Inputs}
-	if req.DryRun {
-		return infer.CreateResponse[CrdReadyState]{Output: state}, nil
-	}
-	timeout, err := req.Inputs.timeout()
-	if err != nil {
-		return infer.CreateResponse[CrdReadyState]{}, fmt.Errorf("timeout: %w", err)
-	}
-	r, err := startRun(ctx)
-	if err != nil {
-		return infer.CreateResponse[CrdReadyState]{}, err
-	}
-	defer r.close()
-	eval := newCrdEval(r, req.Inputs)
-	if _, err := r.wait(ctx, eval.what(), timeout, eval.check); err != nil {
-		return infer.CreateResponse[CrdReadyState]{}, err
-	}
-	eval.fill(&state)
-	return infer.CreateResponse[CrdReadyState]{ID: gateID("crd", eval.what()), Output: state}, nil
+	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, CrdReadyState{CrdReadyArgs: req.Inputs}, "crd", crdBuilder(req.Inputs))
 }
 
-// Read re-evaluates the gate once, without waiting. A gate whose CRDs are no longer ready is
-// reported gone, so the next `up` creates it again, which waits again.
+// Read re-evaluates the gate once, without waiting (see readGate).
 func (c *CrdReady) Read(ctx context.Context, req infer.ReadRequest[CrdReadyArgs, CrdReadyState]) (infer.ReadResponse[CrdReadyArgs, CrdReadyState], error) {
-	r, err := startRun(ctx)
-	if err != nil {
-		return infer.ReadResponse[CrdReadyArgs, CrdReadyState]{}, err
+	return readGate(ctx, req, crdBuilder(req.Inputs))
+}
+
+func crdBuilder(args CrdReadyArgs) builder[CrdReadyState] {
+	return func(r *run) (evaluation, func(*CrdReadyState), error) {
+		e := newCrdEval(r, args)
+		return e, e.fill, nil
 	}
-	defer r.close()
-	eval := newCrdEval(r, req.Inputs)
-	res, err := r.evaluateOnce(ctx, eval.check)
-	if err != nil {
-		return infer.ReadResponse[CrdReadyArgs, CrdReadyState]{}, err
-	}
-	if !res.Ready {
-		r.log.Warningf("%s is no longer ready (%s); the next update waits for it again", eval.what(), res.Message)
-		return infer.ReadResponse[CrdReadyArgs, CrdReadyState]{}, nil
-	}
-	state := req.State
-	eval.fill(&state)
-	return infer.ReadResponse[CrdReadyArgs, CrdReadyState]{ID: req.ID, Inputs: req.Inputs, State: state}, nil
 }
 
 // crdEval is one evaluation of a CrdReady gate over the shared CRD watch.

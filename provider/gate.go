@@ -164,3 +164,63 @@ func (r *run) evaluateOnce(ctx context.Context, check func(context.Context) wait
 		}
 	}
 }
+
+// evaluation is one gate's decision logic over the cluster.
+type evaluation interface {
+	what() string
+	check(ctx context.Context) wait.Result
+}
+
+// builder makes a gate's evaluation for one run, and the function that writes its outputs.
+type builder[O any] func(r *run) (evaluation, func(*O), error)
+
+// createGate is Create for every gate: preview returns at once with unknown outputs; otherwise
+// wait until ready, then fill the outputs.
+func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O, idKind string, build builder[O]) (infer.CreateResponse[O], error) {
+	if dryRun {
+		return infer.CreateResponse[O]{Output: state}, nil
+	}
+	timeout, err := args.timeout()
+	if err != nil {
+		return infer.CreateResponse[O]{}, fmt.Errorf("timeout: %w", err)
+	}
+	r, err := startRun(ctx)
+	if err != nil {
+		return infer.CreateResponse[O]{}, err
+	}
+	defer r.close()
+	e, fill, err := build(r)
+	if err != nil {
+		return infer.CreateResponse[O]{}, err
+	}
+	if _, err := r.wait(ctx, e.what(), timeout, e.check); err != nil {
+		return infer.CreateResponse[O]{}, err
+	}
+	fill(&state)
+	return infer.CreateResponse[O]{ID: gateID(idKind, e.what()), Output: state}, nil
+}
+
+// readGate is Read for every gate: evaluate once, without waiting. A gate whose target is no
+// longer ready is reported gone, so the next `up` creates it again, which waits again.
+func readGate[I, O any](ctx context.Context, req infer.ReadRequest[I, O], build builder[O]) (infer.ReadResponse[I, O], error) {
+	r, err := startRun(ctx)
+	if err != nil {
+		return infer.ReadResponse[I, O]{}, err
+	}
+	defer r.close()
+	e, fill, err := build(r)
+	if err != nil {
+		return infer.ReadResponse[I, O]{}, err
+	}
+	res, err := r.evaluateOnce(ctx, e.check)
+	if err != nil {
+		return infer.ReadResponse[I, O]{}, err
+	}
+	if !res.Ready {
+		r.log.Warningf("%s is no longer ready (%s); the next update waits for it again", e.what(), res.Message)
+		return infer.ReadResponse[I, O]{}, nil
+	}
+	state := req.State
+	fill(&state)
+	return infer.ReadResponse[I, O]{ID: req.ID, Inputs: req.Inputs, State: state}, nil
+}

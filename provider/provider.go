@@ -43,6 +43,11 @@ func New() (p.Provider, error) {
 		WithConfig(infer.Config(&Config{})).
 		WithResources(
 			infer.Resource(&CrdReady{}),
+			infer.Resource(&ResourceReady{}),
+			infer.Resource(&RolloutReady{}),
+			infer.Resource(&ServiceReady{}),
+			infer.Resource(&ExternalSecretReady{}),
+			infer.Resource(&NodesReady{}),
 		).
 		WithModuleMap(map[tokens.ModuleName]tokens.ModuleName{"provider": "index"}).
 		Build()

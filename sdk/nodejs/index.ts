@@ -10,17 +10,44 @@ export type CrdReady = import("./crdReady").CrdReady;
 export const CrdReady: typeof import("./crdReady").CrdReady = null as any;
 utilities.lazyLoad(exports, ["CrdReady"], () => require("./crdReady"));
 
+export { ExternalSecretReadyArgs } from "./externalSecretReady";
+export type ExternalSecretReady = import("./externalSecretReady").ExternalSecretReady;
+export const ExternalSecretReady: typeof import("./externalSecretReady").ExternalSecretReady = null as any;
+utilities.lazyLoad(exports, ["ExternalSecretReady"], () => require("./externalSecretReady"));
+
+export { NodesReadyArgs } from "./nodesReady";
+export type NodesReady = import("./nodesReady").NodesReady;
+export const NodesReady: typeof import("./nodesReady").NodesReady = null as any;
+utilities.lazyLoad(exports, ["NodesReady"], () => require("./nodesReady"));
+
 export { ProviderArgs } from "./provider";
 export type Provider = import("./provider").Provider;
 export const Provider: typeof import("./provider").Provider = null as any;
 utilities.lazyLoad(exports, ["Provider"], () => require("./provider"));
 
+export { ResourceReadyArgs } from "./resourceReady";
+export type ResourceReady = import("./resourceReady").ResourceReady;
+export const ResourceReady: typeof import("./resourceReady").ResourceReady = null as any;
+utilities.lazyLoad(exports, ["ResourceReady"], () => require("./resourceReady"));
+
+export { RolloutReadyArgs } from "./rolloutReady";
+export type RolloutReady = import("./rolloutReady").RolloutReady;
+export const RolloutReady: typeof import("./rolloutReady").RolloutReady = null as any;
+utilities.lazyLoad(exports, ["RolloutReady"], () => require("./rolloutReady"));
+
+export { ServiceReadyArgs } from "./serviceReady";
+export type ServiceReady = import("./serviceReady").ServiceReady;
+export const ServiceReady: typeof import("./serviceReady").ServiceReady = null as any;
+utilities.lazyLoad(exports, ["ServiceReady"], () => require("./serviceReady"));
+
 
 // Export sub-modules:
 import * as config from "./config";
+import * as types from "./types";
 
 export {
     config,
+    types,
 };
 
 const _module = {
@@ -29,6 +56,16 @@ const _module = {
         switch (type) {
             case "readiness:index:CrdReady":
                 return new CrdReady(name, <any>undefined, { urn })
+            case "readiness:index:ExternalSecretReady":
+                return new ExternalSecretReady(name, <any>undefined, { urn })
+            case "readiness:index:NodesReady":
+                return new NodesReady(name, <any>undefined, { urn })
+            case "readiness:index:ResourceReady":
+                return new ResourceReady(name, <any>undefined, { urn })
+            case "readiness:index:RolloutReady":
+                return new RolloutReady(name, <any>undefined, { urn })
+            case "readiness:index:ServiceReady":
+                return new ServiceReady(name, <any>undefined, { urn })
             default:
                 throw new Error(`unknown resource type ${type}`);
         }

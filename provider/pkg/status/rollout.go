@@ -10,7 +10,7 @@ import (
 type Rollout struct {
 	Result
 	Replicas, UpdatedReplicas, ReadyReplicas, AvailableReplicas int64
-	Revision                            string
+	Revision                                                    string
 }
 
 func nestedInt(obj *unstructured.Unstructured, fields ...string) int64 {

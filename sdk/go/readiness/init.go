@@ -23,6 +23,16 @@ func (m *module) Construct(ctx *pulumi.Context, name, typ, urn string) (r pulumi
 	switch typ {
 	case "readiness:index:CrdReady":
 		r = &CrdReady{}
+	case "readiness:index:ExternalSecretReady":
+		r = &ExternalSecretReady{}
+	case "readiness:index:NodesReady":
+		r = &NodesReady{}
+	case "readiness:index:ResourceReady":
+		r = &ResourceReady{}
+	case "readiness:index:RolloutReady":
+		r = &RolloutReady{}
+	case "readiness:index:ServiceReady":
+		r = &ServiceReady{}
 	default:
 		return nil, fmt.Errorf("unknown resource type: %s", typ)
 	}

@@ -1,0 +1,403 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/expr"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+)
+
+// ResourceReady is the generic gate: any kind, decided by a condition, a JSONPath, a CEL
+// expression, existence, deletion, or (by default) kstatus with a stricter rule for custom
+// resources.
+type ResourceReady struct{}
+
+type ConditionArgs struct {
+	Type   string  `pulumi:"type"`
+	Status *string `pulumi:"status,optional"`
+}
+
+func (c *ConditionArgs) Annotate(a infer.Annotator) {
+	a.Describe(&c.Type, "The condition type, such as `Ready`, `Programmed` or `Available`.")
+	a.Describe(&c.Status, "The status it must have: `True` (default), `False` or `Unknown`.")
+}
+
+type ResourceReadyArgs struct {
+	APIVersion string         `pulumi:"apiVersion"`
+	Kind       string         `pulumi:"kind"`
+	Namespace  *string        `pulumi:"namespace,optional"`
+	Name       *string        `pulumi:"name,optional"`
+	Selector   *string        `pulumi:"selector,optional"`
+	MinCount   *int           `pulumi:"minCount,optional"`
+	Condition  *ConditionArgs `pulumi:"condition,optional"`
+	JSONPath   *string        `pulumi:"jsonPath,optional"`
+	Value      *string        `pulumi:"value,optional"`
+	Regex      *string        `pulumi:"regex,optional"`
+	Cel        *string        `pulumi:"cel,optional"`
+	FailedCel  *string        `pulumi:"failedCel,optional"`
+	Exists     *bool          `pulumi:"exists,optional"`
+	Deleted    *bool          `pulumi:"deleted,optional"`
+	StrictPvc  *bool          `pulumi:"strictPvc,optional"`
+	GateArgs
+}
+
+type ResourceReadyState struct {
+	ResourceReadyArgs
+	UID                string   `pulumi:"uid"`
+	ResourceVersion    string   `pulumi:"resourceVersion"`
+	ObservedGeneration int      `pulumi:"observedGeneration"`
+	Matched            []string `pulumi:"matched"`
+}
+
+func (r *ResourceReady) Annotate(a infer.Annotator) {
+	a.Describe(r, "Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by "+
+		"exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`; with none, by kstatus (`Current`), "+
+		"except that a custom resource with no status yet is not ready (kstatus would call it Current). "+
+		"A PersistentVolumeClaim that is Pending under a `WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.")
+}
+
+func (a *ResourceReadyArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.APIVersion, "The object's apiVersion, such as `apps/v1` or `gateway.networking.k8s.io/v1`.")
+	an.Describe(&a.Kind, "The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for.")
+	an.Describe(&a.Namespace, "The namespace, for namespaced kinds; the provider's default namespace if unset.")
+	an.Describe(&a.Name, "The object's name. Give `name` or `selector`.")
+	an.Describe(&a.Selector, "A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.")
+	an.Describe(&a.MinCount, "With `selector`: how many objects must exist at least (default 1).")
+	an.Describe(&a.Condition, "Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).")
+	an.Describe(&a.JSONPath, "A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.")
+	an.Describe(&a.Value, "With `jsonPath`: the value the path must yield.")
+	an.Describe(&a.Regex, "With `jsonPath`: a regular expression the value must match.")
+	an.Describe(&a.Cel, "A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`.")
+	an.Describe(&a.FailedCel, "A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`).")
+	an.Describe(&a.Exists, "Ready as soon as the object exists.")
+	an.Describe(&a.Deleted, "Ready once the object is gone (for teardown ordering).")
+	an.Describe(&a.StrictPvc, "For PersistentVolumeClaims: require `Bound` even under a `WaitForFirstConsumer` StorageClass.")
+}
+
+func (s *ResourceReadyState) Annotate(a infer.Annotator) {
+	a.Describe(&s.UID, "The object's UID (with `name`; empty for `deleted`).")
+	a.Describe(&s.ResourceVersion, "The resourceVersion at which the object was seen ready.")
+	a.Describe(&s.ObservedGeneration, "status.observedGeneration when reported, else metadata.generation.")
+	a.Describe(&s.Matched, "Names (namespace/name for namespaced kinds) of the objects that satisfied the gate.")
+}
+
+var (
+	_ = (infer.CustomCheck[ResourceReadyArgs])((*ResourceReady)(nil))
+	_ = (infer.CustomRead[ResourceReadyArgs, ResourceReadyState])((*ResourceReady)(nil))
+)
+
+// decider is a compiled ResourceReady decision over one object (nil: absent).
+type decider struct {
+	mode      string
+	eval      func(*unstructured.Unstructured) status.Result
+	failedCel *expr.CEL
+	deleted   bool
+	strictPvc bool
+}
+
+// compile validates the arguments (Check) and builds the decider (Create). Problems are
+// returned per field so preview can name them.
+func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.CheckFailure) {
+	var fails []p.CheckFailure
+	fail := func(field, format string, args ...any) {
+		fails = append(fails, p.CheckFailure{Property: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	if known("apiVersion") {
+		if _, err := schema.ParseGroupVersion(a.APIVersion); err != nil || a.APIVersion == "" {
+			fail("apiVersion", "%q is not an apiVersion such as v1, apps/v1 or cert-manager.io/v1", a.APIVersion)
+		}
+	}
+	if known("kind") && (a.Kind == "" || strings.ContainsAny(a.Kind, " /.")) {
+		fail("kind", "%q is not a kind such as Deployment", a.Kind)
+	}
+	hasName, hasSel := a.Name != nil && known("name"), a.Selector != nil && known("selector")
+	switch {
+	case a.Name != nil && a.Selector != nil:
+		fail("selector", "give name or selector, not both")
+	case a.Name == nil && a.Selector == nil:
+		fail("name", "give the object's name or a label selector")
+	}
+	if hasName {
+		if msg := nameProblem(*a.Name); msg != "" {
+			fail("name", "%s", msg)
+		}
+	}
+	if hasSel {
+		if _, err := labels.Parse(*a.Selector); err != nil || strings.TrimSpace(*a.Selector) == "" {
+			fail("selector", "invalid label selector %q: %v", *a.Selector, err)
+		}
+	}
+	if a.Namespace != nil && known("namespace") && *a.Namespace != "" {
+		if msg := namespaceProblem(*a.Namespace); msg != "" {
+			fail("namespace", "%s", msg)
+		}
+	}
+	if a.MinCount != nil && *a.MinCount < 0 {
+		fail("minCount", "must not be negative")
+	}
+	if a.MinCount != nil && a.Selector == nil {
+		fail("minCount", "minCount only applies with selector")
+	}
+
+	d := &decider{strictPvc: a.StrictPvc != nil && *a.StrictPvc}
+	var modes []string
+	if a.Condition != nil {
+		modes = append(modes, "condition")
+		want := "True"
+		if a.Condition.Status != nil {
+			want = *a.Condition.Status
+		}
+		if a.Condition.Type == "" {
+			fail("condition.type", "the condition type must not be empty")
+		}
+		if !strings.EqualFold(want, "True") && !strings.EqualFold(want, "False") && !strings.EqualFold(want, "Unknown") {
+			fail("condition.status", "%q is not True, False or Unknown", want)
+		}
+		ct := a.Condition.Type
+		d.eval = func(o *unstructured.Unstructured) status.Result {
+			ok, msg := status.ConditionHolds(o, ct, want)
+			return status.Result{Ready: ok, Message: msg}
+		}
+	}
+	if a.JSONPath != nil {
+		modes = append(modes, "jsonPath")
+		if known("jsonPath") {
+			jp, err := expr.CompileJSONPath(*a.JSONPath, a.Value, a.Regex)
+			if err != nil {
+				fail("jsonPath", "%v", err)
+			} else {
+				d.eval = func(o *unstructured.Unstructured) status.Result {
+					ok, msg, err := jp.Eval(o.Object)
+					if err != nil {
+						return status.Result{Message: err.Error()}
+					}
+					return status.Result{Ready: ok, Message: msg}
+				}
+			}
+		}
+	} else if a.Value != nil || a.Regex != nil {
+		fail("value", "value and regex only apply with jsonPath")
+	}
+	if a.Cel != nil {
+		modes = append(modes, "cel")
+		if known("cel") {
+			c, err := expr.CompileCEL(*a.Cel)
+			if err != nil {
+				fail("cel", "%v", err)
+			} else {
+				d.eval = func(o *unstructured.Unstructured) status.Result {
+					ok, msg, err := c.Eval(o.Object)
+					if err != nil {
+						return status.Result{Message: err.Error()}
+					}
+					return status.Result{Ready: ok, Message: msg}
+				}
+			}
+		}
+	}
+	if a.FailedCel != nil && known("failedCel") {
+		c, err := expr.CompileCEL(*a.FailedCel)
+		if err != nil {
+			fail("failedCel", "%v", err)
+		}
+		d.failedCel = c
+	}
+	if a.Exists != nil && *a.Exists {
+		modes = append(modes, "exists")
+		d.eval = func(*unstructured.Unstructured) status.Result { return status.Result{Ready: true, Message: "exists"} }
+	}
+	if a.Deleted != nil && *a.Deleted {
+		modes = append(modes, "deleted")
+		d.deleted = true
+	}
+	if len(modes) > 1 {
+		fail(modes[1], "give exactly one of condition, jsonPath, cel, exists, deleted (got %s)", strings.Join(modes, " and "))
+	}
+	if len(modes) == 0 {
+		modes = []string{"kstatus"}
+		d.eval = status.Generic
+	}
+	d.mode = modes[0]
+	return d, fails
+}
+
+func (*ResourceReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[ResourceReadyArgs], error) {
+	args, failures, err := infer.DefaultCheck[ResourceReadyArgs](ctx, req.NewInputs)
+	if err != nil || len(failures) > 0 {
+		return infer.CheckResponse[ResourceReadyArgs]{Inputs: args, Failures: failures}, err
+	}
+	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
+	_, fails := args.compile(func(k string) bool { return isKnown(req.NewInputs, k) })
+	return infer.CheckResponse[ResourceReadyArgs]{Inputs: args, Failures: append(failures, fails...)}, nil
+}
+
+func (g *ResourceReady) Create(ctx context.Context, req infer.CreateRequest[ResourceReadyArgs]) (infer.CreateResponse[ResourceReadyState], error) {
+	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, ResourceReadyState{ResourceReadyArgs: req.Inputs}, "resource", resourceBuilder(req.Inputs))
+}
+
+func (g *ResourceReady) Read(ctx context.Context, req infer.ReadRequest[ResourceReadyArgs, ResourceReadyState]) (infer.ReadResponse[ResourceReadyArgs, ResourceReadyState], error) {
+	return readGate(ctx, req, resourceBuilder(req.Inputs))
+}
+
+func resourceBuilder(args ResourceReadyArgs) builder[ResourceReadyState] {
+	return func(r *run) (evaluation, func(*ResourceReadyState), error) {
+		e, err := newObjectsEval(r, args)
+		if err != nil {
+			return nil, nil, err
+		}
+		return e, e.fill, nil
+	}
+}
+
+// objectsEval evaluates a ResourceReady gate over the shared watch of its kind.
+type objectsEval struct {
+	r        *run
+	t        target
+	d        *decider
+	minCount int
+	pvcMode  func(*unstructured.Unstructured) (string, *wait.Result)
+	matched  []*unstructured.Unstructured
+}
+
+func newObjectsEval(r *run, a ResourceReadyArgs) (*objectsEval, error) {
+	d, fails := a.compile(func(string) bool { return true })
+	if len(fails) > 0 {
+		return nil, fmt.Errorf("%s: %s", fails[0].Property, fails[0].Reason)
+	}
+	gv, _ := schema.ParseGroupVersion(a.APIVersion)
+	t := target{gvk: gv.WithKind(a.Kind), namespace: r.defaultNamespace(a.Namespace), name: deref(a.Name)}
+	if a.Selector != nil {
+		t.selector, _ = labels.Parse(*a.Selector)
+	}
+	e := &objectsEval{r: r, t: t, d: d, minCount: 1}
+	if a.MinCount != nil {
+		e.minCount = *a.MinCount
+	}
+	if d.mode == "kstatus" && t.gvk.Group == "" && t.gvk.Kind == "PersistentVolumeClaim" {
+		e.pvcMode = e.storageClassMode
+	}
+	return e, nil
+}
+
+func (e *objectsEval) what() string { return e.t.String() + " (" + e.d.mode + ")" }
+
+// storageClassMode reads the volumeBindingMode of a PVC's StorageClass from a shared watch.
+func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, *wait.Result) {
+	sc, _, _ := unstructured.NestedString(pvc.Object, "spec", "storageClassName")
+	if sc == "" {
+		return "", nil
+	}
+	sub := e.r.watch(kube.WatchKey{Resource: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}})
+	if !sub.Synced() {
+		return "", &wait.Result{Message: "listing storage classes", Unsynced: true}
+	}
+	if o := sub.Get(sc); o != nil {
+		m, _, _ := unstructured.NestedString(o.Object, "volumeBindingMode")
+		return m, nil
+	}
+	return "", nil
+}
+
+func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait.Result) {
+	if e.d.failedCel != nil {
+		if bad, msg, err := e.d.failedCel.Eval(o.Object); err == nil && bad {
+			return status.Result{Failed: true, Message: "failedCel holds: " + msg}, nil
+		}
+	}
+	if e.pvcMode != nil {
+		mode, pending := e.pvcMode(o)
+		if pending != nil {
+			return status.Result{}, pending
+		}
+		return status.PVC(o, mode, e.d.strictPvc), nil
+	}
+	return e.d.eval(o), nil
+}
+
+func (e *objectsEval) check(ctx context.Context) wait.Result {
+	objs, pending := e.r.objects(e.t)
+	if pending != nil {
+		if e.d.deleted && pending.Failed == nil && !pending.Unsynced && !pending.Poll {
+			// The kind is not even served: nothing of it exists.
+			return wait.Result{Ready: true, Message: "kind not served: nothing exists"}
+		}
+		return *pending
+	}
+	if e.d.deleted {
+		if len(objs) == 0 {
+			e.matched = nil
+			return wait.Result{Ready: true, Message: "gone"}
+		}
+		return wait.Result{Message: fmt.Sprintf("%d still present: %s", len(objs), strings.Join(objectNames(objs), ", "))}
+	}
+	if len(objs) == 0 || len(objs) < e.minCount {
+		msg := "not found (not created yet)"
+		if e.t.selector != nil {
+			msg = fmt.Sprintf("%d of at least %d found", len(objs), e.minCount)
+		}
+		return wait.Result{Message: msg, Hint: "is whatever creates it part of the stack, and is the namespace right?"}
+	}
+	var notReady []string
+	for _, o := range objs {
+		res, pend := e.decide(o)
+		if pend != nil {
+			return *pend
+		}
+		if res.Failed {
+			return wait.Result{Failed: fmt.Errorf("%s %s failed: %s", o.GetKind(), objectName(o), res.Message)}
+		}
+		if !res.Ready {
+			notReady = append(notReady, objectName(o)+": "+res.Message)
+		}
+	}
+	if len(notReady) > 0 {
+		sort.Strings(notReady)
+		return wait.Result{Message: strings.Join(notReady, "; ")}
+	}
+	e.matched = objs
+	return wait.Result{Ready: true}
+}
+
+func (e *objectsEval) fill(s *ResourceReadyState) {
+	s.Matched = objectNames(e.matched)
+	if s.Matched == nil {
+		s.Matched = []string{}
+	}
+	s.UID, s.ResourceVersion, s.ObservedGeneration = "", "", 0
+	if len(e.matched) == 1 {
+		o := e.matched[0]
+		s.UID, s.ResourceVersion = string(o.GetUID()), o.GetResourceVersion()
+		og, found, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+		if !found {
+			og = o.GetGeneration()
+		}
+		s.ObservedGeneration = int(og)
+	}
+}
+
+func objectName(o *unstructured.Unstructured) string {
+	if o.GetNamespace() != "" {
+		return o.GetNamespace() + "/" + o.GetName()
+	}
+	return o.GetName()
+}
+
+func objectNames(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, objectName(o))
+	}
+	sort.Strings(out)
+	return out
+}

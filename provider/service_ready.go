@@ -1,0 +1,131 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+)
+
+// ServiceReady waits until a Service has ready endpoints in its EndpointSlices: pods that
+// passed their readiness probes and that kube-proxy routes to.
+type ServiceReady struct{}
+
+type ServiceReadyArgs struct {
+	Name              string  `pulumi:"name"`
+	Namespace         *string `pulumi:"namespace,optional"`
+	MinReadyEndpoints *int    `pulumi:"minReadyEndpoints,optional"`
+	Port              *string `pulumi:"port,optional"`
+	GateArgs
+}
+
+type ServiceReadyState struct {
+	ServiceReadyArgs
+	ReadyEndpoints int      `pulumi:"readyEndpoints"`
+	Ports          []string `pulumi:"ports"`
+}
+
+func (g *ServiceReady) Annotate(a infer.Annotator) {
+	a.Describe(g, "Waits until a Service exists and its EndpointSlices hold at least `minReadyEndpoints` ready (not terminating) endpoints, optionally for one port.")
+}
+
+func (a *ServiceReadyArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.Name, "The Service's name.")
+	an.Describe(&a.Namespace, "The namespace; the provider's default namespace if unset.")
+	an.Describe(&a.MinReadyEndpoints, "How many ready endpoints are needed (default 1).")
+	an.Describe(&a.Port, "Count only endpoints serving this port (its name, or its target port number).")
+}
+
+func (s *ServiceReadyState) Annotate(a infer.Annotator) {
+	a.Describe(&s.ReadyEndpoints, "Ready endpoint addresses seen when the gate passed.")
+	a.Describe(&s.Ports, "Ports the EndpointSlices expose, as `name:port/protocol`.")
+}
+
+var (
+	_ = (infer.CustomCheck[ServiceReadyArgs])((*ServiceReady)(nil))
+	_ = (infer.CustomRead[ServiceReadyArgs, ServiceReadyState])((*ServiceReady)(nil))
+)
+
+func (*ServiceReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[ServiceReadyArgs], error) {
+	args, failures, err := infer.DefaultCheck[ServiceReadyArgs](ctx, req.NewInputs)
+	if err != nil || len(failures) > 0 {
+		return infer.CheckResponse[ServiceReadyArgs]{Inputs: args, Failures: failures}, err
+	}
+	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
+	failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
+	if args.MinReadyEndpoints != nil && *args.MinReadyEndpoints < 1 {
+		failures = append(failures, p.CheckFailure{Property: "minReadyEndpoints", Reason: "must be at least 1"})
+	}
+	return infer.CheckResponse[ServiceReadyArgs]{Inputs: args, Failures: failures}, nil
+}
+
+func (g *ServiceReady) Create(ctx context.Context, req infer.CreateRequest[ServiceReadyArgs]) (infer.CreateResponse[ServiceReadyState], error) {
+	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, ServiceReadyState{ServiceReadyArgs: req.Inputs}, "service", serviceBuilder(req.Inputs))
+}
+
+func (g *ServiceReady) Read(ctx context.Context, req infer.ReadRequest[ServiceReadyArgs, ServiceReadyState]) (infer.ReadResponse[ServiceReadyArgs, ServiceReadyState], error) {
+	return readGate(ctx, req, serviceBuilder(req.Inputs))
+}
+
+func serviceBuilder(a ServiceReadyArgs) builder[ServiceReadyState] {
+	return func(r *run) (evaluation, func(*ServiceReadyState), error) {
+		min := 1
+		if a.MinReadyEndpoints != nil {
+			min = *a.MinReadyEndpoints
+		}
+		e := &endpointsEval{r: r, namespace: r.defaultNamespace(a.Namespace), name: a.Name, port: deref(a.Port), min: min}
+		return e, func(s *ServiceReadyState) { s.ReadyEndpoints, s.Ports = e.ready, e.ports }, nil
+	}
+}
+
+// endpointsEval counts a Service's ready endpoints; WebhookReady uses it too.
+type endpointsEval struct {
+	r               *run
+	namespace, name string
+	port            string
+	min             int
+	ready           int
+	ports           []string
+}
+
+var (
+	serviceGVK       = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
+	endpointSliceGVK = schema.GroupVersionKind{Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice"}
+)
+
+func (e *endpointsEval) what() string {
+	return fmt.Sprintf("service %s/%s", e.namespace, e.name)
+}
+
+func (e *endpointsEval) check(context.Context) wait.Result {
+	svc, pending := e.r.objects(target{gvk: serviceGVK, namespace: e.namespace, name: e.name})
+	if pending != nil {
+		return *pending
+	}
+	if len(svc) == 0 {
+		return wait.Result{Message: fmt.Sprintf("service %s/%s not found", e.namespace, e.name),
+			Hint: "is the chart or manifest that creates the Service part of the stack?"}
+	}
+	sel := labels.SelectorFromSet(labels.Set{"kubernetes.io/service-name": e.name})
+	slices, pending := e.r.objects(target{gvk: endpointSliceGVK, namespace: e.namespace, selector: sel})
+	if pending != nil {
+		return *pending
+	}
+	e.ready, e.ports = status.ReadyEndpoints(slices, e.port)
+	if e.ports == nil {
+		e.ports = []string{}
+	}
+	forPort := ""
+	if e.port != "" {
+		forPort = " for port " + e.port
+	}
+	msg := fmt.Sprintf("service %s/%s: %d/%d ready endpoints%s", e.namespace, e.name, e.ready, e.min, forPort)
+	return wait.Result{Ready: e.ready >= e.min, Message: msg,
+		Hint: "are the backing pods running and passing their readiness probes? (kubectl get pods,endpointslices -n " + e.namespace + ")"}
+}

@@ -1,0 +1,150 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+)
+
+// target is what a gate watches: a kind in a namespace, one object by name or all matching a
+// selector.
+type target struct {
+	gvk       schema.GroupVersionKind
+	namespace string // the requested namespace (defaulted); ignored for cluster-scoped kinds
+	name      string
+	selector  labels.Selector
+}
+
+func (t target) String() string {
+	var b strings.Builder
+	b.WriteString(t.gvk.Kind)
+	if t.name != "" {
+		b.WriteString(" ")
+		if t.namespace != "" {
+			b.WriteString(t.namespace + "/")
+		}
+		b.WriteString(t.name)
+	} else {
+		fmt.Fprintf(&b, "s matching %q", t.selector.String())
+		if t.namespace != "" {
+			b.WriteString(" in " + t.namespace)
+		}
+	}
+	return b.String()
+}
+
+// objects resolves the target's kind and returns what the shared watch holds for it. A kind
+// the API server does not serve yet is waited for (its CRD may be installing); pending is set
+// when the caller should report it and wait.
+func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wait.Result) {
+	m, err := r.clients.Mapping(t.gvk)
+	if err != nil {
+		var nk *kube.NoKindError
+		if errors.As(err, &nk) {
+			return nil, r.kindPending(t.gvk, nk)
+		}
+		return nil, &wait.Result{Message: "resolving the kind: " + err.Error(), Poll: true}
+	}
+	key := kube.WatchKey{Resource: m.Resource}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		key.Namespace = t.namespace
+	}
+	if m.Resource.Group == "" && m.Resource.Resource == "secrets" && t.name != "" {
+		key.Name = t.name // Secrets: watch the one object, never cache a namespace's Secrets
+	}
+	sub := r.watch(key)
+	if terminal, note := watchErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), sub); terminal != nil {
+		return nil, &wait.Result{Failed: terminal}
+	} else if note != "" && !sub.Synced() {
+		return nil, &wait.Result{Message: note, Unsynced: true}
+	}
+	if !sub.Synced() {
+		return nil, &wait.Result{Message: "listing " + m.Resource.Resource, Unsynced: true}
+	}
+	if t.name != "" {
+		if o := sub.Get(t.name); o != nil {
+			return []*unstructured.Unstructured{o}, nil
+		}
+		return nil, nil
+	}
+	return sub.List(t.selector), nil
+}
+
+// kindPending waits for a kind to be served: it watches CRDs and re-discovers while a CRD
+// defining the kind exists but discovery does not serve it yet.
+func (r *run) kindPending(gvk schema.GroupVersionKind, nk *kube.NoKindError) *wait.Result {
+	sub := r.watch(kube.WatchKey{Resource: crdResource})
+	if !sub.Synced() {
+		return &wait.Result{Message: "listing CRDs", Unsynced: true}
+	}
+	for _, c := range sub.List(nil) {
+		res := status.CRD(c)
+		if res.Group == gvk.Group && res.Kind == gvk.Kind {
+			return &wait.Result{Message: fmt.Sprintf("kind %s is defined by CRD %s (%s) but not served yet", gvk.Kind, c.GetName(), res.Message), Poll: res.Ready}
+		}
+	}
+	return &wait.Result{Message: nk.Error(), Hint: "install the CRD that defines this kind before the gate, or fix apiVersion/kind"}
+}
+
+func nsOrCluster(ns string) string {
+	if ns == "" {
+		return "the cluster"
+	}
+	return "namespace " + ns
+}
+
+// nameProblem validates an object name (DNS-1123 subdomain, as most kinds require).
+func nameProblem(n string) string {
+	if n == "" {
+		return "must not be empty"
+	}
+	if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+		return fmt.Sprintf("%q is not a valid object name: %s", n, strings.Join(errs, "; "))
+	}
+	return ""
+}
+
+// namespaceProblem validates a namespace name (DNS-1123 label).
+func namespaceProblem(n string) string {
+	if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+		return fmt.Sprintf("%q is not a valid namespace: %s", n, strings.Join(errs, "; "))
+	}
+	return ""
+}
+
+// defaultNamespace is the gate's namespace input, else the provider's default namespace.
+func (r *run) defaultNamespace(ns *string) string {
+	if ns != nil && *ns != "" {
+		return *ns
+	}
+	return r.clients.Namespace
+}
+
+// nameFailures validates a gate's name and optional namespace inputs at Check.
+func nameFailures(inputs property.Map, nameKey, name, nsKey string, ns *string) []p.CheckFailure {
+	var out []p.CheckFailure
+	if isKnown(inputs, nameKey) {
+		if msg := nameProblem(name); msg != "" {
+			out = append(out, p.CheckFailure{Property: nameKey, Reason: msg})
+		}
+	}
+	if ns != nil && *ns != "" && isKnown(inputs, nsKey) {
+		if msg := namespaceProblem(*ns); msg != "" {
+			out = append(out, p.CheckFailure{Property: nsKey, Reason: msg})
+		}
+	}
+	return out
+}
