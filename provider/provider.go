@@ -48,6 +48,8 @@ func New() (p.Provider, error) {
 			infer.Resource(&ServiceReady{}),
 			infer.Resource(&ExternalSecretReady{}),
 			infer.Resource(&NodesReady{}),
+			infer.Resource(&SecretReady{}),
+			infer.Resource(&CertificateReady{}),
 		).
 		WithModuleMap(map[tokens.ModuleName]tokens.ModuleName{"provider": "index"}).
 		Build()

@@ -5,6 +5,11 @@ import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
 
 // Export members:
+export { CertificateReadyArgs } from "./certificateReady";
+export type CertificateReady = import("./certificateReady").CertificateReady;
+export const CertificateReady: typeof import("./certificateReady").CertificateReady = null as any;
+utilities.lazyLoad(exports, ["CertificateReady"], () => require("./certificateReady"));
+
 export { CrdReadyArgs } from "./crdReady";
 export type CrdReady = import("./crdReady").CrdReady;
 export const CrdReady: typeof import("./crdReady").CrdReady = null as any;
@@ -35,6 +40,11 @@ export type RolloutReady = import("./rolloutReady").RolloutReady;
 export const RolloutReady: typeof import("./rolloutReady").RolloutReady = null as any;
 utilities.lazyLoad(exports, ["RolloutReady"], () => require("./rolloutReady"));
 
+export { SecretReadyArgs } from "./secretReady";
+export type SecretReady = import("./secretReady").SecretReady;
+export const SecretReady: typeof import("./secretReady").SecretReady = null as any;
+utilities.lazyLoad(exports, ["SecretReady"], () => require("./secretReady"));
+
 export { ServiceReadyArgs } from "./serviceReady";
 export type ServiceReady = import("./serviceReady").ServiceReady;
 export const ServiceReady: typeof import("./serviceReady").ServiceReady = null as any;
@@ -54,6 +64,8 @@ const _module = {
     version: utilities.getVersion(),
     construct: (name: string, type: string, urn: string): pulumi.Resource => {
         switch (type) {
+            case "readiness:index:CertificateReady":
+                return new CertificateReady(name, <any>undefined, { urn })
             case "readiness:index:CrdReady":
                 return new CrdReady(name, <any>undefined, { urn })
             case "readiness:index:ExternalSecretReady":
@@ -64,6 +76,8 @@ const _module = {
                 return new ResourceReady(name, <any>undefined, { urn })
             case "readiness:index:RolloutReady":
                 return new RolloutReady(name, <any>undefined, { urn })
+            case "readiness:index:SecretReady":
+                return new SecretReady(name, <any>undefined, { urn })
             case "readiness:index:ServiceReady":
                 return new ServiceReady(name, <any>undefined, { urn })
             default:

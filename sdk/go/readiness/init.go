@@ -21,6 +21,8 @@ func (m *module) Version() semver.Version {
 
 func (m *module) Construct(ctx *pulumi.Context, name, typ, urn string) (r pulumi.Resource, err error) {
 	switch typ {
+	case "readiness:index:CertificateReady":
+		r = &CertificateReady{}
 	case "readiness:index:CrdReady":
 		r = &CrdReady{}
 	case "readiness:index:ExternalSecretReady":
@@ -31,6 +33,8 @@ func (m *module) Construct(ctx *pulumi.Context, name, typ, urn string) (r pulumi
 		r = &ResourceReady{}
 	case "readiness:index:RolloutReady":
 		r = &RolloutReady{}
+	case "readiness:index:SecretReady":
+		r = &SecretReady{}
 	case "readiness:index:ServiceReady":
 		r = &ServiceReady{}
 	default:

@@ -169,9 +169,48 @@ func (o ConditionArgsPtrOutput) Type() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+type IssuerRef struct {
+	// The issuer's API group (`cert-manager.io` unless external).
+	Group string `pulumi:"group"`
+	// `Issuer` or `ClusterIssuer` (or an external issuer's kind).
+	Kind string `pulumi:"kind"`
+	// The issuer's name.
+	Name string `pulumi:"name"`
+}
+
+type IssuerRefOutput struct{ *pulumi.OutputState }
+
+func (IssuerRefOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*IssuerRef)(nil)).Elem()
+}
+
+func (o IssuerRefOutput) ToIssuerRefOutput() IssuerRefOutput {
+	return o
+}
+
+func (o IssuerRefOutput) ToIssuerRefOutputWithContext(ctx context.Context) IssuerRefOutput {
+	return o
+}
+
+// The issuer's API group (`cert-manager.io` unless external).
+func (o IssuerRefOutput) Group() pulumi.StringOutput {
+	return o.ApplyT(func(v IssuerRef) string { return v.Group }).(pulumi.StringOutput)
+}
+
+// `Issuer` or `ClusterIssuer` (or an external issuer's kind).
+func (o IssuerRefOutput) Kind() pulumi.StringOutput {
+	return o.ApplyT(func(v IssuerRef) string { return v.Kind }).(pulumi.StringOutput)
+}
+
+// The issuer's name.
+func (o IssuerRefOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v IssuerRef) string { return v.Name }).(pulumi.StringOutput)
+}
+
 func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*ConditionArgsInput)(nil)).Elem(), ConditionArgsArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ConditionArgsPtrInput)(nil)).Elem(), ConditionArgsArgs{})
 	pulumi.RegisterOutputType(ConditionArgsOutput{})
 	pulumi.RegisterOutputType(ConditionArgsPtrOutput{})
+	pulumi.RegisterOutputType(IssuerRefOutput{})
 }

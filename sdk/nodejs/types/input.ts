@@ -15,3 +15,4 @@ export interface ConditionArgsArgs {
      */
     type: pulumi.Input<string>;
 }
+

@@ -16,3 +16,18 @@ export interface ConditionArgs {
     type: string;
 }
 
+export interface IssuerRef {
+    /**
+     * The issuer's API group (`cert-manager.io` unless external).
+     */
+    group: string;
+    /**
+     * `Issuer` or `ClusterIssuer` (or an external issuer's kind).
+     */
+    kind: string;
+    /**
+     * The issuer's name.
+     */
+    name: string;
+}
+

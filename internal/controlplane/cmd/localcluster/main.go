@@ -27,6 +27,13 @@ func main() {
 			logf("%v", err)
 			os.Exit(1)
 		}
+		// Fetch the modules whose CRDs the tests install, so no test fetches anything.
+		for _, m := range [][2]string{{controlplane.CertManagerModule, "deploy/crds"}, {controlplane.ExternalSecretsModule, "deploy/crds"}} {
+			if _, err := controlplane.ModuleCRDs(ctx, m[0], m[1]); err != nil {
+				logf("%v", err)
+				os.Exit(1)
+			}
+		}
 		fmt.Println(dir)
 	case "up":
 		cp, err := controlplane.Start(ctx, controlplane.Options{Nodes: 2, Logf: logf})

@@ -1,0 +1,64 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
+)
+
+// Pinned modules whose shipped CRDs the tests install, as users' Helm charts would.
+const (
+	CertManagerModule     = "github.com/cert-manager/cert-manager@v1.19.0"
+	ExternalSecretsModule = "github.com/external-secrets/external-secrets@v0.12.1"
+)
+
+// ModuleCRDs reads the CRDs a Go module ships under dir (fetched through the module proxy by
+// `go mod download`, once; `make tools` does it before any test runs). Helm template text in
+// labels is dropped, and conversion webhooks (placeholders a chart patches) are removed so the
+// API server never dials anything.
+func ModuleCRDs(ctx context.Context, module, dir string) ([]*unstructured.Unstructured, error) {
+	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go mod download %s: %v", module, err)
+	}
+	var info struct{ Dir string }
+	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
+		return nil, fmt.Errorf("go mod download %s: no Dir in %s", module, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(info.Dir, dir, "*.yaml"))
+	sort.Strings(files)
+	var crds []*unstructured.Unstructured
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, doc := range strings.Split(string(b), "\n---") {
+			j, err := yaml.YAMLToJSON([]byte(doc))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", f, err)
+			}
+			m := map[string]any{}
+			if err := utiljson.Unmarshal(j, &m); err != nil || m["kind"] != "CustomResourceDefinition" {
+				continue
+			}
+			u := &unstructured.Unstructured{Object: m}
+			u.SetLabels(nil)
+			unstructured.RemoveNestedField(u.Object, "spec", "conversion")
+			crds = append(crds, u)
+		}
+	}
+	if len(crds) == 0 {
+		return nil, fmt.Errorf("no CRDs under %s/%s", module, dir)
+	}
+	return crds, nil
+}

@@ -1,0 +1,238 @@
+package provider
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+)
+
+// CertificateReady waits until cert-manager has issued a Certificate and its Secret holds
+// that very certificate: what a Deployment mounting the Secret needs (field report 000).
+type CertificateReady struct{}
+
+type CertificateReadyArgs struct {
+	Name         string   `pulumi:"name"`
+	Namespace    *string  `pulumi:"namespace,optional"`
+	MinValidity  *string  `pulumi:"minValidity,optional"`
+	RequiredKeys []string `pulumi:"requiredKeys,optional"`
+	GateArgs
+}
+
+type IssuerRef struct {
+	Name  string `pulumi:"name"`
+	Kind  string `pulumi:"kind"`
+	Group string `pulumi:"group"`
+}
+
+type CertificateReadyState struct {
+	CertificateReadyArgs
+	SecretName    string    `pulumi:"secretName"`
+	NotBefore     string    `pulumi:"notBefore"`
+	NotAfter      string    `pulumi:"notAfter"`
+	RenewalTime   string    `pulumi:"renewalTime"`
+	SerialNumber  string    `pulumi:"serialNumber"`
+	DNSNames      []string  `pulumi:"dnsNames"`
+	IssuerRef     IssuerRef `pulumi:"issuerRef"`
+	Revision      int       `pulumi:"revision"`
+	CACertificate string    `pulumi:"caCertificate"`
+}
+
+func (g *CertificateReady) Annotate(a infer.Annotator) {
+	a.Describe(g, "Waits until a cert-manager Certificate is issued: `Ready=True` for its current generation, its Secret "+
+		"present with every required key non-empty, and the Secret's `tls.crt` the very certificate the Certificate reports "+
+		"(same notAfter, so a stale Secret from an earlier issuance does not pass), unexpired and valid for `minValidity`. "+
+		"The Certificate, its Secret and even cert-manager's CRDs may appear after the gate starts. A Denied or invalid "+
+		"CertificateRequest fails at once. The private key never leaves the cluster.")
+}
+
+func (a *CertificateReadyArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.Name, "The Certificate's name.")
+	an.Describe(&a.Namespace, "The namespace; the provider's default namespace if unset.")
+	an.Describe(&a.MinValidity, "How long the issued certificate must stay valid from now, as a Go duration (`720h`).")
+	an.Describe(&a.RequiredKeys, "Secret keys that must be present and non-empty (default `tls.crt`, `tls.key`).")
+}
+
+func (i *IssuerRef) Annotate(a infer.Annotator) {
+	a.Describe(&i.Name, "The issuer's name.")
+	a.Describe(&i.Kind, "`Issuer` or `ClusterIssuer` (or an external issuer's kind).")
+	a.Describe(&i.Group, "The issuer's API group (`cert-manager.io` unless external).")
+}
+
+func (s *CertificateReadyState) Annotate(a infer.Annotator) {
+	a.Describe(&s.SecretName, "The Secret holding the issued certificate: mount or reference it.")
+	a.Describe(&s.NotBefore, "The certificate's notBefore (RFC 3339).")
+	a.Describe(&s.NotAfter, "The certificate's notAfter (RFC 3339).")
+	a.Describe(&s.RenewalTime, "When cert-manager will renew it (RFC 3339).")
+	a.Describe(&s.SerialNumber, "The certificate's serial number, hex.")
+	a.Describe(&s.DNSNames, "The certificate's DNS names.")
+	a.Describe(&s.IssuerRef, "The issuer the Certificate names.")
+	a.Describe(&s.Revision, "status.revision: how many times it was issued.")
+	a.Describe(&s.CACertificate, "The public `ca.crt` from the Secret, PEM, when present (for CA bundles).")
+}
+
+var (
+	_ = (infer.CustomCheck[CertificateReadyArgs])((*CertificateReady)(nil))
+	_ = (infer.CustomRead[CertificateReadyArgs, CertificateReadyState])((*CertificateReady)(nil))
+)
+
+func (*CertificateReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[CertificateReadyArgs], error) {
+	args, failures, err := infer.DefaultCheck[CertificateReadyArgs](ctx, req.NewInputs)
+	if err != nil || len(failures) > 0 {
+		return infer.CheckResponse[CertificateReadyArgs]{Inputs: args, Failures: failures}, err
+	}
+	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
+	failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
+	failures = append(failures, keyFailures(req.NewInputs, "requiredKeys", args.RequiredKeys)...)
+	if args.MinValidity != nil && isKnown(req.NewInputs, "minValidity") {
+		if d, err := time.ParseDuration(*args.MinValidity); err != nil || d < 0 {
+			failures = append(failures, p.CheckFailure{Property: "minValidity", Reason: fmt.Sprintf("%q is not a non-negative duration such as \"720h\"", *args.MinValidity)})
+		}
+	}
+	return infer.CheckResponse[CertificateReadyArgs]{Inputs: args, Failures: failures}, nil
+}
+
+func (g *CertificateReady) Create(ctx context.Context, req infer.CreateRequest[CertificateReadyArgs]) (infer.CreateResponse[CertificateReadyState], error) {
+	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, CertificateReadyState{CertificateReadyArgs: req.Inputs}, "certificate", certificateBuilder(req.Inputs))
+}
+
+func (g *CertificateReady) Read(ctx context.Context, req infer.ReadRequest[CertificateReadyArgs, CertificateReadyState]) (infer.ReadResponse[CertificateReadyArgs, CertificateReadyState], error) {
+	return readGate(ctx, req, certificateBuilder(req.Inputs))
+}
+
+func certificateBuilder(a CertificateReadyArgs) builder[CertificateReadyState] {
+	return func(r *run) (evaluation, func(*CertificateReadyState), error) {
+		var minValidity time.Duration
+		if a.MinValidity != nil {
+			var err error
+			if minValidity, err = time.ParseDuration(*a.MinValidity); err != nil {
+				return nil, nil, fmt.Errorf("minValidity: %v", err)
+			}
+		}
+		keys := a.RequiredKeys
+		if len(keys) == 0 {
+			keys = []string{"tls.crt", "tls.key"}
+		}
+		e := &certificateEval{r: r, namespace: r.defaultNamespace(a.Namespace), name: a.Name, keys: keys, minValidity: minValidity}
+		return e, e.fill, nil
+	}
+}
+
+var (
+	certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
+	certRequestGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "CertificateRequest"}
+)
+
+type certificateEval struct {
+	r               *run
+	namespace, name string
+	keys            []string
+	minValidity     time.Duration
+
+	cert   *unstructured.Unstructured
+	secret *unstructured.Unstructured
+}
+
+func (e *certificateEval) what() string { return fmt.Sprintf("Certificate %s/%s", e.namespace, e.name) }
+
+func (e *certificateEval) check(context.Context) wait.Result {
+	objs, pending := e.r.objects(target{gvk: certificateGVK, namespace: e.namespace, name: e.name})
+	if pending != nil {
+		if strings.Contains(pending.Message, "no matches for kind") {
+			pending.Message = "cert-manager's CRDs are not installed: " + pending.Message
+			pending.Hint = "install cert-manager (with its CRDs) before this gate, and make the gate depend on it"
+		}
+		return *pending
+	}
+	if len(objs) == 0 {
+		return wait.Result{Message: "Certificate not found (not created yet)", Hint: "is the Certificate part of the stack, in this namespace?"}
+	}
+	cert := objs[0]
+	revision, _, _ := unstructured.NestedInt64(cert.Object, "status", "revision")
+	crNote := ""
+	if reqs, pending := e.r.objects(target{gvk: certRequestGVK, namespace: e.namespace, selector: labels.Everything()}); pending == nil {
+		if cr := status.NewestCertificateRequest(reqs, e.name, revision+1); cr != nil {
+			terminal, summary := status.CertificateRequestVerdict(cr)
+			if terminal {
+				return wait.Result{Failed: fmt.Errorf("%s: %s", e.what(), summary)}
+			}
+			crNote = "; " + summary
+		}
+	}
+	ready, readyMsg := status.ConditionHolds(cert, "Ready", "True")
+	if !ready {
+		msg := readyMsg
+		if c, ok := status.FindCondition(cert, "Issuing"); ok {
+			msg += ", " + c.String()
+		}
+		return wait.Result{Message: msg + crNote,
+			Hint: "kubectl describe certificate " + e.name + " -n " + e.namespace + " (issuer present and ready? CertificateRequest approved?)"}
+	}
+	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	sec := &secretEval{r: e.r, namespace: e.namespace, name: secretName, required: e.keys}
+	if res := sec.check(context.Background()); !res.Ready {
+		res.Message = "Ready=True, but " + res.Message
+		return res
+	}
+	data, _, _ := unstructured.NestedMap(sec.secret.Object, "data")
+	crtB64, _ := data["tls.crt"].(string)
+	leaf, err := status.LeafCertificate(crtB64)
+	if err != nil {
+		return wait.Result{Message: fmt.Sprintf("Ready=True, but secret %q: %v", secretName, err)}
+	}
+	notAfter, _, _ := unstructured.NestedString(cert.Object, "status", "notAfter")
+	ok, msg := status.CertificateMatches(leaf, notAfter, time.Now(), e.minValidity)
+	if !ok {
+		return wait.Result{Message: msg}
+	}
+	e.cert, e.secret = cert, sec.secret
+	return wait.Result{Ready: true, Message: msg}
+}
+
+func (e *certificateEval) fill(s *CertificateReadyState) {
+	str := func(fields ...string) string {
+		v, _, _ := unstructured.NestedString(e.cert.Object, fields...)
+		return v
+	}
+	s.SecretName = str("spec", "secretName")
+	s.NotBefore, s.NotAfter, s.RenewalTime = str("status", "notBefore"), str("status", "notAfter"), str("status", "renewalTime")
+	s.IssuerRef = IssuerRef{Name: str("spec", "issuerRef", "name"), Kind: str("spec", "issuerRef", "kind"), Group: str("spec", "issuerRef", "group")}
+	if s.IssuerRef.Kind == "" {
+		s.IssuerRef.Kind = "Issuer"
+	}
+	if s.IssuerRef.Group == "" {
+		s.IssuerRef.Group = "cert-manager.io"
+	}
+	rev, _, _ := unstructured.NestedInt64(e.cert.Object, "status", "revision")
+	s.Revision = int(rev)
+	data, _, _ := unstructured.NestedMap(e.secret.Object, "data")
+	if leaf, err := status.LeafCertificate(fmt.Sprint(data["tls.crt"])); err == nil {
+		s.SerialNumber = fmt.Sprintf("%x", new(big.Int).Set(leaf.SerialNumber))
+		s.DNSNames = leaf.DNSNames
+		s.NotBefore = leaf.NotBefore.UTC().Format(time.RFC3339)
+		s.NotAfter = leaf.NotAfter.UTC().Format(time.RFC3339)
+	}
+	if s.DNSNames == nil {
+		s.DNSNames = []string{}
+	}
+	s.CACertificate = ""
+	if ca, ok := data["ca.crt"].(string); ok {
+		if raw, err := base64.StdEncoding.DecodeString(ca); err == nil {
+			if b, _ := pem.Decode(raw); b != nil && b.Type == "CERTIFICATE" { // public data only
+				s.CACertificate = string(raw)
+			}
+		}
+	}
+}

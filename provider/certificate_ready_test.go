@@ -1,0 +1,270 @@
+package provider
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+)
+
+var certManagerCRDs sync.Once
+
+// installCertManagerCRDs installs the CRDs shipped in the pinned cert-manager module.
+func installCertManagerCRDs(t *testing.T) {
+	certManagerCRDs.Do(func() {
+		crds, err := controlplane.ModuleCRDs(context.Background(), controlplane.CertManagerModule, "deploy/crds")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range crds {
+			_, err := testenv.Dynamic(t).Resource(crdResource).Create(context.Background(), c, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// issued is a certificate the test "issues" as cert-manager would, and its Secret data.
+type issued struct {
+	certPEM, keyPEM, caPEM []byte
+	notAfter               time.Time
+	serial                 *big.Int
+}
+
+func issue(t *testing.T, dnsName string, validFor time.Duration) issued {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	notAfter := time.Now().Add(validFor).Truncate(time.Second)
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
+		NotBefore: time.Now().Add(-time.Minute).Truncate(time.Second), NotAfter: notAfter}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	return issued{
+		certPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		caPEM:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		notAfter: notAfter, serial: serial,
+	}
+}
+
+func writeTLSSecret(t *testing.T, ns, name string, c issued) {
+	t.Helper()
+	sec := testenv.Object(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: %s, namespace: %s}\ntype: kubernetes.io/tls", name, ns))
+	sec.Object["data"] = map[string]any{
+		"tls.crt": base64.StdEncoding.EncodeToString(c.certPEM),
+		"tls.key": base64.StdEncoding.EncodeToString(c.keyPEM),
+		"ca.crt":  base64.StdEncoding.EncodeToString(c.caPEM),
+	}
+	ri := testenv.Resource(t, sec)
+	if cur, err := ri.Get(context.Background(), name, metav1.GetOptions{}); err == nil {
+		sec.SetResourceVersion(cur.GetResourceVersion())
+		if _, err := ri.Update(context.Background(), sec, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := ri.Create(context.Background(), sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func certificate(ns, name, secret string) string {
+	return fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: %s, namespace: %s}
+spec:
+  secretName: %s
+  dnsNames: [%s.example.test]
+  issuerRef: {name: vault-issuer, kind: ClusterIssuer}`, name, ns, secret, name)
+}
+
+// setCertStatus plays cert-manager writing a Certificate's status.
+func setCertStatus(t *testing.T, ns, name string, status map[string]any) {
+	t.Helper()
+	obj := testenv.Object(t, certificate(ns, name, "x"))
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := testenv.Resource(t, obj).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Object["status"] = status
+		_, err = testenv.Resource(t, obj).UpdateStatus(context.Background(), cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readyStatus(c issued, revision int64) map[string]any {
+	now := time.Now().UTC().Format(time.RFC3339)
+	return map[string]any{
+		"revision": revision, "notAfter": c.notAfter.UTC().Format(time.RFC3339), "notBefore": now,
+		"renewalTime": c.notAfter.Add(-time.Hour).UTC().Format(time.RFC3339),
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Ready",
+			"message": "Certificate is up to date and has not expired", "observedGeneration": int64(1), "lastTransitionTime": now}},
+	}
+}
+
+func TestCertificateReady(t *testing.T) {
+	ns := testenv.Namespace(t, "cert")
+	s := newServer(t)
+
+	t.Run("CRDs, Certificate and Secret all appear after the gate started", func(t *testing.T) {
+		ch := createAsync(t, s, "CertificateReady", props("name", "web", "namespace", ns, "minValidity", "1h", "timeout", "90s"))
+		mustNotReturn(t, ch, time.Second) // not even cert-manager's CRDs exist (in a fresh control plane)
+		installCertManagerCRDs(t)
+		testenv.Apply(t, certificate(ns, "web", "web-tls"))
+		c := issue(t, "web.example.test", 48*time.Hour)
+		setCertStatus(t, ns, "web", readyStatus(c, 1))
+		mustNotReturn(t, ch, time.Second) // Ready=True but no Secret: the FailedMount of field report 000
+		writeTLSSecret(t, ns, "web-tls", c)
+		r := await(t, ch, 30*time.Second)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		out := r.resp.Properties
+		if got := out.Get("secretName").AsString(); got != "web-tls" {
+			t.Errorf("secretName = %q", got)
+		}
+		if got := out.Get("serialNumber").AsString(); got != fmt.Sprintf("%x", c.serial) {
+			t.Errorf("serialNumber = %q, want %x", got, c.serial)
+		}
+		if got := out.Get("notAfter").AsString(); got != c.notAfter.UTC().Format(time.RFC3339) {
+			t.Errorf("notAfter = %q", got)
+		}
+		if got := outStrings(t, out, "dnsNames"); len(got) != 1 || got[0] != "web.example.test" {
+			t.Errorf("dnsNames = %v", got)
+		}
+		if got := out.Get("caCertificate").AsString(); got != string(c.caPEM) {
+			t.Errorf("caCertificate = %q", got)
+		}
+		if iss := out.Get("issuerRef").AsMap(); iss.Get("name").AsString() != "vault-issuer" || iss.Get("kind").AsString() != "ClusterIssuer" {
+			t.Errorf("issuerRef = %v", iss)
+		}
+		all := fmt.Sprint(out)
+		keyB64 := base64.StdEncoding.EncodeToString(c.keyPEM)
+		if strings.Contains(all, "PRIVATE KEY") || strings.Contains(all, keyB64) || strings.Contains(all, string(c.keyPEM[40:80])) {
+			t.Error("outputs contain private key material")
+		}
+	})
+
+	t.Run("a stale Secret from the previous revision is not accepted", func(t *testing.T) {
+		old := issue(t, "web.example.test", 48*time.Hour)
+		renewed := issue(t, "web.example.test", 72*time.Hour)
+		writeTLSSecret(t, ns, "web-tls", old)
+		setCertStatus(t, ns, "web", readyStatus(renewed, 2)) // status already reports the renewed one
+		ch := createAsync(t, s, "CertificateReady", props("name", "web", "namespace", ns, "timeout", "60s"))
+		mustNotReturn(t, ch, time.Second)
+		writeTLSSecret(t, ns, "web-tls", renewed)
+		r := await(t, ch, 30*time.Second)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if got := r.resp.Properties.Get("revision").AsNumber(); got != 2 {
+			t.Errorf("revision = %v", got)
+		}
+	})
+
+	t.Run("a missing issuer times out quoting cert-manager's reason", func(t *testing.T) {
+		testenv.Apply(t, certificate(ns, "api", "api-tls"))
+		setCertStatus(t, ns, "api", map[string]any{"conditions": []any{
+			map[string]any{"type": "Ready", "status": "False", "reason": "DoesNotExist", "observedGeneration": int64(1),
+				"message": `Issuer "vault-issuer" not found`, "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)},
+			map[string]any{"type": "Issuing", "status": "True", "reason": "DoesNotExist", "observedGeneration": int64(1),
+				"message": "Issuing certificate as Secret does not exist", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)},
+		}})
+		r := await(t, createAsync(t, s, "CertificateReady", props("name", "api", "namespace", ns, "timeout", "2s")), 30*time.Second)
+		if r.err == nil || !strings.Contains(r.err.Error(), `Issuer "vault-issuer" not found`) {
+			t.Fatalf("want a timeout quoting the missing issuer, got %v", r.err)
+		}
+	})
+
+	t.Run("a Denied CertificateRequest fails fast", func(t *testing.T) {
+		testenv.Apply(t, certificate(ns, "denied", "denied-tls"))
+		ch := createAsync(t, s, "CertificateReady", props("name", "denied", "namespace", ns, "timeout", "10m"))
+		csr := issue(t, "denied.example.test", time.Hour)
+		cr := testenv.Apply(t, fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: CertificateRequest
+metadata:
+  name: denied-1
+  namespace: %s
+  annotations: {cert-manager.io/certificate-name: denied, cert-manager.io/certificate-revision: "1"}
+spec:
+  request: %s
+  issuerRef: {name: vault-issuer, kind: ClusterIssuer}`, ns, base64.StdEncoding.EncodeToString(csr.certPEM)))[0]
+		now := time.Now().UTC().Format(time.RFC3339)
+		cr.Object["status"] = map[string]any{"conditions": []any{
+			map[string]any{"type": "Denied", "status": "True", "reason": "PolicyDenied", "message": "dnsName denied.example.test is not allowed", "lastTransitionTime": now},
+			map[string]any{"type": "Ready", "status": "False", "reason": "Denied", "message": "The CertificateRequest was denied by an approval controller", "lastTransitionTime": now},
+		}}
+		if _, err := testenv.Resource(t, cr).UpdateStatus(context.Background(), cr, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r := await(t, ch, 30*time.Second)
+		if r.err == nil || !strings.Contains(r.err.Error(), "denied") || !strings.Contains(r.err.Error(), "PolicyDenied") {
+			t.Fatalf("want a fast failure quoting the denial, got %v", r.err)
+		}
+	})
+}
+
+func TestSecretReadyKeysAndNoValues(t *testing.T) {
+	ns := testenv.Namespace(t, "sec")
+	s := newServer(t)
+	const marker = "MARKER-plain-s3cret"
+	ch := createAsync(t, s, "SecretReady", props("name", "db", "namespace", ns,
+		"requiredKeys", strs("username", "password"), "timeout", "60s"))
+	testenv.Apply(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: %s}\nstringData: {username: %s}", ns, marker))
+	mustNotReturn(t, ch, time.Second) // password missing
+	sec := testenv.Object(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: %s}", ns))
+	cur, err := testenv.Resource(t, sec).Get(context.Background(), "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(cur.Object, base64.StdEncoding.EncodeToString([]byte(marker)), "data", "password")
+	if _, err := testenv.Resource(t, sec).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, ch, 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := outStrings(t, r.resp.Properties, "keys"); strings.Join(got, ",") != "password,username" {
+		t.Errorf("keys = %v", got)
+	}
+	b64 := base64.StdEncoding.EncodeToString([]byte(marker))
+	if all := fmt.Sprint(r.resp.Properties); strings.Contains(all, marker) || strings.Contains(all, b64) {
+		t.Error("outputs contain a Secret value")
+	}
+}

@@ -1,0 +1,164 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+)
+
+// SecretReady waits until a Secret exists with every required key non-empty. It watches that
+// one Secret by name and never keeps its values: only key names reach outputs or messages.
+type SecretReady struct{}
+
+type SecretReadyArgs struct {
+	Name         string   `pulumi:"name"`
+	Namespace    *string  `pulumi:"namespace,optional"`
+	RequiredKeys []string `pulumi:"requiredKeys,optional"`
+	Type         *string  `pulumi:"type,optional"`
+	GateArgs
+}
+
+type SecretReadyState struct {
+	SecretReadyArgs
+	Keys            []string `pulumi:"keys"`
+	SecretType      string   `pulumi:"secretType"`
+	ResourceVersion string   `pulumi:"resourceVersion"`
+}
+
+func (g *SecretReady) Annotate(a infer.Annotator) {
+	a.Describe(g, "Waits until a Secret exists, has the expected type, and every required key is present and non-empty. "+
+		"For Secrets produced by something else: an ExternalSecret, a Helm chart, an operator. Values are never read into outputs, logs or errors.")
+}
+
+func (a *SecretReadyArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.Name, "The Secret's name.")
+	an.Describe(&a.Namespace, "The namespace; the provider's default namespace if unset.")
+	an.Describe(&a.RequiredKeys, "Keys that must be present and non-empty (default: at least one key of any name).")
+	an.Describe(&a.Type, "The Secret type it must have, such as `kubernetes.io/tls`.")
+}
+
+func (s *SecretReadyState) Annotate(a infer.Annotator) {
+	a.Describe(&s.Keys, "The Secret's key names (never values).")
+	a.Describe(&s.SecretType, "The Secret's type.")
+	a.Describe(&s.ResourceVersion, "The resourceVersion seen ready.")
+}
+
+var (
+	_ = (infer.CustomCheck[SecretReadyArgs])((*SecretReady)(nil))
+	_ = (infer.CustomRead[SecretReadyArgs, SecretReadyState])((*SecretReady)(nil))
+)
+
+func (*SecretReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[SecretReadyArgs], error) {
+	args, failures, err := infer.DefaultCheck[SecretReadyArgs](ctx, req.NewInputs)
+	if err != nil || len(failures) > 0 {
+		return infer.CheckResponse[SecretReadyArgs]{Inputs: args, Failures: failures}, err
+	}
+	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
+	failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
+	failures = append(failures, keyFailures(req.NewInputs, "requiredKeys", args.RequiredKeys)...)
+	return infer.CheckResponse[SecretReadyArgs]{Inputs: args, Failures: failures}, nil
+}
+
+// keyFailures validates Secret key names (letters, digits, '-', '_', '.').
+func keyFailures(inputs property.Map, field string, keys []string) []p.CheckFailure {
+	if !isKnown(inputs, field) {
+		return nil
+	}
+	var out []p.CheckFailure
+	for i, k := range keys {
+		if errs := validation.IsConfigMapKey(k); len(errs) > 0 {
+			out = append(out, p.CheckFailure{Property: fmt.Sprintf("%s[%d]", field, i),
+				Reason: fmt.Sprintf("%q is not a valid Secret key: %s", k, strings.Join(errs, "; "))})
+		}
+	}
+	return out
+}
+
+func (g *SecretReady) Create(ctx context.Context, req infer.CreateRequest[SecretReadyArgs]) (infer.CreateResponse[SecretReadyState], error) {
+	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, SecretReadyState{SecretReadyArgs: req.Inputs}, "secret", secretBuilder(req.Inputs))
+}
+
+func (g *SecretReady) Read(ctx context.Context, req infer.ReadRequest[SecretReadyArgs, SecretReadyState]) (infer.ReadResponse[SecretReadyArgs, SecretReadyState], error) {
+	return readGate(ctx, req, secretBuilder(req.Inputs))
+}
+
+func secretBuilder(a SecretReadyArgs) builder[SecretReadyState] {
+	return func(r *run) (evaluation, func(*SecretReadyState), error) {
+		e := &secretEval{r: r, namespace: r.defaultNamespace(a.Namespace), name: a.Name, required: a.RequiredKeys, typ: deref(a.Type)}
+		return e, func(s *SecretReadyState) {
+			s.Keys, s.SecretType, s.ResourceVersion = secretKeys(e.secret), secretType(e.secret), e.secret.GetResourceVersion()
+		}, nil
+	}
+}
+
+var secretGVK = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+
+// secretEval checks one Secret's presence, type and keys; CertificateReady reuses it.
+type secretEval struct {
+	r               *run
+	namespace, name string
+	required        []string
+	typ             string
+	secret          *unstructured.Unstructured
+}
+
+func (e *secretEval) what() string { return fmt.Sprintf("Secret %s/%s", e.namespace, e.name) }
+
+func (e *secretEval) check(context.Context) wait.Result {
+	objs, pending := e.r.objects(target{gvk: secretGVK, namespace: e.namespace, name: e.name})
+	if pending != nil {
+		return *pending
+	}
+	if len(objs) == 0 {
+		return wait.Result{Message: fmt.Sprintf("secret %q not found (not created yet)", e.name),
+			Hint: "is whatever writes this Secret (cert-manager, External Secrets, a chart) running and pointed at it?"}
+	}
+	s := objs[0]
+	if e.typ != "" && secretType(s) != e.typ {
+		return wait.Result{Message: fmt.Sprintf("secret %q has type %s, want %s", e.name, secretType(s), e.typ)}
+	}
+	data, _, _ := unstructured.NestedMap(s.Object, "data")
+	var missing []string
+	for _, k := range e.required {
+		if v, _ := data[k].(string); v == "" {
+			missing = append(missing, k)
+		}
+	}
+	if len(e.required) == 0 && len(data) == 0 {
+		return wait.Result{Message: fmt.Sprintf("secret %q has no keys yet", e.name)}
+	}
+	if len(missing) > 0 {
+		return wait.Result{Message: fmt.Sprintf("secret %q lacks non-empty %s (has: %s)", e.name,
+			strings.Join(missing, ", "), strings.Join(secretKeys(s), ", "))}
+	}
+	e.secret = s
+	return wait.Result{Ready: true, Message: fmt.Sprintf("secret %q has %s", e.name, strings.Join(secretKeys(s), ", "))}
+}
+
+func secretKeys(s *unstructured.Unstructured) []string {
+	data, _, _ := unstructured.NestedMap(s.Object, "data")
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func secretType(s *unstructured.Unstructured) string {
+	t, _, _ := unstructured.NestedString(s.Object, "type")
+	if t == "" {
+		return "Opaque"
+	}
+	return t
+}
