@@ -50,6 +50,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&NodesReady{}),
 			infer.Resource(&SecretReady{}),
 			infer.Resource(&CertificateReady{}),
+			infer.Resource(&WebhookReady{}),
 		).
 		WithModuleMap(map[tokens.ModuleName]tokens.ModuleName{"provider": "index"}).
 		Build()

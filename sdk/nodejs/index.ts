@@ -50,6 +50,11 @@ export type ServiceReady = import("./serviceReady").ServiceReady;
 export const ServiceReady: typeof import("./serviceReady").ServiceReady = null as any;
 utilities.lazyLoad(exports, ["ServiceReady"], () => require("./serviceReady"));
 
+export { WebhookReadyArgs } from "./webhookReady";
+export type WebhookReady = import("./webhookReady").WebhookReady;
+export const WebhookReady: typeof import("./webhookReady").WebhookReady = null as any;
+utilities.lazyLoad(exports, ["WebhookReady"], () => require("./webhookReady"));
+
 
 // Export sub-modules:
 import * as config from "./config";
@@ -80,6 +85,8 @@ const _module = {
                 return new SecretReady(name, <any>undefined, { urn })
             case "readiness:index:ServiceReady":
                 return new ServiceReady(name, <any>undefined, { urn })
+            case "readiness:index:WebhookReady":
+                return new WebhookReady(name, <any>undefined, { urn })
             default:
                 throw new Error(`unknown resource type ${type}`);
         }

@@ -37,6 +37,8 @@ func (m *module) Construct(ctx *pulumi.Context, name, typ, urn string) (r pulumi
 		r = &SecretReady{}
 	case "readiness:index:ServiceReady":
 		r = &ServiceReady{}
+	case "readiness:index:WebhookReady":
+		r = &WebhookReady{}
 	default:
 		return nil, fmt.Errorf("unknown resource type: %s", typ)
 	}

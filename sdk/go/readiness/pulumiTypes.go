@@ -207,10 +207,189 @@ func (o IssuerRefOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v IssuerRef) string { return v.Name }).(pulumi.StringOutput)
 }
 
+type ServiceRef struct {
+	// The Service's name.
+	Name string `pulumi:"name"`
+	// The Service's namespace.
+	Namespace string `pulumi:"namespace"`
+	// The Service port the webhook is served on (default 443).
+	Port *int `pulumi:"port"`
+}
+
+// ServiceRefInput is an input type that accepts ServiceRefArgs and ServiceRefOutput values.
+// You can construct a concrete instance of `ServiceRefInput` via:
+//
+//	ServiceRefArgs{...}
+type ServiceRefInput interface {
+	pulumi.Input
+
+	ToServiceRefOutput() ServiceRefOutput
+	ToServiceRefOutputWithContext(context.Context) ServiceRefOutput
+}
+
+type ServiceRefArgs struct {
+	// The Service's name.
+	Name pulumi.StringInput `pulumi:"name"`
+	// The Service's namespace.
+	Namespace pulumi.StringInput `pulumi:"namespace"`
+	// The Service port the webhook is served on (default 443).
+	Port pulumi.IntPtrInput `pulumi:"port"`
+}
+
+func (ServiceRefArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*ServiceRef)(nil)).Elem()
+}
+
+func (i ServiceRefArgs) ToServiceRefOutput() ServiceRefOutput {
+	return i.ToServiceRefOutputWithContext(context.Background())
+}
+
+func (i ServiceRefArgs) ToServiceRefOutputWithContext(ctx context.Context) ServiceRefOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ServiceRefOutput)
+}
+
+func (i ServiceRefArgs) ToServiceRefPtrOutput() ServiceRefPtrOutput {
+	return i.ToServiceRefPtrOutputWithContext(context.Background())
+}
+
+func (i ServiceRefArgs) ToServiceRefPtrOutputWithContext(ctx context.Context) ServiceRefPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ServiceRefOutput).ToServiceRefPtrOutputWithContext(ctx)
+}
+
+// ServiceRefPtrInput is an input type that accepts ServiceRefArgs, ServiceRefPtr and ServiceRefPtrOutput values.
+// You can construct a concrete instance of `ServiceRefPtrInput` via:
+//
+//	        ServiceRefArgs{...}
+//
+//	or:
+//
+//	        nil
+type ServiceRefPtrInput interface {
+	pulumi.Input
+
+	ToServiceRefPtrOutput() ServiceRefPtrOutput
+	ToServiceRefPtrOutputWithContext(context.Context) ServiceRefPtrOutput
+}
+
+type serviceRefPtrType ServiceRefArgs
+
+func ServiceRefPtr(v *ServiceRefArgs) ServiceRefPtrInput {
+	return (*serviceRefPtrType)(v)
+}
+
+func (*serviceRefPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**ServiceRef)(nil)).Elem()
+}
+
+func (i *serviceRefPtrType) ToServiceRefPtrOutput() ServiceRefPtrOutput {
+	return i.ToServiceRefPtrOutputWithContext(context.Background())
+}
+
+func (i *serviceRefPtrType) ToServiceRefPtrOutputWithContext(ctx context.Context) ServiceRefPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ServiceRefPtrOutput)
+}
+
+type ServiceRefOutput struct{ *pulumi.OutputState }
+
+func (ServiceRefOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*ServiceRef)(nil)).Elem()
+}
+
+func (o ServiceRefOutput) ToServiceRefOutput() ServiceRefOutput {
+	return o
+}
+
+func (o ServiceRefOutput) ToServiceRefOutputWithContext(ctx context.Context) ServiceRefOutput {
+	return o
+}
+
+func (o ServiceRefOutput) ToServiceRefPtrOutput() ServiceRefPtrOutput {
+	return o.ToServiceRefPtrOutputWithContext(context.Background())
+}
+
+func (o ServiceRefOutput) ToServiceRefPtrOutputWithContext(ctx context.Context) ServiceRefPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v ServiceRef) *ServiceRef {
+		return &v
+	}).(ServiceRefPtrOutput)
+}
+
+// The Service's name.
+func (o ServiceRefOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v ServiceRef) string { return v.Name }).(pulumi.StringOutput)
+}
+
+// The Service's namespace.
+func (o ServiceRefOutput) Namespace() pulumi.StringOutput {
+	return o.ApplyT(func(v ServiceRef) string { return v.Namespace }).(pulumi.StringOutput)
+}
+
+// The Service port the webhook is served on (default 443).
+func (o ServiceRefOutput) Port() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v ServiceRef) *int { return v.Port }).(pulumi.IntPtrOutput)
+}
+
+type ServiceRefPtrOutput struct{ *pulumi.OutputState }
+
+func (ServiceRefPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**ServiceRef)(nil)).Elem()
+}
+
+func (o ServiceRefPtrOutput) ToServiceRefPtrOutput() ServiceRefPtrOutput {
+	return o
+}
+
+func (o ServiceRefPtrOutput) ToServiceRefPtrOutputWithContext(ctx context.Context) ServiceRefPtrOutput {
+	return o
+}
+
+func (o ServiceRefPtrOutput) Elem() ServiceRefOutput {
+	return o.ApplyT(func(v *ServiceRef) ServiceRef {
+		if v != nil {
+			return *v
+		}
+		var ret ServiceRef
+		return ret
+	}).(ServiceRefOutput)
+}
+
+// The Service's name.
+func (o ServiceRefPtrOutput) Name() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ServiceRef) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Name
+	}).(pulumi.StringPtrOutput)
+}
+
+// The Service's namespace.
+func (o ServiceRefPtrOutput) Namespace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ServiceRef) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Namespace
+	}).(pulumi.StringPtrOutput)
+}
+
+// The Service port the webhook is served on (default 443).
+func (o ServiceRefPtrOutput) Port() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *ServiceRef) *int {
+		if v == nil {
+			return nil
+		}
+		return v.Port
+	}).(pulumi.IntPtrOutput)
+}
+
 func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*ConditionArgsInput)(nil)).Elem(), ConditionArgsArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ConditionArgsPtrInput)(nil)).Elem(), ConditionArgsArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefInput)(nil)).Elem(), ServiceRefArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefPtrInput)(nil)).Elem(), ServiceRefArgs{})
 	pulumi.RegisterOutputType(ConditionArgsOutput{})
 	pulumi.RegisterOutputType(ConditionArgsPtrOutput{})
 	pulumi.RegisterOutputType(IssuerRefOutput{})
+	pulumi.RegisterOutputType(ServiceRefOutput{})
+	pulumi.RegisterOutputType(ServiceRefPtrOutput{})
 }

@@ -16,3 +16,17 @@ export interface ConditionArgsArgs {
     type: pulumi.Input<string>;
 }
 
+export interface ServiceRefArgs {
+    /**
+     * The Service's name.
+     */
+    name: pulumi.Input<string>;
+    /**
+     * The Service's namespace.
+     */
+    namespace: pulumi.Input<string>;
+    /**
+     * The Service port the webhook is served on (default 443).
+     */
+    port?: pulumi.Input<number | undefined>;
+}

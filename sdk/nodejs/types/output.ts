@@ -31,3 +31,18 @@ export interface IssuerRef {
     name: string;
 }
 
+export interface ServiceRef {
+    /**
+     * The Service's name.
+     */
+    name: string;
+    /**
+     * The Service's namespace.
+     */
+    namespace: string;
+    /**
+     * The Service port the webhook is served on (default 443).
+     */
+    port?: number;
+}
+
