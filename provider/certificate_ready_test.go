@@ -2,15 +2,8 @@ package provider
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"strings"
 	"sync"
 	"testing"
@@ -43,48 +36,13 @@ func installCertManagerCRDs(t *testing.T) {
 	})
 }
 
-// issued is a certificate the test "issues" as cert-manager would, and its Secret data.
-type issued struct {
-	certPEM, keyPEM, caPEM []byte
-	notAfter               time.Time
-	serial                 *big.Int
-}
-
-func issue(t *testing.T, dnsName string, validFor time.Duration) issued {
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	notAfter := time.Now().Add(validFor).Truncate(time.Second)
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
-		NotBefore: time.Now().Add(-time.Minute).Truncate(time.Second), NotAfter: notAfter}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	return issued{
-		certPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		caPEM:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		notAfter: notAfter, serial: serial,
-	}
-}
-
-func writeTLSSecret(t *testing.T, ns, name string, c issued) {
+func writeTLSSecret(t *testing.T, ns, name string, c testenv.Issued) {
 	t.Helper()
 	sec := testenv.Object(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: %s, namespace: %s}\ntype: kubernetes.io/tls", name, ns))
 	sec.Object["data"] = map[string]any{
-		"tls.crt": base64.StdEncoding.EncodeToString(c.certPEM),
-		"tls.key": base64.StdEncoding.EncodeToString(c.keyPEM),
-		"ca.crt":  base64.StdEncoding.EncodeToString(c.caPEM),
+		"tls.crt": base64.StdEncoding.EncodeToString(c.CertPEM),
+		"tls.key": base64.StdEncoding.EncodeToString(c.KeyPEM),
+		"ca.crt":  base64.StdEncoding.EncodeToString(c.CAPEM),
 	}
 	ri := testenv.Resource(t, sec)
 	if cur, err := ri.Get(context.Background(), name, metav1.GetOptions{}); err == nil {
@@ -127,11 +85,11 @@ func setCertStatus(t *testing.T, ns, name string, status map[string]any) {
 	}
 }
 
-func readyStatus(c issued, revision int64) map[string]any {
+func readyStatus(c testenv.Issued, revision int64) map[string]any {
 	now := time.Now().UTC().Format(time.RFC3339)
 	return map[string]any{
-		"revision": revision, "notAfter": c.notAfter.UTC().Format(time.RFC3339), "notBefore": now,
-		"renewalTime": c.notAfter.Add(-time.Hour).UTC().Format(time.RFC3339),
+		"revision": revision, "notAfter": c.NotAfter.UTC().Format(time.RFC3339), "notBefore": now,
+		"renewalTime": c.NotAfter.Add(-time.Hour).UTC().Format(time.RFC3339),
 		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Ready",
 			"message": "Certificate is up to date and has not expired", "observedGeneration": int64(1), "lastTransitionTime": now}},
 	}
@@ -146,7 +104,7 @@ func TestCertificateReady(t *testing.T) {
 		mustNotReturn(t, ch, time.Second) // not even cert-manager's CRDs exist (in a fresh control plane)
 		installCertManagerCRDs(t)
 		testenv.Apply(t, certificate(ns, "web", "web-tls"))
-		c := issue(t, "web.example.test", 48*time.Hour)
+		c := testenv.IssueCertificate(t, "web.example.test", 48*time.Hour)
 		setCertStatus(t, ns, "web", readyStatus(c, 1))
 		mustNotReturn(t, ch, time.Second) // Ready=True but no Secret: the FailedMount of field report 000
 		writeTLSSecret(t, ns, "web-tls", c)
@@ -158,31 +116,31 @@ func TestCertificateReady(t *testing.T) {
 		if got := out.Get("secretName").AsString(); got != "web-tls" {
 			t.Errorf("secretName = %q", got)
 		}
-		if got := out.Get("serialNumber").AsString(); got != fmt.Sprintf("%x", c.serial) {
-			t.Errorf("serialNumber = %q, want %x", got, c.serial)
+		if got := out.Get("serialNumber").AsString(); got != fmt.Sprintf("%x", c.Serial) {
+			t.Errorf("serialNumber = %q, want %x", got, c.Serial)
 		}
-		if got := out.Get("notAfter").AsString(); got != c.notAfter.UTC().Format(time.RFC3339) {
+		if got := out.Get("notAfter").AsString(); got != c.NotAfter.UTC().Format(time.RFC3339) {
 			t.Errorf("notAfter = %q", got)
 		}
 		if got := outStrings(t, out, "dnsNames"); len(got) != 1 || got[0] != "web.example.test" {
 			t.Errorf("dnsNames = %v", got)
 		}
-		if got := out.Get("caCertificate").AsString(); got != string(c.caPEM) {
+		if got := out.Get("caCertificate").AsString(); got != string(c.CAPEM) {
 			t.Errorf("caCertificate = %q", got)
 		}
 		if iss := out.Get("issuerRef").AsMap(); iss.Get("name").AsString() != "vault-issuer" || iss.Get("kind").AsString() != "ClusterIssuer" {
 			t.Errorf("issuerRef = %v", iss)
 		}
 		all := fmt.Sprint(out)
-		keyB64 := base64.StdEncoding.EncodeToString(c.keyPEM)
-		if strings.Contains(all, "PRIVATE KEY") || strings.Contains(all, keyB64) || strings.Contains(all, string(c.keyPEM[40:80])) {
+		keyB64 := base64.StdEncoding.EncodeToString(c.KeyPEM)
+		if strings.Contains(all, "PRIVATE KEY") || strings.Contains(all, keyB64) || strings.Contains(all, string(c.KeyPEM[40:80])) {
 			t.Error("outputs contain private key material")
 		}
 	})
 
 	t.Run("a stale Secret from the previous revision is not accepted", func(t *testing.T) {
-		old := issue(t, "web.example.test", 48*time.Hour)
-		renewed := issue(t, "web.example.test", 72*time.Hour)
+		old := testenv.IssueCertificate(t, "web.example.test", 48*time.Hour)
+		renewed := testenv.IssueCertificate(t, "web.example.test", 72*time.Hour)
 		writeTLSSecret(t, ns, "web-tls", old)
 		setCertStatus(t, ns, "web", readyStatus(renewed, 2)) // status already reports the renewed one
 		ch := createAsync(t, s, "CertificateReady", props("name", "web", "namespace", ns, "timeout", "60s"))
@@ -214,7 +172,7 @@ func TestCertificateReady(t *testing.T) {
 	t.Run("a Denied CertificateRequest fails fast", func(t *testing.T) {
 		testenv.Apply(t, certificate(ns, "denied", "denied-tls"))
 		ch := createAsync(t, s, "CertificateReady", props("name", "denied", "namespace", ns, "timeout", "10m"))
-		csr := issue(t, "denied.example.test", time.Hour)
+		csr := testenv.IssueCertificate(t, "denied.example.test", time.Hour)
 		cr := testenv.Apply(t, fmt.Sprintf(`apiVersion: cert-manager.io/v1
 kind: CertificateRequest
 metadata:
@@ -223,7 +181,7 @@ metadata:
   annotations: {cert-manager.io/certificate-name: denied, cert-manager.io/certificate-revision: "1"}
 spec:
   request: %s
-  issuerRef: {name: vault-issuer, kind: ClusterIssuer}`, ns, base64.StdEncoding.EncodeToString(csr.certPEM)))[0]
+  issuerRef: {name: vault-issuer, kind: ClusterIssuer}`, ns, base64.StdEncoding.EncodeToString(csr.CertPEM)))[0]
 		now := time.Now().UTC().Format(time.RFC3339)
 		cr.Object["status"] = map[string]any{"conditions": []any{
 			map[string]any{"type": "Denied", "status": "True", "reason": "PolicyDenied", "message": "dnsName denied.example.test is not allowed", "lastTransitionTime": now},

@@ -2,21 +2,9 @@ package provider
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
-	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,93 +13,6 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
-
-// testWebhook is a real TLS admission webhook on 127.0.0.1, registered by URL. It listens only
-// once start is called (as a webhook pod that becomes ready late).
-type testWebhook struct {
-	port   int
-	caPEM  []byte
-	tlsCfg *tls.Config
-	mode   atomic.Value // "allow", "deny", "error"
-	srv    *http.Server
-}
-
-func newTestWebhook(t *testing.T) *testWebhook {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	pair, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close() // reserved; nothing listens until start
-	w := &testWebhook{port: port, caPEM: certPEM, tlsCfg: &tls.Config{Certificates: []tls.Certificate{pair}}}
-	w.mode.Store("allow")
-	t.Cleanup(w.stop)
-	return w
-}
-
-func (w *testWebhook) url() string { return fmt.Sprintf("https://127.0.0.1:%d/validate", w.port) }
-
-func (w *testWebhook) start(t *testing.T) {
-	l, err := tls.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", w.port), w.tlsCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv = &http.Server{Handler: http.HandlerFunc(w.serve), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = w.srv.Serve(l) }()
-}
-
-func (w *testWebhook) stop() {
-	if w.srv != nil {
-		_ = w.srv.Close()
-	}
-}
-
-func (w *testWebhook) serve(rw http.ResponseWriter, r *http.Request) {
-	var review map[string]any
-	_ = json.NewDecoder(r.Body).Decode(&review)
-	if w.mode.Load() == "error" {
-		http.Error(rw, "internal error", http.StatusInternalServerError)
-		return
-	}
-	uid := review["request"].(map[string]any)["uid"]
-	resp := map[string]any{"uid": uid, "allowed": w.mode.Load() == "allow"}
-	if w.mode.Load() == "deny" {
-		resp["status"] = map[string]any{"code": 403, "message": "spec.secretStoreRef is required"}
-	}
-	rw.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(rw).Encode(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp})
-}
-
-// register creates a ValidatingWebhookConfiguration for group's widgets pointing at w.
-func (w *testWebhook) register(t *testing.T, name, group string) {
-	testenv.Apply(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: %s}
-webhooks:
-- name: validate.widget.%s
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  failurePolicy: Fail
-  timeoutSeconds: 3
-  clientConfig: {url: "%s", caBundle: %s}
-  rules: [{apiGroups: ["%s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [widgets]}]`,
-		name, group, w.url(), base64.StdEncoding.EncodeToString(w.caPEM), group))
-	t.Cleanup(func() {
-		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-}
 
 func widget(group, name string) string {
 	return fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: %s, namespace: default}\nspec: {size: 1}", group, name)
@@ -126,9 +27,9 @@ func probeOf(group string) property.Value {
 
 func TestWebhookReadyProbeWaitsForALateWebhook(t *testing.T) {
 	group := widgetCRD(t)
-	wh := newTestWebhook(t)
+	wh := testenv.NewWebhook(t)
 	cfg := "widgets-" + strings.Split(group, ".")[0]
-	wh.register(t, cfg, group)
+	wh.Register(t, cfg, group)
 
 	// Field report 001: creating the resource before the webhook serves fails.
 	_, err := testenv.Resource(t, testenv.Object(t, widget(group, "early"))).Create(context.Background(), testenv.Object(t, widget(group, "early")), metav1.CreateOptions{})
@@ -139,7 +40,7 @@ func TestWebhookReadyProbeWaitsForALateWebhook(t *testing.T) {
 	s := newServer(t)
 	ch := createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "probe", probeOf(group), "timeout", "60s"))
 	mustNotReturn(t, ch, 1500*time.Millisecond) // connection refused: nothing listens yet
-	wh.start(t)
+	wh.Start(t)
 	r := await(t, ch, 30*time.Second)
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -154,12 +55,12 @@ func TestWebhookReadyProbeWaitsForALateWebhook(t *testing.T) {
 	}
 
 	// A webhook that denies the probe answered: serving.
-	wh.mode.Store("deny")
+	wh.Mode.Store("deny")
 	if r := await(t, createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "probe", probeOf(group), "timeout", "30s")), 30*time.Second); r.err != nil {
 		t.Fatalf("a denying webhook must count as serving: %v", r.err)
 	}
 	// One that answers 500 does not.
-	wh.mode.Store("error")
+	wh.Mode.Store("error")
 	r = await(t, createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "probe", probeOf(group), "timeout", "3s")), 30*time.Second)
 	if r.err == nil || !strings.Contains(r.err.Error(), "dry-run probe") {
 		t.Fatalf("a webhook answering 500 must not count as serving; got %v", r.err)
@@ -204,7 +105,7 @@ webhooks:
 		t.Fatal(err)
 	}
 	hooks := cur.Object["webhooks"].([]any)
-	hooks[0].(map[string]any)["clientConfig"].(map[string]any)["caBundle"] = base64.StdEncoding.EncodeToString(issue(t, "webhook", time.Hour).caPEM)
+	hooks[0].(map[string]any)["clientConfig"].(map[string]any)["caBundle"] = base64.StdEncoding.EncodeToString(testenv.IssueCertificate(t, "webhook", time.Hour).CAPEM)
 	if _, err := testenv.Dynamic(t).Resource(vwcResource).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
