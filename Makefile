@@ -8,7 +8,7 @@ TOOLS_BIN     = $(shell go run ./internal/controlplane/cmd/localcluster tools)
 export PULUMI_HOME ?= $(CURDIR)/.cache/pulumi-home
 export PULUMI_SKIP_UPDATE_CHECK := true
 
-.PHONY: build tools schema sdk sdk-nodejs check-generated test test-go test-nodejs demo bench lint dist examples clean
+.PHONY: build tools schema sdk sdk-nodejs check-generated test test-go test-nodejs demo bench lint dist examples clean fuzz
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
@@ -48,7 +48,7 @@ test-nodejs: build tools sdk-nodejs
 	cd tests/nodejs && npm install --no-audit --no-fund --loglevel=error && npm test
 
 # The README's test command.
-test: check-generated lint test-go test-nodejs
+test: check-generated lint test-go test-nodejs fuzz
 
 # The README's main command: a demo stack against a local control plane it starts itself.
 demo: build tools
@@ -59,3 +59,9 @@ bench: build tools
 
 clean:
 	rm -rf bin dist sdk/nodejs/bin sdk/nodejs/node_modules
+
+# Short fuzz runs of every free-form input parser (JSONPath, CEL); longer runs: FUZZTIME=5m.
+FUZZTIME ?= 10s
+fuzz:
+	go test -run '^$$' -fuzz FuzzJSONPath -fuzztime $(FUZZTIME) ./provider/pkg/expr
+	go test -run '^$$' -fuzz FuzzCEL -fuzztime $(FUZZTIME) ./provider/pkg/expr

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"strings"
@@ -17,11 +18,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
@@ -75,7 +74,26 @@ func run() error {
 	fmt.Println("      because the pulumi-kubernetes plugin cannot be installed offline; users use pulumi-kubernetes.")
 
 	const group = "demo.readiness.io"
+	const esoGroup = "eso.demo.readiness.io"
+	// What a Helm install would have put there before the stack's own resources: cert-manager's
+	// CRDs, the External Secrets-like CRD, its namespaces and its webhook configuration. The
+	// webhook server itself starts late, like a webhook pod after the chart returned.
+	if err := installCertManagerCRDs(ctx, cp); err != nil {
+		return err
+	}
+	webhook, err := fakes.NewWebhook()
+	if err != nil {
+		return err
+	}
+	defer webhook.Stop()
+	if _, err := cp.Apply(ctx, crdDoc(esoGroup, "Widget", "widgets")+"\n---\n"+webhook.Configuration("externalsecret-validate", esoGroup)+
+		"\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: hello-world}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: nodejs-demo}"+
+		"\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ai-ops}"); err != nil {
+		return err
+	}
+
 	program := func(ctx *pulumi.Context) error {
+		// Story 1 (field report 002): a custom resource waits for its CRD.
 		gate, err := readiness.NewCrdReady(ctx, "widgets-crd", &readiness.CrdReadyArgs{
 			Names:   pulumi.StringArray{pulumi.String("widgets." + group)},
 			Timeout: pulumi.String("2m"),
@@ -83,28 +101,95 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		_, err = stack.NewKubeObject(ctx, "my-widget",
+		if _, err = stack.NewKubeObject(ctx, "my-widget",
 			"apiVersion: "+group+"/v1\nkind: Widget\nmetadata: {name: my-widget, namespace: default}\nspec: {size: 3}",
-			pulumi.DependsOn([]pulumi.Resource{gate}))
+			pulumi.DependsOn([]pulumi.Resource{gate})); err != nil {
+			return err
+		}
 		ctx.Export("kinds", gate.Kinds)
-		return err
+
+		// Story 2 (field report 000): the Deployment mounts the TLS Secret only once it is issued.
+		cert, err := stack.NewKubeObject(ctx, "ai-ops-agent-cert", `apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: ai-ops-agent, namespace: ai-ops}
+spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.ai-ops.svc], issuerRef: {name: ca-issuer, kind: ClusterIssuer}}`)
+		if err != nil {
+			return err
+		}
+		tls, err := readiness.NewCertificateReady(ctx, "ai-ops-agent-tls", &readiness.CertificateReadyArgs{
+			Name: pulumi.String("ai-ops-agent"), Namespace: pulumi.String("ai-ops"), Timeout: pulumi.String("2m"),
+		}, pulumi.DependsOn([]pulumi.Resource{cert}))
+		if err != nil {
+			return err
+		}
+		if _, err = stack.NewKubeObject(ctx, "ai-ops-agent", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ai-ops-agent, namespace: ai-ops}
+spec:
+  selector: {matchLabels: {app: ai-ops-agent}}
+  template:
+    metadata: {labels: {app: ai-ops-agent}}
+    spec:
+      nodeSelector: {type: kwok}
+      containers: [{name: agent, image: registry.local/ai-ops-agent:1}]
+      volumes: [{name: tls, secret: {secretName: ai-ops-agent-tls}}]`, pulumi.DependsOn([]pulumi.Resource{tls})); err != nil {
+			return err
+		}
+		ctx.Export("tlsSecret", tls.SecretName)
+
+		// Story 3 (field report 001): ExternalSecrets wait for the webhook that validates them.
+		hook, err := readiness.NewWebhookReady(ctx, "external-secrets-webhook", &readiness.WebhookReadyArgs{
+			ValidatingWebhookConfiguration: pulumi.String("externalsecret-validate"),
+			Probe: pulumi.Map{"apiVersion": pulumi.String(esoGroup + "/v1"), "kind": pulumi.String("Widget"),
+				"metadata": pulumi.Map{"name": pulumi.String("readiness-probe"), "namespace": pulumi.String("default")}},
+			Timeout: pulumi.String("2m"),
+		})
+		if err != nil {
+			return err
+		}
+		for _, ns := range []string{"default", "hello-world", "nodejs-demo"} {
+			if _, err := stack.NewKubeObject(ctx, "ghcr-pull-secret-"+ns, "apiVersion: "+esoGroup+"/v1\nkind: Widget\nmetadata: {name: ghcr-pull-secret, namespace: "+ns+"}",
+				pulumi.DependsOn([]pulumi.Resource{hook})); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	s, err := env.Stack(ctx, "readiness-demo", "dev", string(cp.Kubeconfig), program)
 	if err != nil {
 		return err
 	}
 
-	fmt.Println("\nStory (field report 002): a custom resource is applied while its CRD is still being installed.")
-	fmt.Println("Without a gate: `no matches for kind \"Widget\"`. With CrdReady in front, the stack just waits.")
-	fmt.Println("\nTimeline of `pulumi up` (the demo installs the CRD 5 s after the stack starts):")
+	fmt.Println("\nThree stories from the field reports, in one `pulumi up`:")
+	fmt.Println("  1. (002) a custom resource applied while its CRD is still installing: `no matches for kind \"Widget\"`.")
+	fmt.Println("  2. (000) a Deployment mounting a cert-manager TLS Secret before it is issued: `secret \"ai-ops-agent-tls\" not found`.")
+	fmt.Println("  3. (001) ExternalSecrets created before the webhook serves: `failed calling webhook ... connection refused`.")
+	fmt.Println("With gates in front, the stack just waits for each, in parallel, and nothing fails.")
+	fmt.Println("\nTimeline (the demo installs the CRD at +5 s, issues the certificate at +4 s, starts the webhook at +6 s):")
 	tl := &timeline{start: time.Now(), seen: map[string]bool{}}
 	go func() {
 		time.Sleep(5 * time.Second)
-		if err := installCRD(ctx, cp, group); err != nil {
+		if _, err := cp.Apply(ctx, crdDoc(group, "Widget", "widgets")); err != nil {
 			tl.say("demo: installing the CRD failed: %v", err)
 			return
 		}
 		tl.say("demo: CRD widgets.%s installed (as a slow Helm release would)", group)
+	}()
+	go func() {
+		time.Sleep(4 * time.Second)
+		if err := issueCertificate(ctx, cp); err != nil {
+			tl.say("demo: issuing the certificate failed: %v", err)
+			return
+		}
+		tl.say("demo: cert-manager (played by the demo) issued ai-ops/ai-ops-agent-tls")
+	}()
+	go func() {
+		time.Sleep(6 * time.Second)
+		if err := webhook.Start(); err != nil {
+			tl.say("demo: starting the webhook failed: %v", err)
+			return
+		}
+		tl.say("demo: the admission webhook started serving on %s", webhook.URL())
 	}()
 	evs := make(chan events.EngineEvent)
 	done := make(chan struct{})
@@ -119,7 +204,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("pulumi up: %w", err)
 	}
-	tl.say("pulumi up finished: kinds=%v", res.Outputs["kinds"].Value)
+	tl.say("pulumi up finished: kinds=%v tlsSecret=%v", res.Outputs["kinds"].Value, res.Outputs["tlsSecret"].Value)
 
 	fmt.Println("\nDestroying the stack (gates delete nothing in the cluster)...")
 	if _, err := s.Destroy(ctx, optdestroy.Remove()); err != nil {
@@ -151,29 +236,76 @@ func describe(tl *timeline, e events.EngineEvent) {
 	}
 }
 
-func installCRD(ctx context.Context, cp *controlplane.ControlPlane, group string) error {
-	doc := `apiVersion: apiextensions.k8s.io/v1
+func crdDoc(group, kind, plural string) string {
+	return `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: widgets.` + group + `}
+metadata: {name: ` + plural + "." + group + `}
 spec:
   group: ` + group + `
   scope: Namespaced
-  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  names: {kind: ` + kind + `, plural: ` + plural + `, singular: ` + strings.ToLower(kind) + `, listKind: ` + kind + `List}
   versions:
   - name: v1
     served: true
     storage: true
+    subresources: {status: {}}
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
 `
-	m := map[string]any{}
-	if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-		return err
-	}
-	d, err := dynamic.NewForConfig(cp.Config)
+}
+
+func installCertManagerCRDs(ctx context.Context, cp *controlplane.ControlPlane) error {
+	crds, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
 	if err != nil {
 		return err
 	}
-	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	_, err = d.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{})
+	for _, c := range crds {
+		ri, err := cp.ResourceFor(ctx, c)
+		if err != nil {
+			return err
+		}
+		if _, err := ri.Create(ctx, c, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// issueCertificate plays cert-manager: once the stack created the Certificate, it writes the
+// TLS Secret and marks the Certificate Ready for its generation.
+func issueCertificate(ctx context.Context, cp *controlplane.ControlPlane) error {
+	certObj, _ := controlplane.Decode("apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: ai-ops-agent, namespace: ai-ops}")
+	ri, err := cp.ResourceFor(ctx, certObj)
+	if err != nil {
+		return err
+	}
+	var cur *unstructured.Unstructured
+	for i := 0; i < 600; i++ { // the demo waits for the stack to create it
+		if cur, err = ri.Get(ctx, "ai-ops-agent", metav1.GetOptions{}); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	c, err := fakes.IssueCertificate("ai-ops-agent.ai-ops.svc", 90*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	sec, _ := controlplane.Decode("apiVersion: v1\nkind: Secret\nmetadata: {name: ai-ops-agent-tls, namespace: ai-ops}\ntype: kubernetes.io/tls")
+	sec.Object["data"] = map[string]any{"tls.crt": base64.StdEncoding.EncodeToString(c.CertPEM),
+		"tls.key": base64.StdEncoding.EncodeToString(c.KeyPEM), "ca.crt": base64.StdEncoding.EncodeToString(c.CAPEM)}
+	sri, err := cp.ResourceFor(ctx, sec)
+	if err != nil {
+		return err
+	}
+	if _, err := sri.Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	cur.Object["status"] = map[string]any{"revision": int64(1), "notAfter": c.NotAfter.UTC().Format(time.RFC3339),
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Ready",
+			"message": "Certificate is up to date and has not expired", "observedGeneration": cur.GetGeneration(),
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}}
+	_, err = ri.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
 
@@ -36,7 +37,7 @@ func installCertManagerCRDs(t *testing.T) {
 	})
 }
 
-func writeTLSSecret(t *testing.T, ns, name string, c testenv.Issued) {
+func writeTLSSecret(t *testing.T, ns, name string, c fakes.Issued) {
 	t.Helper()
 	sec := testenv.Object(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: %s, namespace: %s}\ntype: kubernetes.io/tls", name, ns))
 	sec.Object["data"] = map[string]any{
@@ -85,7 +86,7 @@ func setCertStatus(t *testing.T, ns, name string, status map[string]any) {
 	}
 }
 
-func readyStatus(c testenv.Issued, revision int64) map[string]any {
+func readyStatus(c fakes.Issued, revision int64) map[string]any {
 	now := time.Now().UTC().Format(time.RFC3339)
 	return map[string]any{
 		"revision": revision, "notAfter": c.NotAfter.UTC().Format(time.RFC3339), "notBefore": now,

@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
 
@@ -196,4 +198,70 @@ spec:
 	if strings.Contains(fmt.Sprint(r.resp.Properties), marker) {
 		t.Error("outputs contain the Secret's value")
 	}
+}
+
+func TestRolloutReadyLatePodsStatefulSetAndJob(t *testing.T) {
+	ns := testenv.Namespace(t, "late")
+	s := newServer(t)
+	// Pods that become ready 3 s after they start (kwok's pod-ready stage honours the annotation).
+	late := strings.Replace(deployment(ns, "slow", "registry.local/slow:1", 2),
+		"    metadata: {labels: {app: slow}}",
+		"    metadata: {labels: {app: slow}, annotations: {"+controlplane.PodReadyDelayAnnotation+": 3s}}", 1)
+	testenv.Apply(t, late)
+	ch := createAsync(t, s, "RolloutReady", props("kind", "Deployment", "name", "slow", "namespace", ns, "timeout", "90s"))
+	mustNotReturn(t, ch, 1500*time.Millisecond) // pods exist but are not ready yet
+	if r := await(t, ch, 60*time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+	pods, err := testenv.CP.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if !podReady(p.Status.Conditions) {
+			t.Errorf("gate passed while pod %s is not ready", p.Name)
+		}
+	}
+
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: %s}
+spec:
+  serviceName: db
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      nodeSelector: {type: kwok}
+      containers: [{name: db, image: registry.local/db:1}]`, ns))
+	r := await(t, createAsync(t, s, "RolloutReady", props("kind", "StatefulSet", "name", "db", "namespace", ns, "timeout", "90s")), 90*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := r.resp.Properties.Get("readyReplicas").AsNumber(); got != 2 {
+		t.Errorf("StatefulSet readyReplicas = %v", got)
+	}
+
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: build-image, namespace: %s}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector: {type: kwok}
+      containers: [{name: build, image: registry.local/builder:1}]`, ns))
+	if r := await(t, createAsync(t, s, "RolloutReady", props("kind", "Job", "name", "build-image", "namespace", ns, "timeout", "90s")), 90*time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+}
+
+func podReady(conds []corev1.PodCondition) bool {
+	for _, c := range conds {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -34,8 +34,8 @@ import (
 type Options struct {
 	// Nodes is how many kwok-managed fake nodes to register (default 1).
 	Nodes int
-	// KwokStages, when set, is a kwok configuration (Stage documents) replacing kwok's instant
-	// built-in stages, for pods that become ready late.
+	// KwokStages, when set, replaces the default kwok configuration (kwok's fast stages, with
+	// pod readiness delayed by PodReadyDelayAnnotation).
 	KwokStages string
 	// Dir is the working folder (data, certificates, logs); a temporary one when empty.
 	Dir string
@@ -155,13 +155,17 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	kwokArgs := []string{"--kubeconfig=" + kc, "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--cidr=10.244.0.1/24", "--node-ip=10.244.0.1"}
-	if opts.KwokStages != "" {
-		p := filepath.Join(cp.Dir, "kwok-stages.yaml")
-		if err := os.WriteFile(p, []byte(opts.KwokStages), 0o644); err != nil {
+	stages := opts.KwokStages
+	if stages == "" {
+		if stages, err = kwokStages(ctx); err != nil {
 			return nil, err
 		}
-		kwokArgs = append(kwokArgs, "--config="+p)
 	}
+	stagesPath := filepath.Join(cp.Dir, "kwok-stages.yaml")
+	if err := os.WriteFile(stagesPath, []byte(stages), 0o644); err != nil {
+		return nil, err
+	}
+	kwokArgs = append(kwokArgs, "--config="+stagesPath)
 	if err := cp.run("kwok", filepath.Join(binDir, "kwok"), kwokArgs...); err != nil {
 		return nil, err
 	}

@@ -10,14 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/yaml"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 )
@@ -56,17 +50,9 @@ func Dynamic(t testing.TB) dynamic.Interface {
 // Apply creates every YAML document in docs (separated by ---) and returns the created objects.
 func Apply(t testing.TB, docs string) []*unstructured.Unstructured {
 	t.Helper()
-	var out []*unstructured.Unstructured
-	for _, doc := range strings.Split(docs, "\n---") {
-		if strings.TrimSpace(doc) == "" {
-			continue
-		}
-		u := Object(t, doc)
-		created, err := resourceFor(t, u).Create(context.Background(), u, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-		out = append(out, created)
+	out, err := CP.Apply(context.Background(), docs)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -74,49 +60,21 @@ func Apply(t testing.TB, docs string) []*unstructured.Unstructured {
 // Object decodes one YAML document.
 func Object(t testing.TB, doc string) *unstructured.Unstructured {
 	t.Helper()
-	j, err := yaml.YAMLToJSON([]byte(doc))
+	u, err := controlplane.Decode(doc)
 	if err != nil {
 		t.Fatalf("decoding YAML: %v\n%s", err, doc)
 	}
-	m := map[string]any{}
-	if err := utiljson.Unmarshal(j, &m); err != nil { // integers as int64, as from the API server
-		t.Fatalf("decoding YAML: %v\n%s", err, doc)
-	}
-	return &unstructured.Unstructured{Object: m}
+	return u
 }
 
 // Resource returns the dynamic client for u's kind (in u's namespace when namespaced).
 func Resource(t testing.TB, u *unstructured.Unstructured) dynamic.ResourceInterface {
 	t.Helper()
-	return resourceFor(t, u)
-}
-
-func resourceFor(t testing.TB, u *unstructured.Unstructured) dynamic.ResourceInterface {
-	t.Helper()
-	d := Dynamic(t)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(CP.Client.Discovery()))
-	gvk := u.GroupVersionKind()
-	var m *meta.RESTMapping
-	var err error
-	for i := 0; i < 50; i++ { // a CRD created a moment ago may not be in discovery yet
-		m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err == nil {
-			break
-		}
-		mapper.Reset()
-		time.Sleep(100 * time.Millisecond)
-	}
+	ri, err := CP.ResourceFor(context.Background(), u)
 	if err != nil {
-		t.Fatalf("mapping %s: %v", gvk, err)
+		t.Fatal(err)
 	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns := u.GetNamespace()
-		if ns == "" {
-			ns = "default"
-		}
-		return d.Resource(m.Resource).Namespace(ns)
-	}
-	return d.Resource(m.Resource)
+	return ri
 }
 
 // Namespace creates a namespace with a unique name for one test and deletes it afterwards.

@@ -2,111 +2,39 @@ package testenv
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/base64"
-	"encoding/json"
-	"encoding/pem"
-	"fmt"
-	"math/big"
-	"net"
-	"net/http"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 )
 
-// Webhook is a real TLS admission webhook on 127.0.0.1, registered by URL. It listens only
-// once start is called (as a webhook pod that becomes ready late).
-type Webhook struct {
-	port   int
-	caPEM  []byte
-	tlsCfg *tls.Config
-	Mode   atomic.Value // "allow", "deny", "error"
-	srv    *http.Server
-}
+// Webhook wraps fakes.Webhook for tests: failures end the test, cleanup is automatic.
+type Webhook struct{ *fakes.Webhook }
 
+// NewWebhook reserves a loopback port for a webhook that serves only once started.
 func NewWebhook(t testing.TB) *Webhook {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	t.Helper()
+	w, err := fakes.NewWebhook()
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	pair, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close() // reserved; nothing listens until start
-	w := &Webhook{port: port, caPEM: certPEM, tlsCfg: &tls.Config{Certificates: []tls.Certificate{pair}}}
-	w.Mode.Store("allow")
 	t.Cleanup(w.Stop)
-	return w
+	return &Webhook{w}
 }
 
-func (w *Webhook) URL() string { return fmt.Sprintf("https://127.0.0.1:%d/validate", w.port) }
-
+// Start begins serving.
 func (w *Webhook) Start(t testing.TB) {
-	l, err := tls.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", w.port), w.tlsCfg)
-	if err != nil {
+	if err := w.Webhook.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w.srv = &http.Server{Handler: http.HandlerFunc(w.serve), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = w.srv.Serve(l) }()
 }
 
-// Stop stops serving.
-func (w *Webhook) Stop() {
-	if w.srv != nil {
-		_ = w.srv.Close()
-	}
-}
+var vwcGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
 
-func (w *Webhook) serve(rw http.ResponseWriter, r *http.Request) {
-	var review map[string]any
-	_ = json.NewDecoder(r.Body).Decode(&review)
-	if w.Mode.Load() == "error" {
-		http.Error(rw, "internal error", http.StatusInternalServerError)
-		return
-	}
-	uid := review["request"].(map[string]any)["uid"]
-	resp := map[string]any{"uid": uid, "allowed": w.Mode.Load() == "allow"}
-	if w.Mode.Load() == "deny" {
-		resp["status"] = map[string]any{"code": 403, "message": "spec.secretStoreRef is required"}
-	}
-	rw.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(rw).Encode(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp})
-}
-
-// register creates a ValidatingWebhookConfiguration for group's widgets pointing at w.
+// Register creates the webhook's configuration for group's widgets, deleted after the test.
 func (w *Webhook) Register(t testing.TB, name, group string) {
-	Apply(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: %s}
-webhooks:
-- name: validate.widget.%s
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  failurePolicy: Fail
-  timeoutSeconds: 3
-  clientConfig: {url: "%s", caBundle: %s}
-  rules: [{apiGroups: ["%s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [widgets]}]`,
-		name, group, w.URL(), base64.StdEncoding.EncodeToString(w.caPEM), group))
-	t.Cleanup(func() {
-		_ = Dynamic(t).Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}).Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	Apply(t, w.Configuration(name, group))
+	t.Cleanup(func() { _ = Dynamic(t).Resource(vwcGVR).Delete(context.Background(), name, metav1.DeleteOptions{}) })
 }

@@ -1,0 +1,53 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// KwokModule is the pinned kwok (tools/kwok) whose stage definitions the control plane uses.
+const KwokModule = "sigs.k8s.io/kwok@v0.7.0"
+
+// PodReadyDelayAnnotation delays a pod's readiness on the fake nodes: annotate a pod template
+// with it ("3s") to play a workload that becomes ready late.
+const PodReadyDelayAnnotation = "pod-ready.stage.kwok.x-k8s.io/delay"
+
+// kwokStages builds kwok's configuration from its own "fast" stages (instant pod readiness,
+// Job pods that complete, node initialisation and heartbeat), with one change: the pod-ready
+// stage waits for the pod's PodReadyDelayAnnotation when it has one, and is instant otherwise.
+func kwokStages(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", KwokModule).Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s: %v", KwokModule, err)
+	}
+	var info struct{ Dir string }
+	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: no Dir", KwokModule)
+	}
+	stage := filepath.Join(info.Dir, "kustomize", "stage")
+	files := []string{"pod/fast/pod-ready.yaml", "pod/fast/pod-complete.yaml", "pod/fast/pod-delete.yaml",
+		"node/fast/node-initialize.yaml", "node/heartbeat/node-heartbeat.yaml"}
+	var docs []string
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(stage, f))
+		if err != nil {
+			return "", err
+		}
+		doc := string(b)
+		if strings.HasSuffix(f, "pod-ready.yaml") {
+			delay := "spec:\n  delay:\n    durationMilliseconds: 0\n    durationFrom:\n      expressionFrom: '.metadata.annotations[\"" +
+				PodReadyDelayAnnotation + "\"]'\n"
+			if !strings.Contains(doc, "\nspec:\n") {
+				return "", fmt.Errorf("unexpected kwok stage layout in %s", f)
+			}
+			doc = strings.Replace(doc, "\nspec:\n", "\n"+delay, 1)
+		}
+		docs = append(docs, strings.TrimSpace(doc))
+	}
+	return strings.Join(docs, "\n---\n") + "\n", nil
+}
