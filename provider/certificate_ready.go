@@ -24,10 +24,10 @@ import (
 type CertificateReady struct{}
 
 type CertificateReadyArgs struct {
-	Name         string   `pulumi:"name"`
-	Namespace    *string  `pulumi:"namespace,optional"`
-	MinValidity  *string  `pulumi:"minValidity,optional"`
-	RequiredKeys []string `pulumi:"requiredKeys,optional"`
+	Name         string   `pulumi:"name" provider:"replaceOnChanges"`
+	Namespace    *string  `pulumi:"namespace,optional" provider:"replaceOnChanges"`
+	MinValidity  *string  `pulumi:"minValidity,optional" provider:"replaceOnChanges"`
+	RequiredKeys []string `pulumi:"requiredKeys,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -235,4 +235,9 @@ func (e *certificateEval) fill(s *CertificateReadyState) {
 			}
 		}
 	}
+}
+
+// Update applies a new timeout without waiting again (see updateGate); other changes replace.
+func (*CertificateReady) Update(_ context.Context, req infer.UpdateRequest[CertificateReadyArgs, CertificateReadyState]) (infer.UpdateResponse[CertificateReadyState], error) {
+	return updateGate(req, func(s *CertificateReadyState, in CertificateReadyArgs) { s.CertificateReadyArgs = in })
 }

@@ -22,8 +22,8 @@ import (
 type CrdReady struct{}
 
 type CrdReadyArgs struct {
-	Names []string `pulumi:"names,optional"`
-	Group *string  `pulumi:"group,optional"`
+	Names []string `pulumi:"names,optional" provider:"replaceOnChanges"`
+	Group *string  `pulumi:"group,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -243,4 +243,9 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Update applies a new timeout without waiting again (see updateGate); other changes replace.
+func (*CrdReady) Update(_ context.Context, req infer.UpdateRequest[CrdReadyArgs, CrdReadyState]) (infer.UpdateResponse[CrdReadyState], error) {
+	return updateGate(req, func(s *CrdReadyState, in CrdReadyArgs) { s.CrdReadyArgs = in })
 }

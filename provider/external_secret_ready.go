@@ -18,8 +18,8 @@ import (
 type ExternalSecretReady struct{}
 
 type ExternalSecretReadyArgs struct {
-	Name      string  `pulumi:"name"`
-	Namespace *string `pulumi:"namespace,optional"`
+	Name      string  `pulumi:"name" provider:"replaceOnChanges"`
+	Namespace *string `pulumi:"namespace,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -141,4 +141,9 @@ func (e *externalSecretEval) fill(s *ExternalSecretReadyState) {
 	s.SecretName = e.secretName
 	s.RefreshTime, _, _ = unstructured.NestedString(e.es.Object, "status", "refreshTime")
 	s.SyncedResourceVersion, _, _ = unstructured.NestedString(e.es.Object, "status", "syncedResourceVersion")
+}
+
+// Update applies a new timeout without waiting again (see updateGate); other changes replace.
+func (*ExternalSecretReady) Update(_ context.Context, req infer.UpdateRequest[ExternalSecretReadyArgs, ExternalSecretReadyState]) (infer.UpdateResponse[ExternalSecretReadyState], error) {
+	return updateGate(req, func(s *ExternalSecretReadyState, in ExternalSecretReadyArgs) { s.ExternalSecretReadyArgs = in })
 }

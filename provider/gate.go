@@ -21,7 +21,7 @@ const DefaultTimeout = 10 * time.Minute
 // GateArgs are the inputs every gate takes.
 type GateArgs struct {
 	Timeout  *string `pulumi:"timeout,optional"`
-	Triggers []any   `pulumi:"triggers,optional"`
+	Triggers []any   `pulumi:"triggers,optional" provider:"replaceOnChanges"`
 }
 
 func (g *GateArgs) Annotate(a infer.Annotator) {
@@ -223,4 +223,13 @@ func readGate[I, O any](ctx context.Context, req infer.ReadRequest[I, O], build 
 	state := req.State
 	fill(&state)
 	return infer.ReadResponse[I, O]{ID: req.ID, Inputs: req.Inputs, State: state}, nil
+}
+
+// updateGate is Update for every gate. Only `timeout` updates in place (every other input is
+// replaceOnChanges): a gate that already passed has nothing to wait for when only its time
+// budget changes, so preview shows `~` and the update returns at once.
+func updateGate[I, O any](req infer.UpdateRequest[I, O], setInputs func(*O, I)) (infer.UpdateResponse[O], error) {
+	state := req.State
+	setInputs(&state, req.Inputs)
+	return infer.UpdateResponse[O]{Output: state}, nil
 }

@@ -18,8 +18,8 @@ import (
 type NodesReady struct{}
 
 type NodesReadyArgs struct {
-	MinCount *int    `pulumi:"minCount,optional"`
-	Selector *string `pulumi:"selector,optional"`
+	MinCount *int    `pulumi:"minCount,optional" provider:"replaceOnChanges"`
+	Selector *string `pulumi:"selector,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -128,4 +128,9 @@ func (e *nodesEval) check(context.Context) wait.Result {
 		msg += "; not ready: " + strings.Join(notReady, ", ")
 	}
 	return wait.Result{Ready: len(ready) >= e.min, Message: msg, Hint: "kubectl get nodes; are the kubelets joining?"}
+}
+
+// Update applies a new timeout without waiting again (see updateGate); other changes replace.
+func (*NodesReady) Update(_ context.Context, req infer.UpdateRequest[NodesReadyArgs, NodesReadyState]) (infer.UpdateResponse[NodesReadyState], error) {
+	return updateGate(req, func(s *NodesReadyState, in NodesReadyArgs) { s.NodesReadyArgs = in })
 }

@@ -24,8 +24,8 @@ import (
 type ResourceReady struct{}
 
 type ConditionArgs struct {
-	Type   string  `pulumi:"type"`
-	Status *string `pulumi:"status,optional"`
+	Type   string  `pulumi:"type" provider:"replaceOnChanges"`
+	Status *string `pulumi:"status,optional" provider:"replaceOnChanges"`
 }
 
 func (c *ConditionArgs) Annotate(a infer.Annotator) {
@@ -34,21 +34,21 @@ func (c *ConditionArgs) Annotate(a infer.Annotator) {
 }
 
 type ResourceReadyArgs struct {
-	APIVersion string         `pulumi:"apiVersion"`
-	Kind       string         `pulumi:"kind"`
-	Namespace  *string        `pulumi:"namespace,optional"`
-	Name       *string        `pulumi:"name,optional"`
-	Selector   *string        `pulumi:"selector,optional"`
-	MinCount   *int           `pulumi:"minCount,optional"`
-	Condition  *ConditionArgs `pulumi:"condition,optional"`
-	JSONPath   *string        `pulumi:"jsonPath,optional"`
-	Value      *string        `pulumi:"value,optional"`
-	Regex      *string        `pulumi:"regex,optional"`
-	Cel        *string        `pulumi:"cel,optional"`
-	FailedCel  *string        `pulumi:"failedCel,optional"`
-	Exists     *bool          `pulumi:"exists,optional"`
-	Deleted    *bool          `pulumi:"deleted,optional"`
-	StrictPvc  *bool          `pulumi:"strictPvc,optional"`
+	APIVersion string         `pulumi:"apiVersion" provider:"replaceOnChanges"`
+	Kind       string         `pulumi:"kind" provider:"replaceOnChanges"`
+	Namespace  *string        `pulumi:"namespace,optional" provider:"replaceOnChanges"`
+	Name       *string        `pulumi:"name,optional" provider:"replaceOnChanges"`
+	Selector   *string        `pulumi:"selector,optional" provider:"replaceOnChanges"`
+	MinCount   *int           `pulumi:"minCount,optional" provider:"replaceOnChanges"`
+	Condition  *ConditionArgs `pulumi:"condition,optional" provider:"replaceOnChanges"`
+	JSONPath   *string        `pulumi:"jsonPath,optional" provider:"replaceOnChanges"`
+	Value      *string        `pulumi:"value,optional" provider:"replaceOnChanges"`
+	Regex      *string        `pulumi:"regex,optional" provider:"replaceOnChanges"`
+	Cel        *string        `pulumi:"cel,optional" provider:"replaceOnChanges"`
+	FailedCel  *string        `pulumi:"failedCel,optional" provider:"replaceOnChanges"`
+	Exists     *bool          `pulumi:"exists,optional" provider:"replaceOnChanges"`
+	Deleted    *bool          `pulumi:"deleted,optional" provider:"replaceOnChanges"`
+	StrictPvc  *bool          `pulumi:"strictPvc,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -400,4 +400,9 @@ func objectNames(objs []*unstructured.Unstructured) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Update applies a new timeout without waiting again (see updateGate); other changes replace.
+func (*ResourceReady) Update(_ context.Context, req infer.UpdateRequest[ResourceReadyArgs, ResourceReadyState]) (infer.UpdateResponse[ResourceReadyState], error) {
+	return updateGate(req, func(s *ResourceReadyState, in ResourceReadyArgs) { s.ResourceReadyArgs = in })
 }

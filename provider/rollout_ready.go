@@ -18,9 +18,9 @@ import (
 type RolloutReady struct{}
 
 type RolloutReadyArgs struct {
-	Kind      string  `pulumi:"kind"`
-	Name      string  `pulumi:"name"`
-	Namespace *string `pulumi:"namespace,optional"`
+	Kind      string  `pulumi:"kind" provider:"replaceOnChanges"`
+	Name      string  `pulumi:"name" provider:"replaceOnChanges"`
+	Namespace *string `pulumi:"namespace,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -131,4 +131,9 @@ func (e *rolloutEval) check(context.Context) wait.Result {
 func (e *rolloutEval) fill(s *RolloutReadyState) {
 	s.Replicas, s.UpdatedReplicas = int(e.last.Replicas), int(e.last.UpdatedReplicas)
 	s.ReadyReplicas, s.AvailableReplicas, s.Revision = int(e.last.ReadyReplicas), int(e.last.AvailableReplicas), e.last.Revision
+}
+
+// Update applies a new timeout without waiting again (see updateGate); other changes replace.
+func (*RolloutReady) Update(_ context.Context, req infer.UpdateRequest[RolloutReadyArgs, RolloutReadyState]) (infer.UpdateResponse[RolloutReadyState], error) {
+	return updateGate(req, func(s *RolloutReadyState, in RolloutReadyArgs) { s.RolloutReadyArgs = in })
 }

@@ -21,10 +21,10 @@ import (
 type SecretReady struct{}
 
 type SecretReadyArgs struct {
-	Name         string   `pulumi:"name"`
-	Namespace    *string  `pulumi:"namespace,optional"`
-	RequiredKeys []string `pulumi:"requiredKeys,optional"`
-	Type         *string  `pulumi:"type,optional"`
+	Name         string   `pulumi:"name" provider:"replaceOnChanges"`
+	Namespace    *string  `pulumi:"namespace,optional" provider:"replaceOnChanges"`
+	RequiredKeys []string `pulumi:"requiredKeys,optional" provider:"replaceOnChanges"`
+	Type         *string  `pulumi:"type,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -161,4 +161,9 @@ func secretType(s *unstructured.Unstructured) string {
 		return "Opaque"
 	}
 	return t
+}
+
+// Update applies a new timeout without waiting again (see updateGate); other changes replace.
+func (*SecretReady) Update(_ context.Context, req infer.UpdateRequest[SecretReadyArgs, SecretReadyState]) (infer.UpdateResponse[SecretReadyState], error) {
+	return updateGate(req, func(s *SecretReadyState, in SecretReadyArgs) { s.SecretReadyArgs = in })
 }

@@ -18,10 +18,10 @@ import (
 type ServiceReady struct{}
 
 type ServiceReadyArgs struct {
-	Name              string  `pulumi:"name"`
-	Namespace         *string `pulumi:"namespace,optional"`
-	MinReadyEndpoints *int    `pulumi:"minReadyEndpoints,optional"`
-	Port              *string `pulumi:"port,optional"`
+	Name              string  `pulumi:"name" provider:"replaceOnChanges"`
+	Namespace         *string `pulumi:"namespace,optional" provider:"replaceOnChanges"`
+	MinReadyEndpoints *int    `pulumi:"minReadyEndpoints,optional" provider:"replaceOnChanges"`
+	Port              *string `pulumi:"port,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -128,4 +128,9 @@ func (e *endpointsEval) check(context.Context) wait.Result {
 	msg := fmt.Sprintf("service %s/%s: %d/%d ready endpoints%s", e.namespace, e.name, e.ready, e.min, forPort)
 	return wait.Result{Ready: e.ready >= e.min, Message: msg,
 		Hint: "are the backing pods running and passing their readiness probes? (kubectl get pods,endpointslices -n " + e.namespace + ")"}
+}
+
+// Update applies a new timeout without waiting again (see updateGate); other changes replace.
+func (*ServiceReady) Update(_ context.Context, req infer.UpdateRequest[ServiceReadyArgs, ServiceReadyState]) (infer.UpdateResponse[ServiceReadyState], error) {
+	return updateGate(req, func(s *ServiceReadyState, in ServiceReadyArgs) { s.ServiceReadyArgs = in })
 }

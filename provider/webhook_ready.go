@@ -35,12 +35,12 @@ func (s *ServiceRef) Annotate(a infer.Annotator) {
 }
 
 type WebhookReadyArgs struct {
-	ValidatingWebhookConfiguration *string        `pulumi:"validatingWebhookConfiguration,optional"`
-	MutatingWebhookConfiguration   *string        `pulumi:"mutatingWebhookConfiguration,optional"`
-	Service                        *ServiceRef    `pulumi:"service,optional"`
-	Webhooks                       []string       `pulumi:"webhooks,optional"`
-	MinReadyEndpoints              *int           `pulumi:"minReadyEndpoints,optional"`
-	Probe                          map[string]any `pulumi:"probe,optional"`
+	ValidatingWebhookConfiguration *string        `pulumi:"validatingWebhookConfiguration,optional" provider:"replaceOnChanges"`
+	MutatingWebhookConfiguration   *string        `pulumi:"mutatingWebhookConfiguration,optional" provider:"replaceOnChanges"`
+	Service                        *ServiceRef    `pulumi:"service,optional" provider:"replaceOnChanges"`
+	Webhooks                       []string       `pulumi:"webhooks,optional" provider:"replaceOnChanges"`
+	MinReadyEndpoints              *int           `pulumi:"minReadyEndpoints,optional" provider:"replaceOnChanges"`
+	Probe                          map[string]any `pulumi:"probe,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -320,3 +320,8 @@ func toInt(v any) int64 {
 }
 
 var vwcResource = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+
+// Update applies a new timeout without waiting again (see updateGate); other changes replace.
+func (*WebhookReady) Update(_ context.Context, req infer.UpdateRequest[WebhookReadyArgs, WebhookReadyState]) (infer.UpdateResponse[WebhookReadyState], error) {
+	return updateGate(req, func(s *WebhookReadyState, in WebhookReadyArgs) { s.WebhookReadyArgs = in })
+}

@@ -144,6 +144,8 @@ export class CertificateReady extends pulumi.CustomResource {
             resourceInputs["triggers"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
+        const replaceOnChanges = { replaceOnChanges: ["minValidity", "name", "namespace", "requiredKeys[*]", "triggers[*]"] };
+        opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(CertificateReady.__pulumiType, name, resourceInputs, opts);
     }
 }

@@ -85,6 +85,8 @@ export class CrdReady extends pulumi.CustomResource {
             resourceInputs["triggers"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
+        const replaceOnChanges = { replaceOnChanges: ["group", "names[*]", "triggers[*]"] };
+        opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(CrdReady.__pulumiType, name, resourceInputs, opts);
     }
 }

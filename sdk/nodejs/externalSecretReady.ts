@@ -94,6 +94,8 @@ export class ExternalSecretReady extends pulumi.CustomResource {
             resourceInputs["triggers"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
+        const replaceOnChanges = { replaceOnChanges: ["name", "namespace", "triggers[*]"] };
+        opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(ExternalSecretReady.__pulumiType, name, resourceInputs, opts);
     }
 }

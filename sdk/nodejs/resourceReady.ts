@@ -183,6 +183,8 @@ export class ResourceReady extends pulumi.CustomResource {
             resourceInputs["value"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
+        const replaceOnChanges = { replaceOnChanges: ["apiVersion", "cel", "condition", "deleted", "exists", "failedCel", "jsonPath", "kind", "minCount", "name", "namespace", "regex", "selector", "strictPvc", "triggers[*]", "value"] };
+        opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(ResourceReady.__pulumiType, name, resourceInputs, opts);
     }
 }

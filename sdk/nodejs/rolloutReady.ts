@@ -115,6 +115,8 @@ export class RolloutReady extends pulumi.CustomResource {
             resourceInputs["updatedReplicas"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
+        const replaceOnChanges = { replaceOnChanges: ["kind", "name", "namespace", "triggers[*]"] };
+        opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(RolloutReady.__pulumiType, name, resourceInputs, opts);
     }
 }

@@ -106,6 +106,8 @@ export class SecretReady extends pulumi.CustomResource {
             resourceInputs["type"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
+        const replaceOnChanges = { replaceOnChanges: ["name", "namespace", "requiredKeys[*]", "triggers[*]", "type"] };
+        opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(SecretReady.__pulumiType, name, resourceInputs, opts);
     }
 }

@@ -100,6 +100,8 @@ export class ServiceReady extends pulumi.CustomResource {
             resourceInputs["triggers"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
+        const replaceOnChanges = { replaceOnChanges: ["minReadyEndpoints", "name", "namespace", "port", "triggers[*]"] };
+        opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(ServiceReady.__pulumiType, name, resourceInputs, opts);
     }
 }

@@ -141,6 +141,8 @@ export class WebhookReady extends pulumi.CustomResource {
             resourceInputs["webhooks"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
+        const replaceOnChanges = { replaceOnChanges: ["minReadyEndpoints", "mutatingWebhookConfiguration", "probe.*", "service", "triggers[*]", "validatingWebhookConfiguration", "webhooks[*]"] };
+        opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(WebhookReady.__pulumiType, name, resourceInputs, opts);
     }
 }

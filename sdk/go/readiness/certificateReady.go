@@ -58,6 +58,14 @@ func NewCertificateReady(ctx *pulumi.Context,
 	if args.Name == nil {
 		return nil, errors.New("invalid value for required argument 'Name'")
 	}
+	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
+		"minValidity",
+		"name",
+		"namespace",
+		"requiredKeys[*]",
+		"triggers[*]",
+	})
+	opts = append(opts, replaceOnChanges)
 	opts = internal.PkgResourceDefaultOpts(opts)
 	var resource CertificateReady
 	err := ctx.RegisterResource("readiness:index:CertificateReady", name, args, &resource, opts...)

@@ -36,6 +36,12 @@ func NewCrdReady(ctx *pulumi.Context,
 		args = &CrdReadyArgs{}
 	}
 
+	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
+		"group",
+		"names[*]",
+		"triggers[*]",
+	})
+	opts = append(opts, replaceOnChanges)
 	opts = internal.PkgResourceDefaultOpts(opts)
 	var resource CrdReady
 	err := ctx.RegisterResource("readiness:index:CrdReady", name, args, &resource, opts...)

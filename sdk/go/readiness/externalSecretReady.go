@@ -42,6 +42,12 @@ func NewExternalSecretReady(ctx *pulumi.Context,
 	if args.Name == nil {
 		return nil, errors.New("invalid value for required argument 'Name'")
 	}
+	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
+		"name",
+		"namespace",
+		"triggers[*]",
+	})
+	opts = append(opts, replaceOnChanges)
 	opts = internal.PkgResourceDefaultOpts(opts)
 	var resource ExternalSecretReady
 	err := ctx.RegisterResource("readiness:index:ExternalSecretReady", name, args, &resource, opts...)

@@ -36,6 +36,12 @@ func NewNodesReady(ctx *pulumi.Context,
 		args = &NodesReadyArgs{}
 	}
 
+	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
+		"minCount",
+		"selector",
+		"triggers[*]",
+	})
+	opts = append(opts, replaceOnChanges)
 	opts = internal.PkgResourceDefaultOpts(opts)
 	var resource NodesReady
 	err := ctx.RegisterResource("readiness:index:NodesReady", name, args, &resource, opts...)

@@ -73,6 +73,25 @@ func NewResourceReady(ctx *pulumi.Context,
 	if args.Kind == nil {
 		return nil, errors.New("invalid value for required argument 'Kind'")
 	}
+	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
+		"apiVersion",
+		"cel",
+		"condition",
+		"deleted",
+		"exists",
+		"failedCel",
+		"jsonPath",
+		"kind",
+		"minCount",
+		"name",
+		"namespace",
+		"regex",
+		"selector",
+		"strictPvc",
+		"triggers[*]",
+		"value",
+	})
+	opts = append(opts, replaceOnChanges)
 	opts = internal.PkgResourceDefaultOpts(opts)
 	var resource ResourceReady
 	err := ctx.RegisterResource("readiness:index:ResourceReady", name, args, &resource, opts...)

@@ -51,6 +51,13 @@ func NewRolloutReady(ctx *pulumi.Context,
 	if args.Name == nil {
 		return nil, errors.New("invalid value for required argument 'Name'")
 	}
+	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
+		"kind",
+		"name",
+		"namespace",
+		"triggers[*]",
+	})
+	opts = append(opts, replaceOnChanges)
 	opts = internal.PkgResourceDefaultOpts(opts)
 	var resource RolloutReady
 	err := ctx.RegisterResource("readiness:index:RolloutReady", name, args, &resource, opts...)

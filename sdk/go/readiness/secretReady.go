@@ -46,6 +46,14 @@ func NewSecretReady(ctx *pulumi.Context,
 	if args.Name == nil {
 		return nil, errors.New("invalid value for required argument 'Name'")
 	}
+	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
+		"name",
+		"namespace",
+		"requiredKeys[*]",
+		"triggers[*]",
+		"type",
+	})
+	opts = append(opts, replaceOnChanges)
 	opts = internal.PkgResourceDefaultOpts(opts)
 	var resource SecretReady
 	err := ctx.RegisterResource("readiness:index:SecretReady", name, args, &resource, opts...)

@@ -44,6 +44,14 @@ func NewServiceReady(ctx *pulumi.Context,
 	if args.Name == nil {
 		return nil, errors.New("invalid value for required argument 'Name'")
 	}
+	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
+		"minReadyEndpoints",
+		"name",
+		"namespace",
+		"port",
+		"triggers[*]",
+	})
+	opts = append(opts, replaceOnChanges)
 	opts = internal.PkgResourceDefaultOpts(opts)
 	var resource ServiceReady
 	err := ctx.RegisterResource("readiness:index:ServiceReady", name, args, &resource, opts...)

@@ -54,6 +54,16 @@ func NewWebhookReady(ctx *pulumi.Context,
 		args = &WebhookReadyArgs{}
 	}
 
+	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
+		"minReadyEndpoints",
+		"mutatingWebhookConfiguration",
+		"probe.*",
+		"service",
+		"triggers[*]",
+		"validatingWebhookConfiguration",
+		"webhooks[*]",
+	})
+	opts = append(opts, replaceOnChanges)
 	opts = internal.PkgResourceDefaultOpts(opts)
 	var resource WebhookReady
 	err := ctx.RegisterResource("readiness:index:WebhookReady", name, args, &resource, opts...)
