@@ -241,3 +241,5 @@ func (e *certificateEval) fill(s *CertificateReadyState) {
 func (*CertificateReady) Update(_ context.Context, req infer.UpdateRequest[CertificateReadyArgs, CertificateReadyState]) (infer.UpdateResponse[CertificateReadyState], error) {
 	return updateGate(req, func(s *CertificateReadyState, in CertificateReadyArgs) { s.CertificateReadyArgs = in })
 }
+
+func (e *certificateEval) subject() (string, string) { return e.namespace, e.name }

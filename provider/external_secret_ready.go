@@ -147,3 +147,5 @@ func (e *externalSecretEval) fill(s *ExternalSecretReadyState) {
 func (*ExternalSecretReady) Update(_ context.Context, req infer.UpdateRequest[ExternalSecretReadyArgs, ExternalSecretReadyState]) (infer.UpdateResponse[ExternalSecretReadyState], error) {
 	return updateGate(req, func(s *ExternalSecretReadyState, in ExternalSecretReadyArgs) { s.ExternalSecretReadyArgs = in })
 }
+
+func (e *externalSecretEval) subject() (string, string) { return e.namespace, e.name }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -132,10 +133,6 @@ func (r *run) wait(ctx context.Context, what string, timeout time.Duration, chec
 		Check:    check,
 		Progress: func(msg string) { r.log.InfoStatus(msg) },
 	})
-	var te *wait.TimeoutError
-	if errors.As(err, &te) {
-		r.log.Warning(err.Error())
-	}
 	return res, err
 }
 
@@ -194,6 +191,13 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 		return infer.CreateResponse[O]{}, err
 	}
 	if _, err := r.wait(ctx, e.what(), timeout, e.check); err != nil {
+		var te *wait.TimeoutError
+		if es, ok := e.(eventSubject); ok && errors.As(err, &te) {
+			ns, name := es.subject()
+			if warnings := r.recentWarnings(ctx, ns, name, 3); len(warnings) > 0 {
+				te.Context = append(te.Context, "recent Warning events: "+strings.Join(warnings, " | "))
+			}
+		}
 		return infer.CreateResponse[O]{}, err
 	}
 	fill(&state)

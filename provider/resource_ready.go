@@ -406,3 +406,6 @@ func objectNames(objs []*unstructured.Unstructured) []string {
 func (*ResourceReady) Update(_ context.Context, req infer.UpdateRequest[ResourceReadyArgs, ResourceReadyState]) (infer.UpdateResponse[ResourceReadyState], error) {
 	return updateGate(req, func(s *ResourceReadyState, in ResourceReadyArgs) { s.ResourceReadyArgs = in })
 }
+
+// subject is the one named object, for Warning events in timeout errors (none with a selector).
+func (e *objectsEval) subject() (string, string) { return e.t.namespace, e.t.name }

@@ -137,3 +137,5 @@ func (e *rolloutEval) fill(s *RolloutReadyState) {
 func (*RolloutReady) Update(_ context.Context, req infer.UpdateRequest[RolloutReadyArgs, RolloutReadyState]) (infer.UpdateResponse[RolloutReadyState], error) {
 	return updateGate(req, func(s *RolloutReadyState, in RolloutReadyArgs) { s.RolloutReadyArgs = in })
 }
+
+func (e *rolloutEval) subject() (string, string) { return e.t.namespace, e.t.name }

@@ -11,9 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -121,6 +121,7 @@ type Clients struct {
 
 	reachTimeout time.Duration
 	reachable    chan struct{} // closed once the API server answered
+	reachOnce    sync.Once
 }
 
 // NewClients builds the clients for cfg. It does not call the cluster.
@@ -175,28 +176,31 @@ func (c *Clients) EnsureReachable(ctx context.Context) error {
 	}
 	rc := c.Typed.Discovery().RESTClient()
 	var last error
-	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Cap: 3 * time.Second, Steps: 1 << 30}
 	ctx, cancel := context.WithTimeout(ctx, c.reachTimeout)
 	defer cancel()
-	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		reqCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
+	// Nothing to watch before the API server answers: retry with capped backoff.
+	var err error
+	for backoff := 200 * time.Millisecond; ; backoff = min(backoff*2, 3*time.Second) {
+		reqCtx, cancelReq := context.WithTimeout(ctx, 5*time.Second)
 		res := rc.Get().AbsPath("/version").Do(reqCtx)
+		cancelReq()
 		var code int
 		res.StatusCode(&code)
 		last = res.Error()
 		if last == nil || (code != 0 && code != http.StatusServiceUnavailable) {
 			// Any HTTP answer but 503 means something is serving; auth errors surface later with context.
-			return true, nil
+			break
 		}
-		return false, nil
-	})
-	if err == nil {
 		select {
-		case <-c.reachable:
-		default:
-			close(c.reachable)
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(backoff):
+			continue
 		}
+		break
+	}
+	if err == nil {
+		c.reachOnce.Do(func() { close(c.reachable) })
 		return nil
 	}
 	if last == nil {

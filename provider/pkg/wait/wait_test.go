@@ -3,6 +3,7 @@ package wait
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -143,5 +144,33 @@ func TestEffectiveTimeoutTakesTheShorter(t *testing.T) {
 	}
 	if d := EffectiveTimeout(context.Background(), 10*time.Minute); d != 10*time.Minute {
 		t.Errorf("EffectiveTimeout = %s", d)
+	}
+}
+
+// TestUntilJudgesTheLatestStateNotTheEvent: readiness that flips true then false between
+// two evaluations must not pass. The check reads the current state (as gates read their watch
+// cache), so the wake-up that announced "ready" finds "not ready" and keeps waiting.
+func TestUntilJudgesTheLatestStateNotTheEvent(t *testing.T) {
+	var mu sync.Mutex
+	ready := false
+	check := func(context.Context) Result {
+		mu.Lock()
+		defer mu.Unlock()
+		return Result{Ready: ready, Message: fmt.Sprint("ready=", ready)}
+	}
+	wake := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Until(context.Background(), Spec{What: "x", Timeout: 700 * time.Millisecond, Wake: wake, Check: check})
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	ready = true
+	wake <- struct{}{} // the event that made it ready...
+	ready = false      // ...and the state that replaced it before the gate looked
+	mu.Unlock()
+	if err := <-done; err == nil {
+		t.Fatal("a gate passed on a state that was no longer current")
 	}
 }

@@ -1,0 +1,222 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+)
+
+func TestTimeoutQuotesRecentWarningEvents(t *testing.T) {
+	group := widgetCRD(t)
+	testenv.Apply(t, fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: stuck, namespace: default}", group))
+	// Play the controller reporting why it cannot make progress.
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Event
+metadata: {name: stuck.warning, namespace: default}
+involvedObject: {apiVersion: %s/v1, kind: Widget, name: stuck, namespace: default}
+type: Warning
+reason: IssuerNotFound
+message: 'Issuer "vault-issuer" not found'
+source: {component: widget-controller}
+firstTimestamp: "%[2]s"
+lastTimestamp: "%[2]s"`, group, time.Now().UTC().Format(time.RFC3339)))
+	s := newServer(t)
+	r := await(t, createAsync(t, s, "ResourceReady", props("apiVersion", group+"/v1", "kind", "Widget", "namespace", "default", "name", "stuck",
+		"condition", map[string]property.Value{"type": property.New("Ready")}, "timeout", "2s")), 30*time.Second)
+	if r.err == nil {
+		t.Fatal("gate passed")
+	}
+	for _, want := range []string{"timed out after", "Widget default/stuck", "no Ready condition yet", "recent Warning events: Widget IssuerNotFound: Issuer \"vault-issuer\" not found"} {
+		if !strings.Contains(r.err.Error(), want) {
+			t.Errorf("timeout error lacks %q:\n%v", want, r.err)
+		}
+	}
+}
+
+func TestCancelStopsEveryWaitingGateWithinASecond(t *testing.T) {
+	s := newServer(t)
+	var chans []<-chan gateResult
+	for i := 0; i < 5; i++ {
+		chans = append(chans, createAsync(t, s, "ResourceReady", props("apiVersion", "v1", "kind", "ConfigMap",
+			"namespace", "default", "name", fmt.Sprintf("never-%d", i), "exists", true, "timeout", "10m")))
+	}
+	time.Sleep(500 * time.Millisecond) // let every gate start waiting
+	start := time.Now()
+	if err := s.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range chans {
+		r := await(t, ch, 5*time.Second)
+		if r.err == nil || !strings.Contains(r.err.Error(), "cancel") {
+			t.Errorf("want a cancellation error, got %v", r.err)
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("gates took %s to return after cancel, want under 1s", d)
+	}
+}
+
+// compactEtcd compacts etcd's history up to its current revision through etcd's JSON gateway.
+func compactEtcd(t *testing.T) {
+	post := func(path, body string) map[string]any {
+		resp, err := http.Post(testenv.CP.EtcdURL()+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		b, _ := io.ReadAll(resp.Body)
+		if err := jsonUnmarshal(b, &out); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("etcd %s: %d %s", path, resp.StatusCode, b)
+		}
+		return out
+	}
+	rng := post("/v3/kv/range", `{"key":"Lw=="}`) // "/"
+	rev := rng["header"].(map[string]any)["revision"]
+	post("/v3/kv/compaction", fmt.Sprintf(`{"revision":%q,"physical":true}`, fmt.Sprint(rev)))
+}
+
+func TestGatesSurviveAPIServerRestartAndEtcdCompaction(t *testing.T) {
+	group := widgetCRD(t)
+	w := testenv.Apply(t, fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {size: 1}", group))[0]
+	s := newServer(t)
+	ch := createAsync(t, s, "ResourceReady", props("apiVersion", group+"/v1", "kind", "Widget", "namespace", "default", "name", "w",
+		"condition", map[string]property.Value{"type": property.New("Ready")}, "timeout", "3m"))
+	mustNotReturn(t, ch, time.Second)
+	// Churn the object (not ready), then compact etcd so the gate's resourceVersion is gone.
+	for i := 0; i < 5; i++ {
+		setStatus(t, w, map[string]any{"conditions": []any{cond("Ready", "False", 1)}})
+	}
+	compactEtcd(t)
+	testenv.CP.StopProcess("kube-apiserver")
+	mustNotReturn(t, ch, 2*time.Second) // the API server is down: no stale pass, no failure
+	if err := testenv.CP.StartAPIServer(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustNotReturn(t, ch, time.Second) // back up, still not ready
+	setStatus(t, w, map[string]any{"conditions": []any{cond("Ready", "True", 1)}})
+	if r := await(t, ch, 90*time.Second); r.err != nil {
+		t.Fatalf("gate did not recover after the restart: %v", r.err)
+	}
+	// Nothing is stuck afterwards: a new gate on the same watch returns at once.
+	if r := await(t, createAsync(t, s, "ResourceReady", props("apiVersion", group+"/v1", "kind", "Widget", "namespace", "default", "name", "w",
+		"condition", map[string]property.Value{"type": property.New("Ready")}, "timeout", "60s")), 60*time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+}
+
+func TestRBACFailsFastNamingVerbResourceAndUser(t *testing.T) {
+	ns := testenv.Namespace(t, "rbac")
+	for _, u := range []string{"no-watch", "no-list", "just-enough"} {
+		if err := testenv.CP.AddToken("token-"+u, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.CP.StopProcess("kube-apiserver") // the API server reads its token file at start
+	if err := testenv.CP.StartAPIServer(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	role := func(name string, verbs string) string {
+		return fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: %[1]s, namespace: %[2]s}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [%[3]s]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: %[1]s, namespace: %[2]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s}
+subjects: [{kind: User, name: %[1]s}]`, name, ns, verbs)
+	}
+	// The README's minimal Role for ResourceReady: get, list, watch on the target kind.
+	testenv.Apply(t, role("no-watch", "get, list")+"\n---\n"+role("no-list", "get, watch")+"\n---\n"+role("just-enough", "get, list, watch"))
+	testenv.Apply(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: %s}", ns))
+	gate := func(user string) gateResult {
+		kc, err := testenv.CP.KubeconfigFor("token-" + user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newServer(t, string(kc))
+		return await(t, createAsync(t, s, "ResourceReady", props("apiVersion", "v1", "kind", "ConfigMap", "namespace", ns, "name", "app",
+			"exists", true, "timeout", "5m")), 30*time.Second)
+	}
+	for user, verb := range map[string]string{"no-watch": "watch", "no-list": "list"} {
+		r := gate(user)
+		if r.err == nil {
+			t.Fatalf("%s: gate passed without %s permission", user, verb)
+		}
+		for _, want := range []string{"forbidden", `User "` + user + `"`, "cannot " + verb, `resource "configmaps"`, `namespace "` + ns + `"`} {
+			if !strings.Contains(r.err.Error(), want) {
+				t.Errorf("%s: error lacks %q: %v", user, want, r.err)
+			}
+		}
+	}
+	if r := gate("just-enough"); r.err != nil {
+		t.Fatalf("the documented minimal Role is not enough: %v", r.err)
+	}
+}
+
+// TestClusterThatComesUpWithinTheReachWindow is the rebuild case: the API server is not
+// reachable when the gate starts and becomes reachable a few seconds later.
+func TestClusterThatComesUpWithinTheReachWindow(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens yet
+	kc := bytes.Replace(testenv.CP.Kubeconfig, []byte(strings.TrimPrefix(testenv.CP.Host, "https://")), []byte(addr), 1)
+	kc = bytes.Replace(kc, []byte("certificate-authority-data"), []byte("insecure-skip-tls-verify: true\n    x-unused-ca"), 1)
+	s := newServerWithConfig(t, map[string]property.Value{"kubeconfig": property.New(string(kc)), "clusterReachTimeout": property.New("60s")})
+	ch := createAsync(t, s, "NodesReady", props("timeout", "60s"))
+	mustNotReturn(t, ch, 2*time.Second)
+	stop := proxyTo(t, addr, strings.TrimPrefix(testenv.CP.Host, "https://"))
+	defer stop()
+	if r := await(t, ch, 60*time.Second); r.err != nil {
+		t.Fatalf("a cluster that came up within the window must be fine: %v", r.err)
+	}
+}
+
+// proxyTo forwards TCP connections from listen to target (both loopback).
+func proxyTo(t *testing.T, listen, target string) func() {
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				up, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c) }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	return func() { l.Close() }
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
