@@ -8,7 +8,7 @@ TOOLS_BIN     = $(shell go run ./internal/controlplane/cmd/localcluster tools)
 export PULUMI_HOME ?= $(CURDIR)/.cache/pulumi-home
 export PULUMI_SKIP_UPDATE_CHECK := true
 
-.PHONY: build tools schema sdk sdk-nodejs check-generated test test-go test-nodejs demo bench lint dist examples clean fuzz
+.PHONY: build tools schema sdk sdk-nodejs check-generated test test-go test-nodejs demo bench lint dist examples clean fuzz bench-smoke
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
@@ -38,24 +38,46 @@ check-generated: sdk
 	  git status --porcelain -- schema.json sdk; git --no-pager diff --stat -- schema.json sdk; exit 1; fi
 
 lint:
-	@test -z "$$(gofmt -l provider internal tests demo tools/pulumi/sdkgen)" || (gofmt -l provider internal tests demo tools/pulumi/sdkgen; echo "gofmt needed"; exit 1)
+	@test -z "$$(gofmt -l provider internal tests demo bench examples tools/pulumi/sdkgen)" || (gofmt -l provider internal tests demo bench examples tools/pulumi/sdkgen; echo "gofmt needed"; exit 1)
 	go vet ./...
 
 test-go: build tools
 	go test -count=1 -timeout 40m ./...
 
 test-nodejs: build tools sdk-nodejs
-	cd tests/nodejs && npm install --no-audit --no-fund --loglevel=error && npm test
+	cd tests/nodejs && rm -rf node_modules/@readiness-io && npm install --no-audit --no-fund --loglevel=error && npm test
 
 # The README's test command.
-test: check-generated lint test-go test-nodejs fuzz
+test: check-generated lint test-go test-nodejs examples fuzz bench-smoke
 
 # The README's main command: a demo stack against a local control plane it starts itself.
 demo: build tools
 	go run ./demo
 
 bench: build tools
-	go run ./bench
+	go run ./bench -out BENCHMARKS.md
+
+# A few trials of every benchmark, so `make test` keeps the bench working (figures not kept).
+bench-smoke: build tools
+	go run ./bench -trials 4 -batch 2 -webhook-trials 2 -scale 50 -stack-gates 5 -out $${TMPDIR:-/tmp}/readiness-bench-smoke.md > /dev/null
+
+# Compiles every Go example and type-checks every TypeScript one (they cannot run offline).
+examples: sdk-nodejs
+	cd examples && go build ./...
+	cd examples && rm -rf node_modules/@readiness-io && npm install --no-audit --no-fund --loglevel=error && npm run check
+
+# Plugin tarballs the Pulumi way: pulumi-resource-readiness-v<version>-<os>-<arch>.tar.gz.
+PLATFORMS := linux-amd64 linux-arm64 darwin-amd64 darwin-arm64
+dist:
+	@mkdir -p dist
+	@for p in $(PLATFORMS); do \
+	  os=$${p%-*}; arch=$${p#*-}; d=dist/$$p; mkdir -p $$d; \
+	  echo "building $$os/$$arch"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "$(LDFLAGS)" -o $$d/$(PROVIDER) ./provider/cmd/$(PROVIDER) || exit 1; \
+	  cp README.md $$d/; \
+	  tar -C $$d -czf dist/$(PROVIDER)-v$(VERSION)-$$p.tar.gz $(PROVIDER) README.md || exit 1; \
+	  rm -rf $$d; \
+	done; ls -l dist
 
 clean:
 	rm -rf bin dist sdk/nodejs/bin sdk/nodejs/node_modules

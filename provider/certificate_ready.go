@@ -160,6 +160,11 @@ func (e *certificateEval) check(context.Context) wait.Result {
 		return wait.Result{Message: "Certificate not found (not created yet)", Hint: "is the Certificate part of the stack, in this namespace?"}
 	}
 	cert := objs[0]
+	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	// Watch the Secret from now on, not from Ready=True: cert-manager writes it just before the
+	// condition, and a watch opened late would add a list round trip to the detection time.
+	sec := &secretEval{r: e.r, namespace: e.namespace, name: secretName, required: e.keys}
+	secRes := sec.check(context.Background())
 	revision, _, _ := unstructured.NestedInt64(cert.Object, "status", "revision")
 	crNote := ""
 	if reqs, pending := e.r.objects(target{gvk: certRequestGVK, namespace: e.namespace, selector: labels.Everything()}); pending == nil {
@@ -180,11 +185,9 @@ func (e *certificateEval) check(context.Context) wait.Result {
 		return wait.Result{Message: msg + crNote,
 			Hint: "kubectl describe certificate " + e.name + " -n " + e.namespace + " (issuer present and ready? CertificateRequest approved?)"}
 	}
-	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
-	sec := &secretEval{r: e.r, namespace: e.namespace, name: secretName, required: e.keys}
-	if res := sec.check(context.Background()); !res.Ready {
-		res.Message = "Ready=True, but " + res.Message
-		return res
+	if !secRes.Ready {
+		secRes.Message = "Ready=True, but " + secRes.Message
+		return secRes
 	}
 	data, _, _ := unstructured.NestedMap(sec.secret.Object, "data")
 	crtB64, _ := data["tls.crt"].(string)

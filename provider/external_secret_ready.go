@@ -117,18 +117,19 @@ func (e *externalSecretEval) check(context.Context) wait.Result {
 		return wait.Result{Message: "ExternalSecret not found (not created yet)"}
 	}
 	es := objs[0]
+	secretName, _, _ := unstructured.NestedString(es.Object, "spec", "target", "name")
+	if secretName == "" {
+		secretName = es.GetName()
+	}
+	// Watch the target Secret before Ready=True, so its arrival is seen without a late list.
+	sec, secPending := e.r.objects(target{gvk: secretGVK, namespace: e.namespace, name: secretName})
 	ok, msg := status.ConditionHolds(es, "Ready", "True")
 	if !ok {
 		return wait.Result{Message: msg, Hint: "kubectl describe externalsecret " + e.name + " -n " + e.namespace +
 			" (is the SecretStore ready, does the remote key exist?)"}
 	}
-	secretName, _, _ := unstructured.NestedString(es.Object, "spec", "target", "name")
-	if secretName == "" {
-		secretName = es.GetName()
-	}
-	sec, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, namespace: e.namespace, name: secretName})
-	if pending != nil {
-		return *pending
+	if secPending != nil {
+		return *secPending
 	}
 	if len(sec) == 0 {
 		return wait.Result{Message: fmt.Sprintf("Ready=True, but target Secret %s does not exist yet", secretName)}

@@ -124,14 +124,15 @@ func (r *run) close() {
 }
 
 // wait runs the shared wait loop, reporting progress on the resource's status line.
-func (r *run) wait(ctx context.Context, what string, timeout time.Duration, check func(context.Context) wait.Result) (wait.Result, error) {
+func (r *run) wait(ctx context.Context, what string, timeout, maxBackoff time.Duration, check func(context.Context) wait.Result) (wait.Result, error) {
 	defer r.log.InfoStatus("")
 	res, err := wait.Until(ctx, wait.Spec{
-		What:     what,
-		Timeout:  wait.EffectiveTimeout(ctx, timeout),
-		Wake:     r.wake,
-		Check:    check,
-		Progress: func(msg string) { r.log.InfoStatus(msg) },
+		What:       what,
+		Timeout:    wait.EffectiveTimeout(ctx, timeout),
+		Wake:       r.wake,
+		Check:      check,
+		Progress:   func(msg string) { r.log.InfoStatus(msg) },
+		MaxBackoff: maxBackoff,
 	})
 	return res, err
 }
@@ -190,7 +191,11 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 	if err != nil {
 		return infer.CreateResponse[O]{}, err
 	}
-	if _, err := r.wait(ctx, e.what(), timeout, e.check); err != nil {
+	var maxBackoff time.Duration
+	if f, ok := e.(interface{ maxBackoff() time.Duration }); ok {
+		maxBackoff = f.maxBackoff()
+	}
+	if _, err := r.wait(ctx, e.what(), timeout, maxBackoff, e.check); err != nil {
 		var te *wait.TimeoutError
 		if es, ok := e.(eventSubject); ok && errors.As(err, &te) {
 			ns, name := es.subject()

@@ -23,32 +23,32 @@ import (
 // resources.
 type ResourceReady struct{}
 
-type ConditionArgs struct {
+type Condition struct {
 	Type   string  `pulumi:"type" provider:"replaceOnChanges"`
 	Status *string `pulumi:"status,optional" provider:"replaceOnChanges"`
 }
 
-func (c *ConditionArgs) Annotate(a infer.Annotator) {
+func (c *Condition) Annotate(a infer.Annotator) {
 	a.Describe(&c.Type, "The condition type, such as `Ready`, `Programmed` or `Available`.")
 	a.Describe(&c.Status, "The status it must have: `True` (default), `False` or `Unknown`.")
 }
 
 type ResourceReadyArgs struct {
-	APIVersion string         `pulumi:"apiVersion" provider:"replaceOnChanges"`
-	Kind       string         `pulumi:"kind" provider:"replaceOnChanges"`
-	Namespace  *string        `pulumi:"namespace,optional" provider:"replaceOnChanges"`
-	Name       *string        `pulumi:"name,optional" provider:"replaceOnChanges"`
-	Selector   *string        `pulumi:"selector,optional" provider:"replaceOnChanges"`
-	MinCount   *int           `pulumi:"minCount,optional" provider:"replaceOnChanges"`
-	Condition  *ConditionArgs `pulumi:"condition,optional" provider:"replaceOnChanges"`
-	JSONPath   *string        `pulumi:"jsonPath,optional" provider:"replaceOnChanges"`
-	Value      *string        `pulumi:"value,optional" provider:"replaceOnChanges"`
-	Regex      *string        `pulumi:"regex,optional" provider:"replaceOnChanges"`
-	Cel        *string        `pulumi:"cel,optional" provider:"replaceOnChanges"`
-	FailedCel  *string        `pulumi:"failedCel,optional" provider:"replaceOnChanges"`
-	Exists     *bool          `pulumi:"exists,optional" provider:"replaceOnChanges"`
-	Deleted    *bool          `pulumi:"deleted,optional" provider:"replaceOnChanges"`
-	StrictPvc  *bool          `pulumi:"strictPvc,optional" provider:"replaceOnChanges"`
+	APIVersion string     `pulumi:"apiVersion" provider:"replaceOnChanges"`
+	Kind       string     `pulumi:"kind" provider:"replaceOnChanges"`
+	Namespace  *string    `pulumi:"namespace,optional" provider:"replaceOnChanges"`
+	Name       *string    `pulumi:"name,optional" provider:"replaceOnChanges"`
+	Selector   *string    `pulumi:"selector,optional" provider:"replaceOnChanges"`
+	MinCount   *int       `pulumi:"minCount,optional" provider:"replaceOnChanges"`
+	Condition  *Condition `pulumi:"condition,optional" provider:"replaceOnChanges"`
+	JSONPath   *string    `pulumi:"jsonPath,optional" provider:"replaceOnChanges"`
+	Value      *string    `pulumi:"value,optional" provider:"replaceOnChanges"`
+	Regex      *string    `pulumi:"regex,optional" provider:"replaceOnChanges"`
+	Cel        *string    `pulumi:"cel,optional" provider:"replaceOnChanges"`
+	FailedCel  *string    `pulumi:"failedCel,optional" provider:"replaceOnChanges"`
+	Exists     *bool      `pulumi:"exists,optional" provider:"replaceOnChanges"`
+	Deleted    *bool      `pulumi:"deleted,optional" provider:"replaceOnChanges"`
+	StrictPvc  *bool      `pulumi:"strictPvc,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 

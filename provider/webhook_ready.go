@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -325,3 +326,7 @@ var vwcResource = schema.GroupVersionResource{Group: "admissionregistration.k8s.
 func (*WebhookReady) Update(_ context.Context, req infer.UpdateRequest[WebhookReadyArgs, WebhookReadyState]) (infer.UpdateResponse[WebhookReadyState], error) {
 	return updateGate(req, func(s *WebhookReadyState, in WebhookReadyArgs) { s.WebhookReadyArgs = in })
 }
+
+// maxBackoff keeps probing at least every 250 ms: a webhook that starts listening is then
+// detected within a few hundred milliseconds, at the cost of a cheap dry-run request.
+func (e *webhookEval) maxBackoff() time.Duration { return 250 * time.Millisecond }

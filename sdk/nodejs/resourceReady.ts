@@ -47,7 +47,7 @@ export class ResourceReady extends pulumi.CustomResource {
     /**
      * Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
      */
-    declare public readonly condition: pulumi.Output<outputs.ConditionArgs | undefined>;
+    declare public readonly condition: pulumi.Output<outputs.Condition | undefined>;
     /**
      * Ready once the object is gone (for teardown ordering).
      */
@@ -204,7 +204,7 @@ export interface ResourceReadyArgs {
     /**
      * Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
      */
-    condition?: pulumi.Input<inputs.ConditionArgsArgs | undefined>;
+    condition?: pulumi.Input<inputs.ConditionArgs | undefined>;
     /**
      * Ready once the object is gone (for teardown ordering).
      */

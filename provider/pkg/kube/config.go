@@ -84,6 +84,7 @@ func LoadConfig(s Settings) (*rest.Config, string, error) {
 	// Gates share one client; hundreds of them start at once in a large stack.
 	cfg.QPS, cfg.Burst = 100, 200
 	cfg.UserAgent = "pulumi-resource-readiness"
+	cfg.Wrap(countRequests)
 	return cfg, ns, nil
 }
 

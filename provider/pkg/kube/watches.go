@@ -148,6 +148,7 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 		DeleteFunc: func(any) { clearErr(); e.notify() },
 	})
 	c.Opened.Add(1)
+	Stats.WatchesOpened.Add(1)
 	go func() {
 		defer close(e.done)
 		inf.Run(e.stop)

@@ -43,6 +43,9 @@ type Spec struct {
 	// ProgressEvery while it does not.
 	Progress      func(msg string)
 	ProgressEvery time.Duration
+	// MaxBackoff caps the retry interval of Poll results (default 1 s). Probes whose answer
+	// changes the moment a server starts listening use a lower cap.
+	MaxBackoff time.Duration
 }
 
 // TimeoutError says a wait ran out of time, with the last state it saw.
@@ -102,6 +105,10 @@ func Until(ctx context.Context, spec Spec) (Result, error) {
 		}
 	}()
 	backoff := minBackoff
+	maxB := spec.MaxBackoff
+	if maxB <= 0 {
+		maxB = maxBackoff
+	}
 
 	var last Result
 	lastReported := ""
@@ -129,7 +136,7 @@ func Until(ctx context.Context, spec Spec) (Result, error) {
 				retry.Reset(backoff)
 			}
 			retryC = retry.C
-			backoff = min(backoff*2, maxBackoff)
+			backoff = min(backoff*2, maxB)
 		}
 	wait:
 		select {

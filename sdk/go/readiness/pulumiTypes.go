@@ -13,145 +13,145 @@ import (
 
 var _ = internal.GetEnvOrDefault
 
-type ConditionArgs struct {
+type Condition struct {
 	// The status it must have: `True` (default), `False` or `Unknown`.
 	Status *string `pulumi:"status"`
 	// The condition type, such as `Ready`, `Programmed` or `Available`.
 	Type string `pulumi:"type"`
 }
 
-// ConditionArgsInput is an input type that accepts ConditionArgsArgs and ConditionArgsOutput values.
-// You can construct a concrete instance of `ConditionArgsInput` via:
+// ConditionInput is an input type that accepts ConditionArgs and ConditionOutput values.
+// You can construct a concrete instance of `ConditionInput` via:
 //
-//	ConditionArgsArgs{...}
-type ConditionArgsInput interface {
+//	ConditionArgs{...}
+type ConditionInput interface {
 	pulumi.Input
 
-	ToConditionArgsOutput() ConditionArgsOutput
-	ToConditionArgsOutputWithContext(context.Context) ConditionArgsOutput
+	ToConditionOutput() ConditionOutput
+	ToConditionOutputWithContext(context.Context) ConditionOutput
 }
 
-type ConditionArgsArgs struct {
+type ConditionArgs struct {
 	// The status it must have: `True` (default), `False` or `Unknown`.
 	Status pulumi.StringPtrInput `pulumi:"status"`
 	// The condition type, such as `Ready`, `Programmed` or `Available`.
 	Type pulumi.StringInput `pulumi:"type"`
 }
 
-func (ConditionArgsArgs) ElementType() reflect.Type {
-	return reflect.TypeOf((*ConditionArgs)(nil)).Elem()
+func (ConditionArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*Condition)(nil)).Elem()
 }
 
-func (i ConditionArgsArgs) ToConditionArgsOutput() ConditionArgsOutput {
-	return i.ToConditionArgsOutputWithContext(context.Background())
+func (i ConditionArgs) ToConditionOutput() ConditionOutput {
+	return i.ToConditionOutputWithContext(context.Background())
 }
 
-func (i ConditionArgsArgs) ToConditionArgsOutputWithContext(ctx context.Context) ConditionArgsOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(ConditionArgsOutput)
+func (i ConditionArgs) ToConditionOutputWithContext(ctx context.Context) ConditionOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ConditionOutput)
 }
 
-func (i ConditionArgsArgs) ToConditionArgsPtrOutput() ConditionArgsPtrOutput {
-	return i.ToConditionArgsPtrOutputWithContext(context.Background())
+func (i ConditionArgs) ToConditionPtrOutput() ConditionPtrOutput {
+	return i.ToConditionPtrOutputWithContext(context.Background())
 }
 
-func (i ConditionArgsArgs) ToConditionArgsPtrOutputWithContext(ctx context.Context) ConditionArgsPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(ConditionArgsOutput).ToConditionArgsPtrOutputWithContext(ctx)
+func (i ConditionArgs) ToConditionPtrOutputWithContext(ctx context.Context) ConditionPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ConditionOutput).ToConditionPtrOutputWithContext(ctx)
 }
 
-// ConditionArgsPtrInput is an input type that accepts ConditionArgsArgs, ConditionArgsPtr and ConditionArgsPtrOutput values.
-// You can construct a concrete instance of `ConditionArgsPtrInput` via:
+// ConditionPtrInput is an input type that accepts ConditionArgs, ConditionPtr and ConditionPtrOutput values.
+// You can construct a concrete instance of `ConditionPtrInput` via:
 //
-//	        ConditionArgsArgs{...}
+//	        ConditionArgs{...}
 //
 //	or:
 //
 //	        nil
-type ConditionArgsPtrInput interface {
+type ConditionPtrInput interface {
 	pulumi.Input
 
-	ToConditionArgsPtrOutput() ConditionArgsPtrOutput
-	ToConditionArgsPtrOutputWithContext(context.Context) ConditionArgsPtrOutput
+	ToConditionPtrOutput() ConditionPtrOutput
+	ToConditionPtrOutputWithContext(context.Context) ConditionPtrOutput
 }
 
-type conditionArgsPtrType ConditionArgsArgs
+type conditionPtrType ConditionArgs
 
-func ConditionArgsPtr(v *ConditionArgsArgs) ConditionArgsPtrInput {
-	return (*conditionArgsPtrType)(v)
+func ConditionPtr(v *ConditionArgs) ConditionPtrInput {
+	return (*conditionPtrType)(v)
 }
 
-func (*conditionArgsPtrType) ElementType() reflect.Type {
-	return reflect.TypeOf((**ConditionArgs)(nil)).Elem()
+func (*conditionPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**Condition)(nil)).Elem()
 }
 
-func (i *conditionArgsPtrType) ToConditionArgsPtrOutput() ConditionArgsPtrOutput {
-	return i.ToConditionArgsPtrOutputWithContext(context.Background())
+func (i *conditionPtrType) ToConditionPtrOutput() ConditionPtrOutput {
+	return i.ToConditionPtrOutputWithContext(context.Background())
 }
 
-func (i *conditionArgsPtrType) ToConditionArgsPtrOutputWithContext(ctx context.Context) ConditionArgsPtrOutput {
-	return pulumi.ToOutputWithContext(ctx, i).(ConditionArgsPtrOutput)
+func (i *conditionPtrType) ToConditionPtrOutputWithContext(ctx context.Context) ConditionPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ConditionPtrOutput)
 }
 
-type ConditionArgsOutput struct{ *pulumi.OutputState }
+type ConditionOutput struct{ *pulumi.OutputState }
 
-func (ConditionArgsOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((*ConditionArgs)(nil)).Elem()
+func (ConditionOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*Condition)(nil)).Elem()
 }
 
-func (o ConditionArgsOutput) ToConditionArgsOutput() ConditionArgsOutput {
+func (o ConditionOutput) ToConditionOutput() ConditionOutput {
 	return o
 }
 
-func (o ConditionArgsOutput) ToConditionArgsOutputWithContext(ctx context.Context) ConditionArgsOutput {
+func (o ConditionOutput) ToConditionOutputWithContext(ctx context.Context) ConditionOutput {
 	return o
 }
 
-func (o ConditionArgsOutput) ToConditionArgsPtrOutput() ConditionArgsPtrOutput {
-	return o.ToConditionArgsPtrOutputWithContext(context.Background())
+func (o ConditionOutput) ToConditionPtrOutput() ConditionPtrOutput {
+	return o.ToConditionPtrOutputWithContext(context.Background())
 }
 
-func (o ConditionArgsOutput) ToConditionArgsPtrOutputWithContext(ctx context.Context) ConditionArgsPtrOutput {
-	return o.ApplyTWithContext(ctx, func(_ context.Context, v ConditionArgs) *ConditionArgs {
+func (o ConditionOutput) ToConditionPtrOutputWithContext(ctx context.Context) ConditionPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v Condition) *Condition {
 		return &v
-	}).(ConditionArgsPtrOutput)
+	}).(ConditionPtrOutput)
 }
 
 // The status it must have: `True` (default), `False` or `Unknown`.
-func (o ConditionArgsOutput) Status() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v ConditionArgs) *string { return v.Status }).(pulumi.StringPtrOutput)
+func (o ConditionOutput) Status() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v Condition) *string { return v.Status }).(pulumi.StringPtrOutput)
 }
 
 // The condition type, such as `Ready`, `Programmed` or `Available`.
-func (o ConditionArgsOutput) Type() pulumi.StringOutput {
-	return o.ApplyT(func(v ConditionArgs) string { return v.Type }).(pulumi.StringOutput)
+func (o ConditionOutput) Type() pulumi.StringOutput {
+	return o.ApplyT(func(v Condition) string { return v.Type }).(pulumi.StringOutput)
 }
 
-type ConditionArgsPtrOutput struct{ *pulumi.OutputState }
+type ConditionPtrOutput struct{ *pulumi.OutputState }
 
-func (ConditionArgsPtrOutput) ElementType() reflect.Type {
-	return reflect.TypeOf((**ConditionArgs)(nil)).Elem()
+func (ConditionPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**Condition)(nil)).Elem()
 }
 
-func (o ConditionArgsPtrOutput) ToConditionArgsPtrOutput() ConditionArgsPtrOutput {
+func (o ConditionPtrOutput) ToConditionPtrOutput() ConditionPtrOutput {
 	return o
 }
 
-func (o ConditionArgsPtrOutput) ToConditionArgsPtrOutputWithContext(ctx context.Context) ConditionArgsPtrOutput {
+func (o ConditionPtrOutput) ToConditionPtrOutputWithContext(ctx context.Context) ConditionPtrOutput {
 	return o
 }
 
-func (o ConditionArgsPtrOutput) Elem() ConditionArgsOutput {
-	return o.ApplyT(func(v *ConditionArgs) ConditionArgs {
+func (o ConditionPtrOutput) Elem() ConditionOutput {
+	return o.ApplyT(func(v *Condition) Condition {
 		if v != nil {
 			return *v
 		}
-		var ret ConditionArgs
+		var ret Condition
 		return ret
-	}).(ConditionArgsOutput)
+	}).(ConditionOutput)
 }
 
 // The status it must have: `True` (default), `False` or `Unknown`.
-func (o ConditionArgsPtrOutput) Status() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v *ConditionArgs) *string {
+func (o ConditionPtrOutput) Status() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *Condition) *string {
 		if v == nil {
 			return nil
 		}
@@ -160,8 +160,8 @@ func (o ConditionArgsPtrOutput) Status() pulumi.StringPtrOutput {
 }
 
 // The condition type, such as `Ready`, `Programmed` or `Available`.
-func (o ConditionArgsPtrOutput) Type() pulumi.StringPtrOutput {
-	return o.ApplyT(func(v *ConditionArgs) *string {
+func (o ConditionPtrOutput) Type() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *Condition) *string {
 		if v == nil {
 			return nil
 		}
@@ -383,12 +383,12 @@ func (o ServiceRefPtrOutput) Port() pulumi.IntPtrOutput {
 }
 
 func init() {
-	pulumi.RegisterInputType(reflect.TypeOf((*ConditionArgsInput)(nil)).Elem(), ConditionArgsArgs{})
-	pulumi.RegisterInputType(reflect.TypeOf((*ConditionArgsPtrInput)(nil)).Elem(), ConditionArgsArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ConditionInput)(nil)).Elem(), ConditionArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ConditionPtrInput)(nil)).Elem(), ConditionArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefInput)(nil)).Elem(), ServiceRefArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefPtrInput)(nil)).Elem(), ServiceRefArgs{})
-	pulumi.RegisterOutputType(ConditionArgsOutput{})
-	pulumi.RegisterOutputType(ConditionArgsPtrOutput{})
+	pulumi.RegisterOutputType(ConditionOutput{})
+	pulumi.RegisterOutputType(ConditionPtrOutput{})
 	pulumi.RegisterOutputType(IssuerRefOutput{})
 	pulumi.RegisterOutputType(ServiceRefOutput{})
 	pulumi.RegisterOutputType(ServiceRefPtrOutput{})

@@ -21,7 +21,7 @@ type ResourceReady struct {
 	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`.
 	Cel pulumi.StringPtrOutput `pulumi:"cel"`
 	// Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
-	Condition ConditionArgsPtrOutput `pulumi:"condition"`
+	Condition ConditionPtrOutput `pulumi:"condition"`
 	// Ready once the object is gone (for teardown ordering).
 	Deleted pulumi.BoolPtrOutput `pulumi:"deleted"`
 	// Ready as soon as the object exists.
@@ -130,7 +130,7 @@ type resourceReadyArgs struct {
 	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`.
 	Cel *string `pulumi:"cel"`
 	// Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
-	Condition *ConditionArgs `pulumi:"condition"`
+	Condition *Condition `pulumi:"condition"`
 	// Ready once the object is gone (for teardown ordering).
 	Deleted *bool `pulumi:"deleted"`
 	// Ready as soon as the object exists.
@@ -168,7 +168,7 @@ type ResourceReadyArgs struct {
 	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`.
 	Cel pulumi.StringPtrInput
 	// Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
-	Condition ConditionArgsPtrInput
+	Condition ConditionPtrInput
 	// Ready once the object is gone (for teardown ordering).
 	Deleted pulumi.BoolPtrInput
 	// Ready as soon as the object exists.
@@ -297,8 +297,8 @@ func (o ResourceReadyOutput) Cel() pulumi.StringPtrOutput {
 }
 
 // Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
-func (o ResourceReadyOutput) Condition() ConditionArgsPtrOutput {
-	return o.ApplyT(func(v *ResourceReady) ConditionArgsPtrOutput { return v.Condition }).(ConditionArgsPtrOutput)
+func (o ResourceReadyOutput) Condition() ConditionPtrOutput {
+	return o.ApplyT(func(v *ResourceReady) ConditionPtrOutput { return v.Condition }).(ConditionPtrOutput)
 }
 
 // Ready once the object is gone (for teardown ordering).

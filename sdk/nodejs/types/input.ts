@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as inputs from "../types/input";
 import * as outputs from "../types/output";
 
-export interface ConditionArgsArgs {
+export interface ConditionArgs {
     /**
      * The status it must have: `True` (default), `False` or `Unknown`.
      */

@@ -1,0 +1,103 @@
+// Command bench is `make bench`: it measures the gates on the local control plane against what
+// people use today (kubectl wait, and the field reports' `until kubectl get ...; sleep 5` loop)
+// and regenerates BENCHMARKS.md. Flags shrink it to a smoke run for CI.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+)
+
+type config struct {
+	trials, batch, webhookTrials, scale, stackGates int
+	out                                             string
+}
+
+func main() {
+	var c config
+	flag.IntVar(&c.trials, "trials", 200, "detection-latency trials per gate")
+	flag.IntVar(&c.batch, "batch", 10, "trials run concurrently (the sleep-5 loop makes sequential trials slow)")
+	flag.IntVar(&c.webhookTrials, "webhook-trials", 20, "webhook serving-detection trials")
+	flag.IntVar(&c.scale, "scale", 1000, "gates (and objects, in 10 namespaces) in the scale run")
+	flag.IntVar(&c.stackGates, "stack-gates", 30, "gates in the Pulumi stack-overhead run")
+	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "results file (regenerated)")
+	flag.Parse()
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config) error {
+	ctx := context.Background()
+	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: logf})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	logf("control plane up in %s", cp.StartTime.Round(time.Millisecond))
+	b, err := newBench(ctx, cp)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+
+	var r report
+	r.date = time.Now().UTC().Format("2006-01-02 15:04 MST")
+	r.machine = machine()
+	r.config = c
+	r.cpStart = cp.StartTime
+	logf("detection latency: ResourceReady (condition), %d trials", c.trials)
+	if r.resource, err = b.detection(ctx, "resource", c.trials, c.batch); err != nil {
+		return err
+	}
+	logf("detection latency: CertificateReady (condition + Secret), %d trials", c.trials)
+	if r.certificate, err = b.detection(ctx, "certificate", c.trials, c.batch); err != nil {
+		return err
+	}
+	logf("webhook serving detection, %d trials", c.webhookTrials)
+	if r.webhook, err = b.webhookDetection(ctx, c.webhookTrials); err != nil {
+		return err
+	}
+	logf("scale: %d gates", c.scale)
+	if r.scale, err = b.scaleRun(ctx, c.scale); err != nil {
+		return err
+	}
+	logf("stack overhead: %d gates through the Automation API", c.stackGates)
+	if r.stack, err = b.stackOverhead(ctx, c.stackGates); err != nil {
+		return err
+	}
+	text := r.markdown()
+	fmt.Print(text)
+	return os.WriteFile(c.out, []byte(text), 0o644)
+}
+
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		mem = strings.TrimSpace(strings.SplitN(strings.SplitN(string(b), "\n", 2)[0], ":", 2)[1])
+	}
+	kubectl := "not found"
+	if out, err := exec.Command("kubectl", "version", "--client").Output(); err == nil {
+		kubectl = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
+	}
+	return fmt.Sprintf("%d CPUs (%s), %s RAM, %s, %s/%s; kubectl: %s", runtime.NumCPU(), cpu, mem, runtime.Version(), runtime.GOOS, runtime.GOARCH, kubectl)
+}

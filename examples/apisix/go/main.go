@@ -1,0 +1,70 @@
+// Field report 002: the APISIX install as a dependency graph instead of three serial waves.
+// Hard gates only where the API server itself would refuse (CRDs, admission webhooks);
+// everything else is applied in parallel and converges on its own.
+package main
+
+import (
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	helmv3 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v3"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
+)
+
+func main() {
+	pulumi.Run(func(ctx *pulumi.Context) error {
+		// Wave 0 of the report: the control plane can schedule.
+		nodes, err := readiness.NewNodesReady(ctx, "nodes", &readiness.NodesReadyArgs{MinCount: pulumi.Int(1)})
+		if err != nil {
+			return err
+		}
+		apisix, err := helmv3.NewRelease(ctx, "apisix", &helmv3.ReleaseArgs{
+			Chart: pulumi.String("apisix"), Version: pulumi.String("2.10.0"),
+			RepositoryOpts:  &helmv3.RepositoryOptsArgs{Repo: pulumi.String("https://charts.apiseven.com")},
+			Namespace:       pulumi.String("apisix"),
+			CreateNamespace: pulumi.Bool(true),
+			Values:          pulumi.Map{"ingress-controller": pulumi.Map{"enabled": pulumi.Bool(true)}},
+		}, pulumi.DependsOn([]pulumi.Resource{nodes}))
+		if err != nil {
+			return err
+		}
+		// Hard gate 1: the CRDs are served.
+		crds, err := readiness.NewCrdReady(ctx, "apisix-crds", &readiness.CrdReadyArgs{
+			Group: pulumi.String("apisix.apache.org"),
+		}, pulumi.DependsOn([]pulumi.Resource{apisix}))
+		if err != nil {
+			return err
+		}
+		// Hard gate 2: the ingress controller's admission webhook answers.
+		webhook, err := readiness.NewWebhookReady(ctx, "apisix-webhook", &readiness.WebhookReadyArgs{
+			Service: &readiness.ServiceRefArgs{Namespace: pulumi.String("apisix"), Name: pulumi.String("apisix-ingress-controller-webhook"), Port: pulumi.Int(443)},
+			Probe: pulumi.Map{"apiVersion": pulumi.String("apisix.apache.org/v2"), "kind": pulumi.String("ApisixRoute"),
+				"metadata": pulumi.Map{"name": pulumi.String("readiness-probe"), "namespace": pulumi.String("apisix")},
+				"spec":     pulumi.Map{"http": pulumi.Array{}}},
+			Triggers: pulumi.Array{apisix.Status.Revision()},
+		}, pulumi.DependsOn([]pulumi.Resource{crds}))
+		if err != nil {
+			return err
+		}
+		// Wave 3, in parallel: routes and upstreams for every app, gated only on the webhook.
+		for _, app := range []string{"hello-world", "nodejs-demo", "grafana"} {
+			if _, err := apiextensions.NewCustomResource(ctx, "route-"+app, &apiextensions.CustomResourceArgs{
+				ApiVersion: pulumi.String("apisix.apache.org/v2"), Kind: pulumi.String("ApisixRoute"),
+				Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(app), Namespace: pulumi.String("apisix")},
+				OtherFields: map[string]any{"spec": map[string]any{"http": []any{map[string]any{
+					"name":     app,
+					"match":    map[string]any{"hosts": []string{app + ".home.example"}, "paths": []string{"/*"}},
+					"backends": []any{map[string]any{"serviceName": app, "servicePort": 80}},
+				}}}},
+			}, pulumi.DependsOn([]pulumi.Resource{webhook})); err != nil {
+				return err
+			}
+		}
+		// The gateway itself must serve before anyone is told the cluster is up.
+		_, err = readiness.NewRolloutReady(ctx, "apisix-gateway", &readiness.RolloutReadyArgs{
+			Kind: pulumi.String("Deployment"), Namespace: pulumi.String("apisix"), Name: pulumi.String("apisix"),
+		}, pulumi.DependsOn([]pulumi.Resource{apisix}))
+		return err
+	})
+}

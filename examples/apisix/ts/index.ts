@@ -1,0 +1,28 @@
+// Field report 002: APISIX as a dependency graph. Hard gates only on CRDs and the admission
+// webhook; everything else in parallel.
+import * as k8s from "@pulumi/kubernetes";
+import * as readiness from "@readiness-io/pulumi-readiness";
+
+const nodes = new readiness.NodesReady("nodes", { minCount: 1 });
+const apisix = new k8s.helm.v3.Release("apisix", {
+    chart: "apisix", version: "2.10.0",
+    repositoryOpts: { repo: "https://charts.apiseven.com" },
+    namespace: "apisix", createNamespace: true,
+    values: { "ingress-controller": { enabled: true } },
+}, { dependsOn: [nodes] });
+const crds = new readiness.CrdReady("apisix-crds", { group: "apisix.apache.org" }, { dependsOn: [apisix] });
+const webhook = new readiness.WebhookReady("apisix-webhook", {
+    service: { namespace: "apisix", name: "apisix-ingress-controller-webhook", port: 443 },
+    probe: { apiVersion: "apisix.apache.org/v2", kind: "ApisixRoute",
+             metadata: { name: "readiness-probe", namespace: "apisix" }, spec: { http: [] } },
+    triggers: [apisix.status.revision],
+}, { dependsOn: [crds] });
+for (const app of ["hello-world", "nodejs-demo", "grafana"]) {
+    new k8s.apiextensions.CustomResource(`route-${app}`, {
+        apiVersion: "apisix.apache.org/v2", kind: "ApisixRoute",
+        metadata: { name: app, namespace: "apisix" },
+        spec: { http: [{ name: app, match: { hosts: [`${app}.home.example`], paths: ["/*"] },
+                         backends: [{ serviceName: app, servicePort: 80 }] }] },
+    }, { dependsOn: [webhook] });
+}
+new readiness.RolloutReady("apisix-gateway", { kind: "Deployment", namespace: "apisix", name: "apisix" }, { dependsOn: [apisix] });

@@ -1,0 +1,35 @@
+// Field report 001: ExternalSecrets in several namespaces wait for the webhook that validates
+// them, not for the Helm release that installs it.
+import * as k8s from "@pulumi/kubernetes";
+import * as readiness from "@readiness-io/pulumi-readiness";
+
+const eso = new k8s.helm.v3.Release("external-secrets", {
+    chart: "external-secrets", version: "0.12.1",
+    repositoryOpts: { repo: "https://charts.external-secrets.io" },
+    namespace: "external-secrets", createNamespace: true,
+    values: { installCRDs: true },
+});
+const crds = new readiness.CrdReady("eso-crds", {
+    names: ["externalsecrets.external-secrets.io", "clustersecretstores.external-secrets.io"],
+}, { dependsOn: [eso] });
+const webhook = new readiness.WebhookReady("eso-webhook", {
+    validatingWebhookConfiguration: "externalsecret-validate",
+    probe: { apiVersion: "external-secrets.io/v1beta1", kind: "ExternalSecret",
+             metadata: { name: "readiness-probe", namespace: "default" },
+             spec: { secretStoreRef: { name: "vault", kind: "ClusterSecretStore" }, target: { name: "readiness-probe" } } },
+    triggers: [eso.status.revision],
+}, { dependsOn: [crds] });
+
+for (const ns of ["default", "hello-world", "nodejs-demo", "storage-validator"]) {
+    const es = new k8s.apiextensions.CustomResource(`ghcr-pull-secret-${ns}`, {
+        apiVersion: "external-secrets.io/v1beta1", kind: "ExternalSecret",
+        metadata: { name: "ghcr-pull-secret", namespace: ns },
+        spec: {
+            refreshInterval: "1h",
+            secretStoreRef: { name: "vault", kind: "ClusterSecretStore" },
+            target: { name: "ghcr-pull-secret", template: { type: "kubernetes.io/dockerconfigjson" } },
+            data: [{ secretKey: ".dockerconfigjson", remoteRef: { key: "ghcr" } }],
+        },
+    }, { dependsOn: [webhook] });
+    new readiness.ExternalSecretReady(`ghcr-pull-secret-synced-${ns}`, { name: "ghcr-pull-secret", namespace: ns }, { dependsOn: [es] });
+}
