@@ -19,11 +19,11 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
 
-var certManagerCRDs sync.Once
+var certManagerCRDsOnce sync.Once
 
 // installCertManagerCRDs installs the CRDs shipped in the pinned cert-manager module.
 func installCertManagerCRDs(t *testing.T) {
-	certManagerCRDs.Do(func() {
+	certManagerCRDsOnce.Do(func() {
 		crds, err := controlplane.ModuleCRDs(context.Background(), controlplane.CertManagerModule, "deploy/crds")
 		if err != nil {
 			t.Fatal(err)

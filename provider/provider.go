@@ -51,6 +51,12 @@ func New() (p.Provider, error) {
 			infer.Resource(&SecretReady{}),
 			infer.Resource(&CertificateReady{}),
 			infer.Resource(&WebhookReady{}),
+			infer.Resource(&HttpReady{}),
+			infer.Resource(&HelmReleaseReady{}),
+		).
+		WithComponents(
+			infer.ComponentF(NewCertManagerReady),
+			infer.ComponentF(NewExternalSecretsReady),
 		).
 		WithModuleMap(map[tokens.ModuleName]tokens.ModuleName{"provider": "index"}).
 		Build()

@@ -160,6 +160,9 @@ type webhookEval struct {
 	args         WebhookReadyArgs
 	minEndpoints int
 	probe        *prober
+	// deriveProbeIn, when set, derives a probe from the configuration's rules (a minimal object
+	// of the first concrete CREATE rule) in that namespace, when no probe was given.
+	deriveProbeIn string
 
 	configName, serviceName, caSum, policy string
 	names                                  []string
@@ -203,6 +206,11 @@ func (e *webhookEval) check(ctx context.Context) wait.Result {
 	}
 	cfg := objs[0]
 	e.configName = name
+	if e.probe == nil && e.deriveProbeIn != "" {
+		if obj := e.deriveProbe(cfg); obj != nil {
+			e.probe = &prober{r: e.r, obj: obj}
+		}
+	}
 	hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
 	selected := map[string]bool{}
 	for _, w := range e.args.Webhooks {
@@ -330,3 +338,59 @@ func (*WebhookReady) Update(_ context.Context, req infer.UpdateRequest[WebhookRe
 // maxBackoff keeps probing at least every 250 ms: a webhook that starts listening is then
 // detected within a few hundred milliseconds, at the cost of a cheap dry-run request.
 func (e *webhookEval) maxBackoff() time.Duration { return 250 * time.Millisecond }
+
+func unstructuredOf(m map[string]any) *unstructured.Unstructured {
+	return (&unstructured.Unstructured{Object: m}).DeepCopy()
+}
+
+// deriveProbe builds a minimal object that the configuration's first concrete CREATE rule
+// intercepts; nil when every rule uses wildcards or subresources.
+func (e *webhookEval) deriveProbe(cfg *unstructured.Unstructured) *unstructured.Unstructured {
+	hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
+	for _, h := range hooks {
+		hm, _ := h.(map[string]any)
+		rules, _ := hm["rules"].([]any)
+		for _, rl := range rules {
+			rm, _ := rl.(map[string]any)
+			ops, groups, versions, resources := stringList(rm["operations"]), stringList(rm["apiGroups"]), stringList(rm["apiVersions"]), stringList(rm["resources"])
+			if !containsAny(ops, "CREATE", "*") || len(groups) == 0 || len(versions) == 0 || len(resources) == 0 ||
+				groups[0] == "*" || resources[0] == "*" || strings.Contains(resources[0], "/") {
+				continue
+			}
+			version := versions[0]
+			if version == "*" {
+				version = "" // the preferred version
+			}
+			gvk, err := e.r.clients.Mapper.KindFor(schema.GroupVersionResource{Group: groups[0], Version: version, Resource: resources[0]})
+			if err != nil {
+				continue
+			}
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(gvk)
+			obj.SetGenerateName("readiness-probe-")
+			obj.SetNamespace(e.deriveProbeIn)
+			return obj
+		}
+	}
+	return nil
+}
+
+func stringList(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func containsAny(list []string, want ...string) bool {
+	for _, w := range want {
+		if contains(list, w) {
+			return true
+		}
+	}
+	return false
+}

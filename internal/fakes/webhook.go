@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -97,16 +98,23 @@ func (w *Webhook) serve(rw http.ResponseWriter, r *http.Request) {
 // Configuration returns a ValidatingWebhookConfiguration (YAML) named name that sends
 // CREATE and UPDATE of group's widgets to this server, failurePolicy Fail.
 func (w *Webhook) Configuration(name, group string) string {
+	return w.ConfigurationFor("ValidatingWebhookConfiguration", name, group, "widgets")
+}
+
+// ConfigurationFor returns a webhook configuration of kind (Validating or Mutating) named name
+// that sends CREATE and UPDATE of group's resources to this server, failurePolicy Fail.
+func (w *Webhook) ConfigurationFor(kind, name, group string, resources ...string) string {
 	return fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
+kind: %s
 metadata: {name: %s}
 webhooks:
-- name: validate.widget.%s
+- name: %s.%s.%s
   admissionReviewVersions: [v1]
   sideEffects: None
   failurePolicy: Fail
   timeoutSeconds: 3
   clientConfig: {url: "%s", caBundle: %s}
-  rules: [{apiGroups: ["%s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [widgets]}]`,
-		name, group, w.URL(), base64.StdEncoding.EncodeToString(w.caPEM), group)
+  rules: [{apiGroups: ["%s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: ["%s"]}]`,
+		kind, name, strings.ToLower(strings.TrimSuffix(kind, "WebhookConfiguration")), name, group, w.URL(),
+		base64.StdEncoding.EncodeToString(w.caPEM), group, strings.Join(resources, `", "`))
 }

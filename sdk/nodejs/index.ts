@@ -5,6 +5,11 @@ import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
 
 // Export members:
+export { CertManagerReadyArgs } from "./certManagerReady";
+export type CertManagerReady = import("./certManagerReady").CertManagerReady;
+export const CertManagerReady: typeof import("./certManagerReady").CertManagerReady = null as any;
+utilities.lazyLoad(exports, ["CertManagerReady"], () => require("./certManagerReady"));
+
 export { CertificateReadyArgs } from "./certificateReady";
 export type CertificateReady = import("./certificateReady").CertificateReady;
 export const CertificateReady: typeof import("./certificateReady").CertificateReady = null as any;
@@ -19,6 +24,21 @@ export { ExternalSecretReadyArgs } from "./externalSecretReady";
 export type ExternalSecretReady = import("./externalSecretReady").ExternalSecretReady;
 export const ExternalSecretReady: typeof import("./externalSecretReady").ExternalSecretReady = null as any;
 utilities.lazyLoad(exports, ["ExternalSecretReady"], () => require("./externalSecretReady"));
+
+export { ExternalSecretsReadyArgs } from "./externalSecretsReady";
+export type ExternalSecretsReady = import("./externalSecretsReady").ExternalSecretsReady;
+export const ExternalSecretsReady: typeof import("./externalSecretsReady").ExternalSecretsReady = null as any;
+utilities.lazyLoad(exports, ["ExternalSecretsReady"], () => require("./externalSecretsReady"));
+
+export { HelmReleaseReadyArgs } from "./helmReleaseReady";
+export type HelmReleaseReady = import("./helmReleaseReady").HelmReleaseReady;
+export const HelmReleaseReady: typeof import("./helmReleaseReady").HelmReleaseReady = null as any;
+utilities.lazyLoad(exports, ["HelmReleaseReady"], () => require("./helmReleaseReady"));
+
+export { HttpReadyArgs } from "./httpReady";
+export type HttpReady = import("./httpReady").HttpReady;
+export const HttpReady: typeof import("./httpReady").HttpReady = null as any;
+utilities.lazyLoad(exports, ["HttpReady"], () => require("./httpReady"));
 
 export { NodesReadyArgs } from "./nodesReady";
 export type NodesReady = import("./nodesReady").NodesReady;
@@ -69,12 +89,20 @@ const _module = {
     version: utilities.getVersion(),
     construct: (name: string, type: string, urn: string): pulumi.Resource => {
         switch (type) {
+            case "readiness:index:CertManagerReady":
+                return new CertManagerReady(name, <any>undefined, { urn })
             case "readiness:index:CertificateReady":
                 return new CertificateReady(name, <any>undefined, { urn })
             case "readiness:index:CrdReady":
                 return new CrdReady(name, <any>undefined, { urn })
             case "readiness:index:ExternalSecretReady":
                 return new ExternalSecretReady(name, <any>undefined, { urn })
+            case "readiness:index:ExternalSecretsReady":
+                return new ExternalSecretsReady(name, <any>undefined, { urn })
+            case "readiness:index:HelmReleaseReady":
+                return new HelmReleaseReady(name, <any>undefined, { urn })
+            case "readiness:index:HttpReady":
+                return new HttpReady(name, <any>undefined, { urn })
             case "readiness:index:NodesReady":
                 return new NodesReady(name, <any>undefined, { urn })
             case "readiness:index:ResourceReady":

@@ -21,12 +21,20 @@ func (m *module) Version() semver.Version {
 
 func (m *module) Construct(ctx *pulumi.Context, name, typ, urn string) (r pulumi.Resource, err error) {
 	switch typ {
+	case "readiness:index:CertManagerReady":
+		r = &CertManagerReady{}
 	case "readiness:index:CertificateReady":
 		r = &CertificateReady{}
 	case "readiness:index:CrdReady":
 		r = &CrdReady{}
 	case "readiness:index:ExternalSecretReady":
 		r = &ExternalSecretReady{}
+	case "readiness:index:ExternalSecretsReady":
+		r = &ExternalSecretsReady{}
+	case "readiness:index:HelmReleaseReady":
+		r = &HelmReleaseReady{}
+	case "readiness:index:HttpReady":
+		r = &HttpReady{}
 	case "readiness:index:NodesReady":
 		r = &NodesReady{}
 	case "readiness:index:ResourceReady":

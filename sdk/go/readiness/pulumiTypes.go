@@ -169,6 +169,219 @@ func (o ConditionPtrOutput) Type() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+type HttpService struct {
+	// The Service's name.
+	Name string `pulumi:"name"`
+	// The Service's namespace.
+	Namespace string `pulumi:"namespace"`
+	// The path to request (default `/`).
+	Path *string `pulumi:"path"`
+	// The Service port, by name or number (default: its first port).
+	Port *string `pulumi:"port"`
+	// `http` (default) or `https`.
+	Scheme *string `pulumi:"scheme"`
+}
+
+// HttpServiceInput is an input type that accepts HttpServiceArgs and HttpServiceOutput values.
+// You can construct a concrete instance of `HttpServiceInput` via:
+//
+//	HttpServiceArgs{...}
+type HttpServiceInput interface {
+	pulumi.Input
+
+	ToHttpServiceOutput() HttpServiceOutput
+	ToHttpServiceOutputWithContext(context.Context) HttpServiceOutput
+}
+
+type HttpServiceArgs struct {
+	// The Service's name.
+	Name pulumi.StringInput `pulumi:"name"`
+	// The Service's namespace.
+	Namespace pulumi.StringInput `pulumi:"namespace"`
+	// The path to request (default `/`).
+	Path pulumi.StringPtrInput `pulumi:"path"`
+	// The Service port, by name or number (default: its first port).
+	Port pulumi.StringPtrInput `pulumi:"port"`
+	// `http` (default) or `https`.
+	Scheme pulumi.StringPtrInput `pulumi:"scheme"`
+}
+
+func (HttpServiceArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*HttpService)(nil)).Elem()
+}
+
+func (i HttpServiceArgs) ToHttpServiceOutput() HttpServiceOutput {
+	return i.ToHttpServiceOutputWithContext(context.Background())
+}
+
+func (i HttpServiceArgs) ToHttpServiceOutputWithContext(ctx context.Context) HttpServiceOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(HttpServiceOutput)
+}
+
+func (i HttpServiceArgs) ToHttpServicePtrOutput() HttpServicePtrOutput {
+	return i.ToHttpServicePtrOutputWithContext(context.Background())
+}
+
+func (i HttpServiceArgs) ToHttpServicePtrOutputWithContext(ctx context.Context) HttpServicePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(HttpServiceOutput).ToHttpServicePtrOutputWithContext(ctx)
+}
+
+// HttpServicePtrInput is an input type that accepts HttpServiceArgs, HttpServicePtr and HttpServicePtrOutput values.
+// You can construct a concrete instance of `HttpServicePtrInput` via:
+//
+//	        HttpServiceArgs{...}
+//
+//	or:
+//
+//	        nil
+type HttpServicePtrInput interface {
+	pulumi.Input
+
+	ToHttpServicePtrOutput() HttpServicePtrOutput
+	ToHttpServicePtrOutputWithContext(context.Context) HttpServicePtrOutput
+}
+
+type httpServicePtrType HttpServiceArgs
+
+func HttpServicePtr(v *HttpServiceArgs) HttpServicePtrInput {
+	return (*httpServicePtrType)(v)
+}
+
+func (*httpServicePtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**HttpService)(nil)).Elem()
+}
+
+func (i *httpServicePtrType) ToHttpServicePtrOutput() HttpServicePtrOutput {
+	return i.ToHttpServicePtrOutputWithContext(context.Background())
+}
+
+func (i *httpServicePtrType) ToHttpServicePtrOutputWithContext(ctx context.Context) HttpServicePtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(HttpServicePtrOutput)
+}
+
+type HttpServiceOutput struct{ *pulumi.OutputState }
+
+func (HttpServiceOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*HttpService)(nil)).Elem()
+}
+
+func (o HttpServiceOutput) ToHttpServiceOutput() HttpServiceOutput {
+	return o
+}
+
+func (o HttpServiceOutput) ToHttpServiceOutputWithContext(ctx context.Context) HttpServiceOutput {
+	return o
+}
+
+func (o HttpServiceOutput) ToHttpServicePtrOutput() HttpServicePtrOutput {
+	return o.ToHttpServicePtrOutputWithContext(context.Background())
+}
+
+func (o HttpServiceOutput) ToHttpServicePtrOutputWithContext(ctx context.Context) HttpServicePtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v HttpService) *HttpService {
+		return &v
+	}).(HttpServicePtrOutput)
+}
+
+// The Service's name.
+func (o HttpServiceOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v HttpService) string { return v.Name }).(pulumi.StringOutput)
+}
+
+// The Service's namespace.
+func (o HttpServiceOutput) Namespace() pulumi.StringOutput {
+	return o.ApplyT(func(v HttpService) string { return v.Namespace }).(pulumi.StringOutput)
+}
+
+// The path to request (default `/`).
+func (o HttpServiceOutput) Path() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v HttpService) *string { return v.Path }).(pulumi.StringPtrOutput)
+}
+
+// The Service port, by name or number (default: its first port).
+func (o HttpServiceOutput) Port() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v HttpService) *string { return v.Port }).(pulumi.StringPtrOutput)
+}
+
+// `http` (default) or `https`.
+func (o HttpServiceOutput) Scheme() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v HttpService) *string { return v.Scheme }).(pulumi.StringPtrOutput)
+}
+
+type HttpServicePtrOutput struct{ *pulumi.OutputState }
+
+func (HttpServicePtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**HttpService)(nil)).Elem()
+}
+
+func (o HttpServicePtrOutput) ToHttpServicePtrOutput() HttpServicePtrOutput {
+	return o
+}
+
+func (o HttpServicePtrOutput) ToHttpServicePtrOutputWithContext(ctx context.Context) HttpServicePtrOutput {
+	return o
+}
+
+func (o HttpServicePtrOutput) Elem() HttpServiceOutput {
+	return o.ApplyT(func(v *HttpService) HttpService {
+		if v != nil {
+			return *v
+		}
+		var ret HttpService
+		return ret
+	}).(HttpServiceOutput)
+}
+
+// The Service's name.
+func (o HttpServicePtrOutput) Name() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HttpService) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Name
+	}).(pulumi.StringPtrOutput)
+}
+
+// The Service's namespace.
+func (o HttpServicePtrOutput) Namespace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HttpService) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Namespace
+	}).(pulumi.StringPtrOutput)
+}
+
+// The path to request (default `/`).
+func (o HttpServicePtrOutput) Path() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HttpService) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Path
+	}).(pulumi.StringPtrOutput)
+}
+
+// The Service port, by name or number (default: its first port).
+func (o HttpServicePtrOutput) Port() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HttpService) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Port
+	}).(pulumi.StringPtrOutput)
+}
+
+// `http` (default) or `https`.
+func (o HttpServicePtrOutput) Scheme() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HttpService) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Scheme
+	}).(pulumi.StringPtrOutput)
+}
+
 type IssuerRef struct {
 	// The issuer's API group (`cert-manager.io` unless external).
 	Group string `pulumi:"group"`
@@ -385,10 +598,14 @@ func (o ServiceRefPtrOutput) Port() pulumi.IntPtrOutput {
 func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*ConditionInput)(nil)).Elem(), ConditionArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ConditionPtrInput)(nil)).Elem(), ConditionArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*HttpServiceInput)(nil)).Elem(), HttpServiceArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*HttpServicePtrInput)(nil)).Elem(), HttpServiceArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefInput)(nil)).Elem(), ServiceRefArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefPtrInput)(nil)).Elem(), ServiceRefArgs{})
 	pulumi.RegisterOutputType(ConditionOutput{})
 	pulumi.RegisterOutputType(ConditionPtrOutput{})
+	pulumi.RegisterOutputType(HttpServiceOutput{})
+	pulumi.RegisterOutputType(HttpServicePtrOutput{})
 	pulumi.RegisterOutputType(IssuerRefOutput{})
 	pulumi.RegisterOutputType(ServiceRefOutput{})
 	pulumi.RegisterOutputType(ServiceRefPtrOutput{})

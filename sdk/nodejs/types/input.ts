@@ -16,6 +16,29 @@ export interface ConditionArgs {
     type: pulumi.Input<string>;
 }
 
+export interface HttpServiceArgs {
+    /**
+     * The Service's name.
+     */
+    name: pulumi.Input<string>;
+    /**
+     * The Service's namespace.
+     */
+    namespace: pulumi.Input<string>;
+    /**
+     * The path to request (default `/`).
+     */
+    path?: pulumi.Input<string | undefined>;
+    /**
+     * The Service port, by name or number (default: its first port).
+     */
+    port?: pulumi.Input<string | undefined>;
+    /**
+     * `http` (default) or `https`.
+     */
+    scheme?: pulumi.Input<string | undefined>;
+}
+
 export interface ServiceRefArgs {
     /**
      * The Service's name.

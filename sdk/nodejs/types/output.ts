@@ -16,6 +16,29 @@ export interface Condition {
     type: string;
 }
 
+export interface HttpService {
+    /**
+     * The Service's name.
+     */
+    name: string;
+    /**
+     * The Service's namespace.
+     */
+    namespace: string;
+    /**
+     * The path to request (default `/`).
+     */
+    path?: string;
+    /**
+     * The Service port, by name or number (default: its first port).
+     */
+    port?: string;
+    /**
+     * `http` (default) or `https`.
+     */
+    scheme?: string;
+}
+
 export interface IssuerRef {
     /**
      * The issuer's API group (`cert-manager.io` unless external).

@@ -1,0 +1,273 @@
+package provider
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+)
+
+// HttpReady waits until an HTTP(S) endpoint answers as expected, several times in a row: the
+// connectivity probe of field report 002's last wave. Nothing to watch, so it polls with
+// capped backoff.
+type HttpReady struct{}
+
+type HttpService struct {
+	Namespace string  `pulumi:"namespace"`
+	Name      string  `pulumi:"name"`
+	Port      *string `pulumi:"port,optional"`
+	Path      *string `pulumi:"path,optional"`
+	Scheme    *string `pulumi:"scheme,optional"`
+}
+
+func (s *HttpService) Annotate(a infer.Annotator) {
+	a.Describe(&s.Namespace, "The Service's namespace.")
+	a.Describe(&s.Name, "The Service's name.")
+	a.Describe(&s.Port, "The Service port, by name or number (default: its first port).")
+	a.Describe(&s.Path, "The path to request (default `/`).")
+	a.Describe(&s.Scheme, "`http` (default) or `https`.")
+}
+
+type HttpReadyArgs struct {
+	URL                  *string      `pulumi:"url,optional" provider:"replaceOnChanges"`
+	Service              *HttpService `pulumi:"service,optional" provider:"replaceOnChanges"`
+	ExpectedStatus       *string      `pulumi:"expectedStatus,optional" provider:"replaceOnChanges"`
+	BodyRegex            *string      `pulumi:"bodyRegex,optional" provider:"replaceOnChanges"`
+	CACertificate        *string      `pulumi:"caCertificate,optional" provider:"replaceOnChanges"`
+	InsecureSkipVerify   *bool        `pulumi:"insecureSkipVerify,optional" provider:"replaceOnChanges"`
+	ConsecutiveSuccesses *int         `pulumi:"consecutiveSuccesses,optional" provider:"replaceOnChanges"`
+	GateArgs
+}
+
+type HttpReadyState struct {
+	HttpReadyArgs
+	StatusCode int `pulumi:"statusCode"`
+	Attempts   int `pulumi:"attempts"`
+}
+
+func (g *HttpReady) Annotate(a infer.Annotator) {
+	a.Describe(g, "Waits until an HTTP(S) endpoint answers with an expected status (and body) `consecutiveSuccesses` times in a row, "+
+		"either at a `url` or through the API server's service proxy (`service`).")
+}
+
+func (a *HttpReadyArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.URL, "The URL to request. Give `url` or `service`.")
+	an.Describe(&a.Service, "A Service to request through the API server's service proxy (needs `get` on `services/proxy`).")
+	an.Describe(&a.ExpectedStatus, "Accepted status codes: a code, a range or a list (`200`, `200-399`, `200,204`). Default `200-399`.")
+	an.Describe(&a.BodyRegex, "A regular expression the response body must match.")
+	an.Describe(&a.CACertificate, "PEM CA certificate(s) to trust for `url` (in addition to the system's).")
+	an.Describe(&a.InsecureSkipVerify, "Skip TLS verification for `url` (not recommended).")
+	an.Describe(&a.ConsecutiveSuccesses, "How many good answers in a row are needed (default 2), so a flapping endpoint does not pass.")
+}
+
+func (s *HttpReadyState) Annotate(a infer.Annotator) {
+	a.Describe(&s.StatusCode, "The last status code.")
+	a.Describe(&s.Attempts, "How many requests the gate made.")
+}
+
+var (
+	_ = (infer.CustomCheck[HttpReadyArgs])((*HttpReady)(nil))
+	_ = (infer.CustomRead[HttpReadyArgs, HttpReadyState])((*HttpReady)(nil))
+)
+
+func (*HttpReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[HttpReadyArgs], error) {
+	args, failures, err := infer.DefaultCheck[HttpReadyArgs](ctx, req.NewInputs)
+	if err != nil || len(failures) > 0 {
+		return infer.CheckResponse[HttpReadyArgs]{Inputs: args, Failures: failures}, err
+	}
+	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
+	if (args.URL == nil) == (args.Service == nil) {
+		failures = append(failures, p.CheckFailure{Property: "url", Reason: "give exactly one of url or service"})
+	}
+	if args.URL != nil && isKnown(req.NewInputs, "url") {
+		if u, err := url.Parse(*args.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			failures = append(failures, p.CheckFailure{Property: "url", Reason: fmt.Sprintf("%q is not an http(s) URL", *args.URL)})
+		}
+	}
+	if args.Service != nil && isKnown(req.NewInputs, "service") {
+		failures = append(failures, nameFailures(req.NewInputs, "service.name", args.Service.Name, "service.namespace", &args.Service.Namespace)...)
+	}
+	if args.ExpectedStatus != nil && isKnown(req.NewInputs, "expectedStatus") {
+		if _, err := parseStatusSet(*args.ExpectedStatus); err != nil {
+			failures = append(failures, p.CheckFailure{Property: "expectedStatus", Reason: err.Error()})
+		}
+	}
+	if args.BodyRegex != nil && isKnown(req.NewInputs, "bodyRegex") {
+		if _, err := regexp.Compile(*args.BodyRegex); err != nil {
+			failures = append(failures, p.CheckFailure{Property: "bodyRegex", Reason: fmt.Sprintf("invalid regex: %v", err)})
+		}
+	}
+	if args.ConsecutiveSuccesses != nil && *args.ConsecutiveSuccesses < 1 {
+		failures = append(failures, p.CheckFailure{Property: "consecutiveSuccesses", Reason: "must be at least 1"})
+	}
+	if args.CACertificate != nil && isKnown(req.NewInputs, "caCertificate") {
+		if !x509.NewCertPool().AppendCertsFromPEM([]byte(*args.CACertificate)) {
+			failures = append(failures, p.CheckFailure{Property: "caCertificate", Reason: "no PEM certificate found"})
+		}
+	}
+	return infer.CheckResponse[HttpReadyArgs]{Inputs: args, Failures: failures}, nil
+}
+
+// parseStatusSet parses "200", "200-399" or "200,204,300-302".
+func parseStatusSet(s string) (func(int) bool, error) {
+	type span struct{ lo, hi int }
+	var spans []span
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(strings.TrimSpace(lo))
+		b := a
+		var err2 error
+		if isRange {
+			b, err2 = strconv.Atoi(strings.TrimSpace(hi))
+		}
+		if err1 != nil || err2 != nil || a < 100 || b > 599 || a > b {
+			return nil, fmt.Errorf("%q is not a status code, range or list such as 200-399 or 200,204", s)
+		}
+		spans = append(spans, span{a, b})
+	}
+	return func(code int) bool {
+		for _, sp := range spans {
+			if code >= sp.lo && code <= sp.hi {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
+func (g *HttpReady) Create(ctx context.Context, req infer.CreateRequest[HttpReadyArgs]) (infer.CreateResponse[HttpReadyState], error) {
+	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, HttpReadyState{HttpReadyArgs: req.Inputs}, "http", httpBuilder(req.Inputs))
+}
+
+func (g *HttpReady) Read(ctx context.Context, req infer.ReadRequest[HttpReadyArgs, HttpReadyState]) (infer.ReadResponse[HttpReadyArgs, HttpReadyState], error) {
+	return readGate(ctx, req, httpBuilder(req.Inputs))
+}
+
+func (*HttpReady) Update(_ context.Context, req infer.UpdateRequest[HttpReadyArgs, HttpReadyState]) (infer.UpdateResponse[HttpReadyState], error) {
+	return updateGate(req, func(s *HttpReadyState, in HttpReadyArgs) { s.HttpReadyArgs = in })
+}
+
+func httpBuilder(a HttpReadyArgs) builder[HttpReadyState] {
+	return func(r *run) (evaluation, func(*HttpReadyState), error) {
+		accept, err := parseStatusSet(derefOr(a.ExpectedStatus, "200-399"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("expectedStatus: %v", err)
+		}
+		e := &httpEval{r: r, args: a, accept: accept, need: 2}
+		if a.ConsecutiveSuccesses != nil {
+			e.need = *a.ConsecutiveSuccesses
+		}
+		if a.BodyRegex != nil {
+			if e.body, err = regexp.Compile(*a.BodyRegex); err != nil {
+				return nil, nil, fmt.Errorf("bodyRegex: %v", err)
+			}
+		}
+		tlsCfg := &tls.Config{InsecureSkipVerify: deref(a.InsecureSkipVerify)} //nolint:gosec // the user's explicit choice
+		if a.CACertificate != nil {
+			pool, err := x509.SystemCertPool()
+			if err != nil || pool == nil {
+				pool = x509.NewCertPool()
+			}
+			pool.AppendCertsFromPEM([]byte(*a.CACertificate))
+			tlsCfg.RootCAs = pool
+		}
+		e.client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+		return e, func(s *HttpReadyState) { s.StatusCode, s.Attempts = e.code, e.attempts }, nil
+	}
+}
+
+func derefOr(p *string, def string) string {
+	if p == nil || *p == "" {
+		return def
+	}
+	return *p
+}
+
+type httpEval struct {
+	r        *run
+	args     HttpReadyArgs
+	accept   func(int) bool
+	body     *regexp.Regexp
+	need     int
+	client   *http.Client
+	good     int
+	code     int
+	attempts int
+}
+
+func (e *httpEval) what() string {
+	if e.args.URL != nil {
+		return "HTTP " + *e.args.URL
+	}
+	s := e.args.Service
+	return fmt.Sprintf("HTTP service %s/%s%s", s.Namespace, s.Name, derefOr(s.Path, "/"))
+}
+
+func (e *httpEval) check(ctx context.Context) wait.Result {
+	e.attempts++
+	code, body, err := e.request(ctx)
+	e.code = code
+	ok := err == nil && e.accept(code) && (e.body == nil || e.body.Match(body))
+	if !ok {
+		e.good = 0
+		var msg string
+		switch {
+		case err != nil:
+			msg = err.Error()
+		case !e.accept(code):
+			msg = fmt.Sprintf("HTTP %d (want %s)", code, derefOr(e.args.ExpectedStatus, "200-399"))
+		default:
+			msg = fmt.Sprintf("HTTP %d, but the body does not match /%s/", code, e.body)
+		}
+		return wait.Result{Message: msg, Poll: true, Hint: "is the backend running, and is the URL/Service right?"}
+	}
+	e.good++
+	if e.good < e.need {
+		return wait.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), Poll: true}
+	}
+	return wait.Result{Ready: true, Message: fmt.Sprintf("HTTP %d", code)}
+}
+
+func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if e.args.URL != nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, *e.args.URL, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		resp, err := e.client.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp.StatusCode, b, nil
+	}
+	s := e.args.Service
+	b, err := e.r.clients.Typed.CoreV1().Services(s.Namespace).
+		ProxyGet(derefOr(s.Scheme, "http"), s.Name, deref(s.Port), derefOr(s.Path, "/"), nil).DoRaw(ctx)
+	if err != nil {
+		var se *apierrors.StatusError
+		if errors.As(err, &se) && se.ErrStatus.Code != 0 {
+			return int(se.ErrStatus.Code), b, nil // the backend (or the proxy) answered with an error status
+		}
+		return 0, nil, err
+	}
+	return http.StatusOK, b, nil
+}

@@ -1,0 +1,155 @@
+package provider
+
+import (
+	"github.com/pulumi/pulumi-go-provider/infer"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// Presets are component resources whose children are the gates above, so `pulumi up` shows
+// each step of "this install is usable" as its own row.
+
+// childCrdReady and friends receive the outputs of child gates registered by token.
+type childCrdReady struct {
+	pulumi.CustomResourceState
+	ServedVersions pulumi.StringArrayOutput `pulumi:"servedVersions"`
+}
+
+type childGate struct {
+	pulumi.CustomResourceState
+}
+
+// CertManagerReadyArgs are the inputs of CertManagerReady.
+type CertManagerReadyArgs struct {
+	Namespace            *string `pulumi:"namespace,optional"`
+	WebhookConfiguration *string `pulumi:"webhookConfiguration,optional"`
+	Timeout              *string `pulumi:"timeout,optional"`
+}
+
+func (a *CertManagerReadyArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.Namespace, "cert-manager's namespace (default `cert-manager`); the webhook probe's Issuer is dry-run created there.")
+	an.Describe(&a.WebhookConfiguration, "The name of cert-manager's validating and mutating webhook configurations (default `cert-manager-webhook`).")
+	an.Describe(&a.Timeout, "How long each step may wait (default `10m`).")
+}
+
+// CertManagerReady is "cert-manager is usable": CRDs Established, its webhooks serving (a
+// dry-run Issuer, as `cmctl check api` does) and their CA bundles injected.
+type CertManagerReady struct {
+	pulumi.ResourceState
+	ServedVersions        pulumi.StringArrayOutput `pulumi:"servedVersions"`
+	WebhookConfigurations pulumi.StringArrayOutput `pulumi:"webhookConfigurations"`
+}
+
+func (c *CertManagerReady) Annotate(a infer.Annotator) {
+	a.Describe(c, "One line for \"cert-manager is usable\": its CRDs Established and served (`CrdReady`), its validating and "+
+		"mutating webhooks serving a dry-run Issuer with their caBundle injected (`WebhookReady` ×2, what `cmctl check api` "+
+		"does). Each step is its own child resource.")
+	a.Describe(&c.ServedVersions, "The group/versions cert-manager's CRDs serve.")
+	a.Describe(&c.WebhookConfigurations, "The webhook configurations that were checked, as Kind/name.")
+}
+
+var certManagerCRDs = []string{"certificates.cert-manager.io", "certificaterequests.cert-manager.io", "issuers.cert-manager.io",
+	"clusterissuers.cert-manager.io", "orders.acme.cert-manager.io", "challenges.acme.cert-manager.io"}
+
+// NewCertManagerReady constructs the component (called by the engine through Construct).
+func NewCertManagerReady(ctx *pulumi.Context, name string, args CertManagerReadyArgs, opts ...pulumi.ResourceOption) (*CertManagerReady, error) {
+	comp := &CertManagerReady{}
+	if err := ctx.RegisterComponentResource("readiness:index:CertManagerReady", name, comp, opts...); err != nil {
+		return nil, err
+	}
+	ns := derefOr(args.Namespace, "cert-manager")
+	cfg := derefOr(args.WebhookConfiguration, "cert-manager-webhook")
+	timeout := pulumi.String(derefOr(args.Timeout, DefaultTimeout.String()))
+	crds := &childCrdReady{}
+	if err := ctx.RegisterResource("readiness:index:CrdReady", name+"-crds", pulumi.Map{
+		"names": pulumi.ToStringArray(certManagerCRDs), "timeout": timeout}, crds, pulumi.Parent(comp)); err != nil {
+		return nil, err
+	}
+	probe := pulumi.Map{"apiVersion": pulumi.String("cert-manager.io/v1"), "kind": pulumi.String("Issuer"),
+		"metadata": pulumi.Map{"generateName": pulumi.String("readiness-probe-"), "namespace": pulumi.String(ns)},
+		"spec":     pulumi.Map{"selfSigned": pulumi.Map{}}}
+	for _, kind := range []string{"validating", "mutating"} {
+		if err := ctx.RegisterResource("readiness:index:WebhookReady", name+"-"+kind+"-webhook", pulumi.Map{
+			kind + "WebhookConfiguration": pulumi.String(cfg), "probe": probe, "timeout": timeout,
+		}, &childGate{}, pulumi.Parent(comp), pulumi.DependsOn([]pulumi.Resource{crds})); err != nil {
+			return nil, err
+		}
+	}
+	comp.ServedVersions = crds.ServedVersions
+	comp.WebhookConfigurations = pulumi.ToStringArray([]string{"ValidatingWebhookConfiguration/" + cfg, "MutatingWebhookConfiguration/" + cfg}).ToStringArrayOutput()
+	return comp, nil
+}
+
+// ExternalSecretsReadyArgs are the inputs of ExternalSecretsReady.
+type ExternalSecretsReadyArgs struct {
+	Namespace            *string `pulumi:"namespace,optional"`
+	ControllerDeployment *string `pulumi:"controllerDeployment,optional"`
+	ProbeAPIVersion      *string `pulumi:"probeApiVersion,optional"`
+	Timeout              *string `pulumi:"timeout,optional"`
+}
+
+func (a *ExternalSecretsReadyArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.Namespace, "External Secrets' namespace (default `external-secrets`).")
+	an.Describe(&a.ControllerDeployment, "The controller Deployment's name (default `external-secrets`).")
+	an.Describe(&a.ProbeAPIVersion, "The apiVersion of the dry-run ExternalSecret and SecretStore probes: `external-secrets.io/v1` "+
+		"(ESO ≥ 0.16) or `external-secrets.io/v1beta1` (default, served by older and current releases).")
+	an.Describe(&a.Timeout, "How long each step may wait (default `10m`).")
+}
+
+// ExternalSecretsReady is "External Secrets is usable": CRDs, webhooks serving, controller running.
+type ExternalSecretsReady struct {
+	pulumi.ResourceState
+	ServedVersions        pulumi.StringArrayOutput `pulumi:"servedVersions"`
+	WebhookConfigurations pulumi.StringArrayOutput `pulumi:"webhookConfigurations"`
+}
+
+func (c *ExternalSecretsReady) Annotate(a infer.Annotator) {
+	a.Describe(c, "One line for \"External Secrets is usable\": its CRDs Established (`CrdReady`), its ExternalSecret and "+
+		"SecretStore webhooks answering dry-run probes (`WebhookReady` ×2) and its controller rolled out (`RolloutReady`). "+
+		"The gate field report 001 was missing.")
+	a.Describe(&c.ServedVersions, "The group/versions External Secrets' CRDs serve.")
+	a.Describe(&c.WebhookConfigurations, "The webhook configurations that were checked.")
+}
+
+var externalSecretsCRDs = []string{"externalsecrets.external-secrets.io", "secretstores.external-secrets.io",
+	"clustersecretstores.external-secrets.io"}
+
+// NewExternalSecretsReady constructs the component.
+func NewExternalSecretsReady(ctx *pulumi.Context, name string, args ExternalSecretsReadyArgs, opts ...pulumi.ResourceOption) (*ExternalSecretsReady, error) {
+	comp := &ExternalSecretsReady{}
+	if err := ctx.RegisterComponentResource("readiness:index:ExternalSecretsReady", name, comp, opts...); err != nil {
+		return nil, err
+	}
+	ns := derefOr(args.Namespace, "external-secrets")
+	apiVersion := derefOr(args.ProbeAPIVersion, "external-secrets.io/v1beta1")
+	timeout := pulumi.String(derefOr(args.Timeout, DefaultTimeout.String()))
+	crds := &childCrdReady{}
+	if err := ctx.RegisterResource("readiness:index:CrdReady", name+"-crds", pulumi.Map{
+		"names": pulumi.ToStringArray(externalSecretsCRDs), "timeout": timeout}, crds, pulumi.Parent(comp)); err != nil {
+		return nil, err
+	}
+	meta := pulumi.Map{"generateName": pulumi.String("readiness-probe-"), "namespace": pulumi.String(ns)}
+	store := pulumi.Map{"name": pulumi.String("readiness-probe"), "kind": pulumi.String("SecretStore")}
+	probes := map[string]pulumi.Map{
+		"externalsecret-validate": {"apiVersion": pulumi.String(apiVersion), "kind": pulumi.String("ExternalSecret"), "metadata": meta,
+			"spec": pulumi.Map{"secretStoreRef": store, "target": pulumi.Map{"name": pulumi.String("readiness-probe")}}},
+		"secretstore-validate": {"apiVersion": pulumi.String(apiVersion), "kind": pulumi.String("SecretStore"), "metadata": meta,
+			"spec": pulumi.Map{"provider": pulumi.Map{"fake": pulumi.Map{"data": pulumi.Array{}}}}},
+	}
+	names := []string{"externalsecret-validate", "secretstore-validate"}
+	for _, cfg := range names {
+		if err := ctx.RegisterResource("readiness:index:WebhookReady", name+"-"+cfg, pulumi.Map{
+			"validatingWebhookConfiguration": pulumi.String(cfg), "probe": probes[cfg], "timeout": timeout,
+		}, &childGate{}, pulumi.Parent(comp), pulumi.DependsOn([]pulumi.Resource{crds})); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.RegisterResource("readiness:index:RolloutReady", name+"-controller", pulumi.Map{
+		"kind": pulumi.String("Deployment"), "name": pulumi.String(derefOr(args.ControllerDeployment, "external-secrets")),
+		"namespace": pulumi.String(ns), "timeout": timeout,
+	}, &childGate{}, pulumi.Parent(comp)); err != nil {
+		return nil, err
+	}
+	comp.ServedVersions = crds.ServedVersions
+	comp.WebhookConfigurations = pulumi.ToStringArray(names).ToStringArrayOutput()
+	return comp, nil
+}
