@@ -72,7 +72,7 @@ func (r report) markdown() string {
 	fmt.Fprintf(&b, "## Detection latency\n\nTime from the write that makes the object ready (a status update sent by the harness) to the\n"+
 		"waiter noticing. Every trial runs the three waiters on the same object at once: the gate's Create, `kubectl wait\n"+
 		"--for=condition=Ready` (process already started and waiting), and the field reports' loop `until kubectl get ... -o\n"+
-		"jsonpath=... | grep -q True; do sleep 5; done`. Trials run %d at a time.\n\n", r.config.batch)
+		"jsonpath=... | grep -q True; do sleep 5; done`, each loop started at a random phase of its period. Trials run %d at a time.\n\n", r.config.batch)
 	for _, d := range []struct {
 		name string
 		det  detection

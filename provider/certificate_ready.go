@@ -89,19 +89,16 @@ var (
 )
 
 func (*CertificateReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[CertificateReadyArgs], error) {
-	args, failures, err := infer.DefaultCheck[CertificateReadyArgs](ctx, req.NewInputs)
-	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[CertificateReadyArgs]{Inputs: args, Failures: failures}, err
-	}
-	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
-	failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
-	failures = append(failures, keyFailures(req.NewInputs, "requiredKeys", args.RequiredKeys)...)
-	if args.MinValidity != nil && isKnown(req.NewInputs, "minValidity") {
-		if d, err := time.ParseDuration(*args.MinValidity); err != nil || d < 0 {
-			failures = append(failures, p.CheckFailure{Property: "minValidity", Reason: fmt.Sprintf("%q is not a non-negative duration such as \"720h\"", *args.MinValidity)})
+	return checkGate(ctx, req, func(args CertificateReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
+		failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
+		failures = append(failures, keyFailures(req.NewInputs, "requiredKeys", args.RequiredKeys)...)
+		if args.MinValidity != nil && isKnown(req.NewInputs, "minValidity") {
+			if d, err := time.ParseDuration(*args.MinValidity); err != nil || d < 0 {
+				failures = append(failures, p.CheckFailure{Property: "minValidity", Reason: fmt.Sprintf("%q is not a non-negative duration such as \"720h\"", *args.MinValidity)})
+			}
 		}
-	}
-	return infer.CheckResponse[CertificateReadyArgs]{Inputs: args, Failures: failures}, nil
+		return failures
+	})
 }
 
 func (g *CertificateReady) Create(ctx context.Context, req infer.CreateRequest[CertificateReadyArgs]) (infer.CreateResponse[CertificateReadyState], error) {

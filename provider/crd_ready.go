@@ -59,30 +59,27 @@ var (
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 func (*CrdReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[CrdReadyArgs], error) {
-	args, failures, err := infer.DefaultCheck[CrdReadyArgs](ctx, req.NewInputs)
-	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[CrdReadyArgs]{Inputs: args, Failures: failures}, err
-	}
-	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
-	if isKnown(req.NewInputs, "names") && isKnown(req.NewInputs, "group") &&
-		len(args.Names) == 0 && deref(args.Group) == "" {
-		failures = append(failures, p.CheckFailure{Property: "names",
-			Reason: "give CRD names (such as certificates.cert-manager.io), a group, or both"})
-	}
-	if isKnown(req.NewInputs, "names") {
-		for i, n := range args.Names {
-			if reason := crdNameProblem(n); reason != "" {
-				failures = append(failures, p.CheckFailure{Property: fmt.Sprintf("names[%d]", i), Reason: reason})
+	return checkGate(ctx, req, func(args CrdReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
+		if isKnown(req.NewInputs, "names") && isKnown(req.NewInputs, "group") &&
+			len(args.Names) == 0 && deref(args.Group) == "" {
+			failures = append(failures, p.CheckFailure{Property: "names",
+				Reason: "give CRD names (such as certificates.cert-manager.io), a group, or both"})
+		}
+		if isKnown(req.NewInputs, "names") {
+			for i, n := range args.Names {
+				if reason := crdNameProblem(n); reason != "" {
+					failures = append(failures, p.CheckFailure{Property: fmt.Sprintf("names[%d]", i), Reason: reason})
+				}
 			}
 		}
-	}
-	if g := deref(args.Group); g != "" && isKnown(req.NewInputs, "group") {
-		if errs := validation.IsDNS1123Subdomain(g); len(errs) > 0 || !strings.Contains(g, ".") {
-			failures = append(failures, p.CheckFailure{Property: "group",
-				Reason: fmt.Sprintf("%q is not a CRD API group (a DNS subdomain with a dot, such as cert-manager.io)", g)})
+		if g := deref(args.Group); g != "" && isKnown(req.NewInputs, "group") {
+			if errs := validation.IsDNS1123Subdomain(g); len(errs) > 0 || !strings.Contains(g, ".") {
+				failures = append(failures, p.CheckFailure{Property: "group",
+					Reason: fmt.Sprintf("%q is not a CRD API group (a DNS subdomain with a dot, such as cert-manager.io)", g)})
+			}
 		}
-	}
-	return infer.CheckResponse[CrdReadyArgs]{Inputs: args, Failures: failures}, nil
+		return failures
+	})
 }
 
 func crdNameProblem(n string) string {

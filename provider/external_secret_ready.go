@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -53,13 +54,10 @@ var (
 )
 
 func (*ExternalSecretReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[ExternalSecretReadyArgs], error) {
-	args, failures, err := infer.DefaultCheck[ExternalSecretReadyArgs](ctx, req.NewInputs)
-	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[ExternalSecretReadyArgs]{Inputs: args, Failures: failures}, err
-	}
-	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
-	failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
-	return infer.CheckResponse[ExternalSecretReadyArgs]{Inputs: args, Failures: failures}, nil
+	return checkGate(ctx, req, func(args ExternalSecretReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
+		failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
+		return failures
+	})
 }
 
 func (g *ExternalSecretReady) Create(ctx context.Context, req infer.CreateRequest[ExternalSecretReadyArgs]) (infer.CreateResponse[ExternalSecretReadyState], error) {

@@ -242,3 +242,18 @@ func updateGate[I, O any](req infer.UpdateRequest[I, O], setInputs func(*O, I)) 
 	setInputs(&state, req.Inputs)
 	return infer.UpdateResponse[O]{Output: state}, nil
 }
+
+// gateArgs lets checkGate reach the shared inputs of any gate's arguments.
+func (g GateArgs) gateArgs() GateArgs { return g }
+
+// checkGate is Check for every gate: decode with infer's defaults, validate the shared inputs,
+// then the gate's own (validate appends to failures and returns them; it sees req via closure).
+func checkGate[A interface{ gateArgs() GateArgs }](ctx context.Context, req infer.CheckRequest,
+	validate func(args A, failures []p.CheckFailure) []p.CheckFailure) (infer.CheckResponse[A], error) {
+	args, failures, err := infer.DefaultCheck[A](ctx, req.NewInputs)
+	if err != nil || len(failures) > 0 {
+		return infer.CheckResponse[A]{Inputs: args, Failures: failures}, err
+	}
+	failures = append(failures, args.gateArgs().checkFailures(req.NewInputs)...)
+	return infer.CheckResponse[A]{Inputs: args, Failures: validate(args, failures)}, nil
+}

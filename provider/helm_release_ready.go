@@ -64,16 +64,13 @@ var (
 )
 
 func (*HelmReleaseReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[HelmReleaseReadyArgs], error) {
-	args, failures, err := infer.DefaultCheck[HelmReleaseReadyArgs](ctx, req.NewInputs)
-	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[HelmReleaseReadyArgs]{Inputs: args, Failures: failures}, err
-	}
-	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
-	failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
-	if len(args.Name) > 53 {
-		failures = append(failures, p.CheckFailure{Property: "name", Reason: "Helm release names are at most 53 characters"})
-	}
-	return infer.CheckResponse[HelmReleaseReadyArgs]{Inputs: args, Failures: failures}, nil
+	return checkGate(ctx, req, func(args HelmReleaseReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
+		failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
+		if len(args.Name) > 53 {
+			failures = append(failures, p.CheckFailure{Property: "name", Reason: "Helm release names are at most 53 characters"})
+		}
+		return failures
+	})
 }
 
 func (g *HelmReleaseReady) Create(ctx context.Context, req infer.CreateRequest[HelmReleaseReadyArgs]) (infer.CreateResponse[HelmReleaseReadyState], error) {

@@ -85,41 +85,38 @@ var (
 )
 
 func (*HttpReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[HttpReadyArgs], error) {
-	args, failures, err := infer.DefaultCheck[HttpReadyArgs](ctx, req.NewInputs)
-	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[HttpReadyArgs]{Inputs: args, Failures: failures}, err
-	}
-	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
-	if (args.URL == nil) == (args.Service == nil) {
-		failures = append(failures, p.CheckFailure{Property: "url", Reason: "give exactly one of url or service"})
-	}
-	if args.URL != nil && isKnown(req.NewInputs, "url") {
-		if u, err := url.Parse(*args.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			failures = append(failures, p.CheckFailure{Property: "url", Reason: fmt.Sprintf("%q is not an http(s) URL", *args.URL)})
+	return checkGate(ctx, req, func(args HttpReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
+		if (args.URL == nil) == (args.Service == nil) {
+			failures = append(failures, p.CheckFailure{Property: "url", Reason: "give exactly one of url or service"})
 		}
-	}
-	if args.Service != nil && isKnown(req.NewInputs, "service") {
-		failures = append(failures, nameFailures(req.NewInputs, "service.name", args.Service.Name, "service.namespace", &args.Service.Namespace)...)
-	}
-	if args.ExpectedStatus != nil && isKnown(req.NewInputs, "expectedStatus") {
-		if _, err := parseStatusSet(*args.ExpectedStatus); err != nil {
-			failures = append(failures, p.CheckFailure{Property: "expectedStatus", Reason: err.Error()})
+		if args.URL != nil && isKnown(req.NewInputs, "url") {
+			if u, err := url.Parse(*args.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				failures = append(failures, p.CheckFailure{Property: "url", Reason: fmt.Sprintf("%q is not an http(s) URL", *args.URL)})
+			}
 		}
-	}
-	if args.BodyRegex != nil && isKnown(req.NewInputs, "bodyRegex") {
-		if _, err := regexp.Compile(*args.BodyRegex); err != nil {
-			failures = append(failures, p.CheckFailure{Property: "bodyRegex", Reason: fmt.Sprintf("invalid regex: %v", err)})
+		if args.Service != nil && isKnown(req.NewInputs, "service") {
+			failures = append(failures, nameFailures(req.NewInputs, "service.name", args.Service.Name, "service.namespace", &args.Service.Namespace)...)
 		}
-	}
-	if args.ConsecutiveSuccesses != nil && *args.ConsecutiveSuccesses < 1 {
-		failures = append(failures, p.CheckFailure{Property: "consecutiveSuccesses", Reason: "must be at least 1"})
-	}
-	if args.CACertificate != nil && isKnown(req.NewInputs, "caCertificate") {
-		if !x509.NewCertPool().AppendCertsFromPEM([]byte(*args.CACertificate)) {
-			failures = append(failures, p.CheckFailure{Property: "caCertificate", Reason: "no PEM certificate found"})
+		if args.ExpectedStatus != nil && isKnown(req.NewInputs, "expectedStatus") {
+			if _, err := parseStatusSet(*args.ExpectedStatus); err != nil {
+				failures = append(failures, p.CheckFailure{Property: "expectedStatus", Reason: err.Error()})
+			}
 		}
-	}
-	return infer.CheckResponse[HttpReadyArgs]{Inputs: args, Failures: failures}, nil
+		if args.BodyRegex != nil && isKnown(req.NewInputs, "bodyRegex") {
+			if _, err := regexp.Compile(*args.BodyRegex); err != nil {
+				failures = append(failures, p.CheckFailure{Property: "bodyRegex", Reason: fmt.Sprintf("invalid regex: %v", err)})
+			}
+		}
+		if args.ConsecutiveSuccesses != nil && *args.ConsecutiveSuccesses < 1 {
+			failures = append(failures, p.CheckFailure{Property: "consecutiveSuccesses", Reason: "must be at least 1"})
+		}
+		if args.CACertificate != nil && isKnown(req.NewInputs, "caCertificate") {
+			if !x509.NewCertPool().AppendCertsFromPEM([]byte(*args.CACertificate)) {
+				failures = append(failures, p.CheckFailure{Property: "caCertificate", Reason: "no PEM certificate found"})
+			}
+		}
+		return failures
+	})
 }
 
 // parseStatusSet parses "200", "200-399" or "200,204,300-302".

@@ -49,20 +49,17 @@ var (
 )
 
 func (*NodesReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[NodesReadyArgs], error) {
-	args, failures, err := infer.DefaultCheck[NodesReadyArgs](ctx, req.NewInputs)
-	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[NodesReadyArgs]{Inputs: args, Failures: failures}, err
-	}
-	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
-	if args.MinCount != nil && *args.MinCount < 1 {
-		failures = append(failures, p.CheckFailure{Property: "minCount", Reason: "must be at least 1"})
-	}
-	if args.Selector != nil && isKnown(req.NewInputs, "selector") {
-		if _, err := labels.Parse(*args.Selector); err != nil {
-			failures = append(failures, p.CheckFailure{Property: "selector", Reason: fmt.Sprintf("invalid label selector %q: %v", *args.Selector, err)})
+	return checkGate(ctx, req, func(args NodesReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
+		if args.MinCount != nil && *args.MinCount < 1 {
+			failures = append(failures, p.CheckFailure{Property: "minCount", Reason: "must be at least 1"})
 		}
-	}
-	return infer.CheckResponse[NodesReadyArgs]{Inputs: args, Failures: failures}, nil
+		if args.Selector != nil && isKnown(req.NewInputs, "selector") {
+			if _, err := labels.Parse(*args.Selector); err != nil {
+				failures = append(failures, p.CheckFailure{Property: "selector", Reason: fmt.Sprintf("invalid label selector %q: %v", *args.Selector, err)})
+			}
+		}
+		return failures
+	})
 }
 
 func (g *NodesReady) Create(ctx context.Context, req infer.CreateRequest[NodesReadyArgs]) (infer.CreateResponse[NodesReadyState], error) {

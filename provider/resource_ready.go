@@ -233,13 +233,10 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 }
 
 func (*ResourceReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[ResourceReadyArgs], error) {
-	args, failures, err := infer.DefaultCheck[ResourceReadyArgs](ctx, req.NewInputs)
-	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[ResourceReadyArgs]{Inputs: args, Failures: failures}, err
-	}
-	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
-	_, fails := args.compile(func(k string) bool { return isKnown(req.NewInputs, k) })
-	return infer.CheckResponse[ResourceReadyArgs]{Inputs: args, Failures: append(failures, fails...)}, nil
+	return checkGate(ctx, req, func(args ResourceReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
+		_, fails := args.compile(func(k string) bool { return isKnown(req.NewInputs, k) })
+		return append(failures, fails...)
+	})
 }
 
 func (g *ResourceReady) Create(ctx context.Context, req infer.CreateRequest[ResourceReadyArgs]) (infer.CreateResponse[ResourceReadyState], error) {
@@ -363,7 +360,7 @@ func (e *objectsEval) check(ctx context.Context) wait.Result {
 	}
 	if len(notReady) > 0 {
 		sort.Strings(notReady)
-		return wait.Result{Message: strings.Join(notReady, "; ")}
+		return wait.Result{Message: strings.Join(notReady, "; "), Hint: e.describeHint()}
 	}
 	e.matched = objs
 	return wait.Result{Ready: true}
@@ -409,3 +406,20 @@ func (*ResourceReady) Update(_ context.Context, req infer.UpdateRequest[Resource
 
 // subject is the one named object, for Warning events in timeout errors (none with a selector).
 func (e *objectsEval) subject() (string, string) { return e.t.namespace, e.t.name }
+
+// describeHint names the kubectl command that shows the object's conditions and events.
+func (e *objectsEval) describeHint() string {
+	kind := strings.ToLower(e.t.gvk.Kind)
+	if e.t.gvk.Group != "" {
+		kind += "." + e.t.gvk.Group
+	}
+	target := e.t.name
+	if target == "" {
+		target = "-l '" + e.t.selector.String() + "'"
+	}
+	ns := ""
+	if e.t.namespace != "" {
+		ns = " -n " + e.t.namespace
+	}
+	return "kubectl describe " + kind + " " + target + ns
+}

@@ -69,17 +69,14 @@ var rolloutKinds = map[string]struct {
 }
 
 func (*RolloutReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[RolloutReadyArgs], error) {
-	args, failures, err := infer.DefaultCheck[RolloutReadyArgs](ctx, req.NewInputs)
-	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[RolloutReadyArgs]{Inputs: args, Failures: failures}, err
-	}
-	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
-	if _, ok := rolloutKinds[args.Kind]; !ok && isKnown(req.NewInputs, "kind") {
-		failures = append(failures, p.CheckFailure{Property: "kind",
-			Reason: fmt.Sprintf("%q is not Deployment, StatefulSet, DaemonSet or Job (use ResourceReady for other kinds)", args.Kind)})
-	}
-	failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
-	return infer.CheckResponse[RolloutReadyArgs]{Inputs: args, Failures: failures}, nil
+	return checkGate(ctx, req, func(args RolloutReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
+		if _, ok := rolloutKinds[args.Kind]; !ok && isKnown(req.NewInputs, "kind") {
+			failures = append(failures, p.CheckFailure{Property: "kind",
+				Reason: fmt.Sprintf("%q is not Deployment, StatefulSet, DaemonSet or Job (use ResourceReady for other kinds)", args.Kind)})
+		}
+		failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
+		return failures
+	})
 }
 
 func (g *RolloutReady) Create(ctx context.Context, req infer.CreateRequest[RolloutReadyArgs]) (infer.CreateResponse[RolloutReadyState], error) {

@@ -59,14 +59,11 @@ var (
 )
 
 func (*SecretReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[SecretReadyArgs], error) {
-	args, failures, err := infer.DefaultCheck[SecretReadyArgs](ctx, req.NewInputs)
-	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[SecretReadyArgs]{Inputs: args, Failures: failures}, err
-	}
-	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
-	failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
-	failures = append(failures, keyFailures(req.NewInputs, "requiredKeys", args.RequiredKeys)...)
-	return infer.CheckResponse[SecretReadyArgs]{Inputs: args, Failures: failures}, nil
+	return checkGate(ctx, req, func(args SecretReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
+		failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
+		failures = append(failures, keyFailures(req.NewInputs, "requiredKeys", args.RequiredKeys)...)
+		return failures
+	})
 }
 
 // keyFailures validates Secret key names (letters, digits, '-', '_', '.').

@@ -53,16 +53,13 @@ var (
 )
 
 func (*ServiceReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[ServiceReadyArgs], error) {
-	args, failures, err := infer.DefaultCheck[ServiceReadyArgs](ctx, req.NewInputs)
-	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[ServiceReadyArgs]{Inputs: args, Failures: failures}, err
-	}
-	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
-	failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
-	if args.MinReadyEndpoints != nil && *args.MinReadyEndpoints < 1 {
-		failures = append(failures, p.CheckFailure{Property: "minReadyEndpoints", Reason: "must be at least 1"})
-	}
-	return infer.CheckResponse[ServiceReadyArgs]{Inputs: args, Failures: failures}, nil
+	return checkGate(ctx, req, func(args ServiceReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
+		failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
+		if args.MinReadyEndpoints != nil && *args.MinReadyEndpoints < 1 {
+			failures = append(failures, p.CheckFailure{Property: "minReadyEndpoints", Reason: "must be at least 1"})
+		}
+		return failures
+	})
 }
 
 func (g *ServiceReady) Create(ctx context.Context, req infer.CreateRequest[ServiceReadyArgs]) (infer.CreateResponse[ServiceReadyState], error) {

@@ -91,47 +91,44 @@ var (
 )
 
 func (*WebhookReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[WebhookReadyArgs], error) {
-	args, failures, err := infer.DefaultCheck[WebhookReadyArgs](ctx, req.NewInputs)
-	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[WebhookReadyArgs]{Inputs: args, Failures: failures}, err
-	}
-	failures = append(failures, args.GateArgs.checkFailures(req.NewInputs)...)
-	n := 0
-	for _, set := range []bool{args.ValidatingWebhookConfiguration != nil, args.MutatingWebhookConfiguration != nil, args.Service != nil} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		failures = append(failures, p.CheckFailure{Property: "validatingWebhookConfiguration",
-			Reason: "give exactly one of validatingWebhookConfiguration, mutatingWebhookConfiguration or service"})
-	}
-	for _, f := range []struct {
-		key string
-		v   *string
-	}{{"validatingWebhookConfiguration", args.ValidatingWebhookConfiguration}, {"mutatingWebhookConfiguration", args.MutatingWebhookConfiguration}} {
-		if f.v != nil && isKnown(req.NewInputs, f.key) {
-			if msg := nameProblem(*f.v); msg != "" {
-				failures = append(failures, p.CheckFailure{Property: f.key, Reason: msg})
+	return checkGate(ctx, req, func(args WebhookReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
+		n := 0
+		for _, set := range []bool{args.ValidatingWebhookConfiguration != nil, args.MutatingWebhookConfiguration != nil, args.Service != nil} {
+			if set {
+				n++
 			}
 		}
-	}
-	if args.Service != nil && isKnown(req.NewInputs, "service") {
-		failures = append(failures, nameFailures(req.NewInputs, "service.name", args.Service.Name, "service.namespace", &args.Service.Namespace)...)
-		if args.Service.Namespace == "" {
-			failures = append(failures, p.CheckFailure{Property: "service.namespace", Reason: "must not be empty"})
+		if n != 1 {
+			failures = append(failures, p.CheckFailure{Property: "validatingWebhookConfiguration",
+				Reason: "give exactly one of validatingWebhookConfiguration, mutatingWebhookConfiguration or service"})
 		}
-	}
-	if args.MinReadyEndpoints != nil && *args.MinReadyEndpoints < 1 {
-		failures = append(failures, p.CheckFailure{Property: "minReadyEndpoints", Reason: "must be at least 1"})
-	}
-	if args.Probe != nil && isKnown(req.NewInputs, "probe") {
-		pr := &unstructured.Unstructured{Object: args.Probe}
-		if _, err := schema.ParseGroupVersion(pr.GetAPIVersion()); err != nil || pr.GetAPIVersion() == "" || pr.GetKind() == "" {
-			failures = append(failures, p.CheckFailure{Property: "probe", Reason: "the probe must be a manifest with apiVersion and kind"})
+		for _, f := range []struct {
+			key string
+			v   *string
+		}{{"validatingWebhookConfiguration", args.ValidatingWebhookConfiguration}, {"mutatingWebhookConfiguration", args.MutatingWebhookConfiguration}} {
+			if f.v != nil && isKnown(req.NewInputs, f.key) {
+				if msg := nameProblem(*f.v); msg != "" {
+					failures = append(failures, p.CheckFailure{Property: f.key, Reason: msg})
+				}
+			}
 		}
-	}
-	return infer.CheckResponse[WebhookReadyArgs]{Inputs: args, Failures: failures}, nil
+		if args.Service != nil && isKnown(req.NewInputs, "service") {
+			failures = append(failures, nameFailures(req.NewInputs, "service.name", args.Service.Name, "service.namespace", &args.Service.Namespace)...)
+			if args.Service.Namespace == "" {
+				failures = append(failures, p.CheckFailure{Property: "service.namespace", Reason: "must not be empty"})
+			}
+		}
+		if args.MinReadyEndpoints != nil && *args.MinReadyEndpoints < 1 {
+			failures = append(failures, p.CheckFailure{Property: "minReadyEndpoints", Reason: "must be at least 1"})
+		}
+		if args.Probe != nil && isKnown(req.NewInputs, "probe") {
+			pr := &unstructured.Unstructured{Object: args.Probe}
+			if _, err := schema.ParseGroupVersion(pr.GetAPIVersion()); err != nil || pr.GetAPIVersion() == "" || pr.GetKind() == "" {
+				failures = append(failures, p.CheckFailure{Property: "probe", Reason: "the probe must be a manifest with apiVersion and kind"})
+			}
+		}
+		return failures
+	})
 }
 
 func (g *WebhookReady) Create(ctx context.Context, req infer.CreateRequest[WebhookReadyArgs]) (infer.CreateResponse[WebhookReadyState], error) {

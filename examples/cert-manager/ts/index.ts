@@ -8,17 +8,12 @@ const certManager = new k8s.helm.v3.Release("cert-manager", {
     namespace: "cert-manager", createNamespace: true,
     values: { crds: { enabled: true } },
 });
-const crds = new readiness.CrdReady("cert-manager-crds", { group: "cert-manager.io" }, { dependsOn: [certManager] });
-const webhook = new readiness.WebhookReady("cert-manager-webhook", {
-    validatingWebhookConfiguration: "cert-manager-webhook",
-    probe: { apiVersion: "cert-manager.io/v1", kind: "Issuer",
-             metadata: { name: "readiness-probe", namespace: "cert-manager" }, spec: { selfSigned: {} } },
-    triggers: [certManager.status.revision],
-}, { dependsOn: [crds] });
+// One line for "cert-manager is usable": CRDs served, both webhooks answering a dry-run Issuer.
+const ready = new readiness.CertManagerReady("cert-manager-ready", {}, { dependsOn: [certManager] });
 const issuer = new k8s.apiextensions.CustomResource("selfsigned", {
     apiVersion: "cert-manager.io/v1", kind: "ClusterIssuer",
     metadata: { name: "selfsigned" }, spec: { selfSigned: {} },
-}, { dependsOn: [webhook] });
+}, { dependsOn: [ready] });
 const cert = new k8s.apiextensions.CustomResource("ai-ops-agent-cert", {
     apiVersion: "cert-manager.io/v1", kind: "Certificate",
     metadata: { name: "ai-ops-agent", namespace: "default" },

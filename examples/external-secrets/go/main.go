@@ -24,21 +24,10 @@ func main() {
 		if err != nil {
 			return err
 		}
-		crds, err := readiness.NewCrdReady(ctx, "eso-crds", &readiness.CrdReadyArgs{
-			Names: pulumi.StringArray{pulumi.String("externalsecrets.external-secrets.io"), pulumi.String("clustersecretstores.external-secrets.io")},
-		}, pulumi.DependsOn([]pulumi.Resource{eso}))
-		if err != nil {
-			return err
-		}
-		// The missing link of field report 001: the webhook must answer, not just exist.
-		webhook, err := readiness.NewWebhookReady(ctx, "eso-webhook", &readiness.WebhookReadyArgs{
-			ValidatingWebhookConfiguration: pulumi.String("externalsecret-validate"),
-			Probe: pulumi.Map{"apiVersion": pulumi.String("external-secrets.io/v1beta1"), "kind": pulumi.String("ExternalSecret"),
-				"metadata": pulumi.Map{"name": pulumi.String("readiness-probe"), "namespace": pulumi.String("default")},
-				"spec": pulumi.Map{"secretStoreRef": pulumi.Map{"name": pulumi.String("vault"), "kind": pulumi.String("ClusterSecretStore")},
-					"target": pulumi.Map{"name": pulumi.String("readiness-probe")}}},
-			Triggers: pulumi.Array{eso.Status.Revision()},
-		}, pulumi.DependsOn([]pulumi.Resource{crds}))
+		// The missing link of field report 001: CRDs served, both webhooks answering dry-run
+		// probes, the controller rolled out. Not just "the release was submitted".
+		webhook, err := readiness.NewExternalSecretsReady(ctx, "external-secrets-ready", &readiness.ExternalSecretsReadyArgs{},
+			pulumi.DependsOn([]pulumi.Resource{eso}))
 		if err != nil {
 			return err
 		}

@@ -14,10 +14,11 @@ before(async () => {
 });
 after(async () => { await cluster?.stop(); });
 
-test("CrdReady gates a custom resource in a TypeScript stack", { timeout: 300_000 }, async () => {
+test("CrdReady in a TypeScript stack: preview, up, refresh, input change, destroy", { timeout: 300_000 }, async () => {
     const group = `ts${Date.now() % 1_000_000}.readiness.test`;
+    let timeout = "2m";
     const program = async () => {
-        const gate = new readiness.CrdReady("widgets-crd", { names: [`widgets.${group}`], timeout: "2m" });
+        const gate = new readiness.CrdReady("widgets-crd", { names: [`widgets.${group}`], timeout });
         const widget = new KubeObject("widget",
             { apiVersion: `${group}/v1`, kind: "Widget", metadata: { name: "w1", namespace: "default" } },
             { dependsOn: [gate] });
@@ -45,6 +46,33 @@ test("CrdReady gates a custom resource in a TypeScript stack", { timeout: 300_00
     // Re-running with nothing changed waits for nothing and changes nothing.
     const again = await s.up();
     assert.equal(again.summary.resourceChanges?.create ?? 0, 0);
+
+    // Refresh after the CRD was deleted: the gate is reported gone, and the next up waits again.
+    const del = await request(cluster, "DELETE", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${group}`);
+    assert.ok(del.status === 200 || del.status === 202, `deleting the CRD: ${del.status}`);
+    let gone = false;
+    for (let i = 0; i < 100 && !gone; i++) {
+        gone = (await request(cluster, "GET", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${group}`)).status === 404;
+        if (!gone) await new Promise((r) => setTimeout(r, 100));
+    }
+    const ref = await s.refresh();
+    assert.ok((ref.summary.resourceChanges?.delete ?? 0) >= 1, `refresh should drop the gate: ${JSON.stringify(ref.summary.resourceChanges)}`);
+    let reinstalledAt = 0;
+    setTimeout(async () => {
+        reinstalledAt = Date.now();
+        await request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd(group, "Widget", "widgets"));
+    }, 2000);
+    const rewait = await s.up();
+    assert.ok(reinstalledAt > 0, "up after refresh returned before the CRD came back");
+    assert.ok((rewait.summary.resourceChanges?.create ?? 0) >= 1, `the gate should be created again: ${JSON.stringify(rewait.summary.resourceChanges)}`);
+
+    // An input change that only touches the timeout updates in place, without waiting.
+    timeout = "3m";
+    const pv2 = await s.preview();
+    assert.equal(pv2.changeSummary.update ?? 0, 1, `timeout change should be one in-place update: ${JSON.stringify(pv2.changeSummary)}`);
+    assert.equal(pv2.changeSummary.replace ?? 0, 0);
+    await s.up();
+
     await s.destroy();
     await s.workspace.removeStack("dev");
 });
