@@ -311,7 +311,7 @@ func (b *bench) webhookDetection(ctx context.Context, trials int) (dist, error) 
 		if t := <-done; !t.IsZero() {
 			out = append(out, t.Sub(t0))
 		}
-		wh.Stop()
+		wh.Close()
 		_ = b.dyn.Resource(vwc).Delete(ctx, name, metav1.DeleteOptions{})
 	}
 	return out, nil

@@ -85,7 +85,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer webhook.Stop()
+	defer webhook.Close()
 	if _, err := cp.Apply(ctx, crdDoc(esoGroup, "Widget", "widgets")+"\n---\n"+webhook.Configuration("externalsecret-validate", esoGroup)+
 		"\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: hello-world}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: nodejs-demo}"+
 		"\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ai-ops}"); err != nil {

@@ -17,8 +17,11 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -26,6 +29,8 @@ import (
 // once start is called (as a webhook pod that becomes ready late).
 type Webhook struct {
 	port   int
+	fd     int // the reserved, not yet listening socket; -1 while serving
+	mu     sync.Mutex
 	caPEM  []byte
 	tlsCfg *tls.Config
 	Mode   atomic.Value // "allow", "deny", "error"
@@ -48,34 +53,83 @@ func NewWebhook() (*Webhook, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	w := &Webhook{fd: -1, caPEM: certPEM, tlsCfg: &tls.Config{Certificates: []tls.Certificate{pair}}}
+	if err := w.reserve(); err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close() // reserved; nothing listens until start
-	w := &Webhook{port: port, caPEM: certPEM, tlsCfg: &tls.Config{Certificates: []tls.Certificate{pair}}}
 	w.Mode.Store("allow")
 	return w, nil
 }
 
 func (w *Webhook) URL() string { return fmt.Sprintf("https://127.0.0.1:%d/validate", w.port) }
 
+// reserve binds a loopback port without listening on it: callers get "connection refused",
+// as from a webhook pod whose server has not started, and no other process can take the port
+// before Start (a closed-then-reused port is how tests get answers from strangers).
+func (w *Webhook) reserve() error {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: w.port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		return fmt.Errorf("reserving 127.0.0.1:%d: %w", w.port, err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		return err
+	}
+	w.port = sa.(*syscall.SockaddrInet4).Port
+	w.fd = fd
+	return nil
+}
+
 // Start begins serving on the reserved loopback port.
 func (w *Webhook) Start() error {
-	l, err := tls.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", w.port), w.tlsCfg)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd < 0 {
+		if err := w.reserve(); err != nil {
+			return err
+		}
+	}
+	if err := syscall.Listen(w.fd, 128); err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(w.fd), "webhook")
+	w.fd = -1
+	l, err := net.FileListener(f)
+	f.Close()
 	if err != nil {
 		return err
 	}
 	w.srv = &http.Server{Handler: http.HandlerFunc(w.serve), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = w.srv.Serve(l) }()
+	srv, tl := w.srv, tls.NewListener(l, w.tlsCfg)
+	go func() { _ = srv.Serve(tl) }()
 	return nil
 }
 
-// Stop stops serving.
+// Stop stops serving and keeps the port reserved for a later Start.
 func (w *Webhook) Stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.srv != nil {
 		_ = w.srv.Close()
+		w.srv = nil
+		_ = w.reserve()
+	}
+}
+
+// Close stops serving and releases the port.
+func (w *Webhook) Close() {
+	w.Stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd >= 0 {
+		syscall.Close(w.fd)
+		w.fd = -1
 	}
 }
 
