@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -227,7 +230,7 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 		case err != nil:
 			msg = err.Error()
 		case !e.accept(code):
-			msg = fmt.Sprintf("HTTP %d (want %s)", code, derefOr(e.args.ExpectedStatus, "200-399"))
+			msg = fmt.Sprintf("HTTP %d (want %s)%s", code, derefOr(e.args.ExpectedStatus, "200-399"), excerpt(body))
 		default:
 			msg = fmt.Sprintf("HTTP %d, but the body does not match /%s/", code, e.body)
 		}
@@ -238,6 +241,25 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 		return wait.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), Poll: true}
 	}
 	return wait.Result{Ready: true, Message: fmt.Sprintf("HTTP %d", code)}
+}
+
+// excerpt quotes the start of an unwanted answer's body ("no endpoints available for service",
+// "upstream connect error", ...): it is what tells a person why the endpoint is not ready.
+func excerpt(body []byte) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+	line = strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return -1
+	}, line)
+	if line == "" {
+		return ""
+	}
+	if r := []rune(line); len(r) > 160 {
+		line = string(r[:160]) + "..."
+	}
+	return ": " + strconv.Quote(line)
 }
 
 func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
@@ -262,7 +284,13 @@ func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
 	if err != nil {
 		var se *apierrors.StatusError
 		if errors.As(err, &se) && se.ErrStatus.Code != 0 {
-			return int(se.ErrStatus.Code), b, nil // the backend (or the proxy) answered with an error status
+			// The backend, or the proxy itself, answered with an error status. The proxy's
+			// own errors come as a Status object: keep its message, not the JSON around it.
+			var st metav1.Status
+			if len(b) == 0 || (json.Unmarshal(b, &st) == nil && st.Kind == "Status" && st.Message != "") {
+				b = []byte(se.ErrStatus.Message)
+			}
+			return int(se.ErrStatus.Code), b, nil
 		}
 		return 0, nil, err
 	}

@@ -17,7 +17,12 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, controlplane.Options{})) }
+func TestMain(m *testing.M) {
+	if os.Getenv(netnsChildEnv) != "" {
+		os.Exit(netnsChildMain(m)) // see netns_test.go
+	}
+	os.Exit(testenv.Main(m, controlplane.Options{}))
+}
 
 // newUnconfiguredServer runs the provider in-process behind its gRPC surface.
 func newUnconfiguredServer(t *testing.T) integration.Server {

@@ -119,41 +119,83 @@ func TestGatesSurviveAPIServerRestartAndEtcdCompaction(t *testing.T) {
 
 func TestRBACFailsFastNamingVerbResourceAndUser(t *testing.T) {
 	ns := testenv.Namespace(t, "rbac")
-	for _, u := range []string{"no-watch", "no-list", "just-enough"} {
-		if err := testenv.CP.AddToken("token-"+u, u); err != nil {
+	// Each user is bound to exactly these rules in ns. The "min-" users hold the README's minimal
+	// Role for one gate, word for word: no gate may need more (gates only list and watch; none gets).
+	rules := map[string]string{
+		"no-watch":     `[{apiGroups: [""], resources: [configmaps], verbs: [get, list]}]`,
+		"no-list":      `[{apiGroups: [""], resources: [configmaps], verbs: [get, watch]}]`,
+		"min-resource": `[{apiGroups: [""], resources: [configmaps], verbs: [list, watch]}]`,
+		"min-secret":   `[{apiGroups: [""], resources: [secrets], resourceNames: [db], verbs: [list, watch]}]`,
+		"min-service":  `[{apiGroups: [""], resources: [services], verbs: [list, watch]}, {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [list, watch]}]`,
+		"min-certificate": `[{apiGroups: [cert-manager.io], resources: [certificates, certificaterequests], verbs: [list, watch]},
+  {apiGroups: [""], resources: [secrets], resourceNames: [web-tls], verbs: [list, watch]}]`,
+	}
+	var docs []string
+	for user, r := range rules {
+		if err := testenv.CP.AddToken("token-"+user, user); err != nil {
 			t.Fatal(err)
 		}
-	}
-	testenv.CP.StopProcess("kube-apiserver") // the API server reads its token file at start
-	if err := testenv.CP.StartAPIServer(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	role := func(name string, verbs string) string {
-		return fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+		docs = append(docs, fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: %[1]s, namespace: %[2]s}
-rules: [{apiGroups: [""], resources: [configmaps], verbs: [%[3]s]}]
+rules: %[3]s
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: %[1]s, namespace: %[2]s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s}
-subjects: [{kind: User, name: %[1]s}]`, name, ns, verbs)
+subjects: [{kind: User, name: %[1]s}]`, user, ns, r))
 	}
-	// The README's minimal Role for ResourceReady: get, list, watch on the target kind.
-	testenv.Apply(t, role("no-watch", "get, list")+"\n---\n"+role("no-list", "get, watch")+"\n---\n"+role("just-enough", "get, list, watch"))
-	testenv.Apply(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: %s}", ns))
-	gate := func(user string) gateResult {
+	testenv.CP.StopProcess("kube-apiserver") // the API server reads its token file at start
+	if err := testenv.CP.StartAPIServer(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	installCertManagerCRDs(t)
+	testenv.Apply(t, strings.Join(docs, "\n---\n"))
+
+	// The gate's targets, all ready before the gates start: only permissions decide.
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: app, namespace: %[1]s}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: db, namespace: %[1]s}
+stringData: {password: "x"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: other, namespace: %[1]s}
+stringData: {password: "y"}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: %[1]s}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, namespace: %[1]s, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{name: http, port: 80}]
+endpoints: [{addresses: [10.0.0.1], conditions: {ready: true}}]`, ns))
+	testenv.Apply(t, certificate(ns, "web", "web-tls"))
+	c := testenv.IssueCertificate(t, "web.example.test", 48*time.Hour)
+	writeTLSSecret(t, ns, "web-tls", c)
+	setCertStatus(t, ns, "web", readyStatus(c, 1))
+
+	gate := func(user, typ string, inputs map[string]property.Value) gateResult {
 		kc, err := testenv.CP.KubeconfigFor("token-" + user)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := newServer(t, string(kc))
-		return await(t, createAsync(t, s, "ResourceReady", props("apiVersion", "v1", "kind", "ConfigMap", "namespace", ns, "name", "app",
-			"exists", true, "timeout", "5m")), 30*time.Second)
+		return await(t, createAsync(t, newServer(t, string(kc)), typ, inputs), 30*time.Second)
 	}
+	configMap := props("apiVersion", "v1", "kind", "ConfigMap", "namespace", ns, "name", "app", "exists", true, "timeout", "5m")
 	for user, verb := range map[string]string{"no-watch": "watch", "no-list": "list"} {
-		r := gate(user)
+		r := gate(user, "ResourceReady", configMap)
 		if r.err == nil {
 			t.Fatalf("%s: gate passed without %s permission", user, verb)
 		}
@@ -163,8 +205,23 @@ subjects: [{kind: User, name: %[1]s}]`, name, ns, verbs)
 			}
 		}
 	}
-	if r := gate("just-enough"); r.err != nil {
-		t.Fatalf("the documented minimal Role is not enough: %v", r.err)
+	for _, tc := range []struct {
+		user, typ string
+		inputs    map[string]property.Value
+	}{
+		{"min-resource", "ResourceReady", configMap},
+		{"min-secret", "SecretReady", props("name", "db", "namespace", ns, "requiredKeys", strs("password"), "timeout", "5m")},
+		{"min-service", "ServiceReady", props("name", "web", "namespace", ns, "port", "http", "timeout", "5m")},
+		{"min-certificate", "CertificateReady", props("name", "web", "namespace", ns, "timeout", "5m")},
+	} {
+		if r := gate(tc.user, tc.typ, tc.inputs); r.err != nil {
+			t.Errorf("%s: the README's minimal Role is not enough: %v", tc.typ, r.err)
+		}
+	}
+	// resourceNames really limits the Secret gate to its own Secret: another name is forbidden at once.
+	r := gate("min-secret", "SecretReady", props("name", "other", "namespace", ns, "timeout", "5m"))
+	if r.err == nil || !strings.Contains(r.err.Error(), "forbidden") {
+		t.Errorf("SecretReady on a Secret outside resourceNames: want a forbidden error, got %v", r.err)
 	}
 }
 

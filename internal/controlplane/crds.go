@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	modpath "golang.org/x/mod/module"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
@@ -21,20 +22,42 @@ const (
 	ExternalSecretsModule = "github.com/external-secrets/external-secrets@v0.12.1"
 )
 
+// moduleSource returns the folder holding module's source ("path@version"). A module already
+// in the module cache is used as it is (it was verified when it was downloaded), so this works
+// offline, as inside a test's network namespace; otherwise `go mod download` fetches it.
+func moduleSource(ctx context.Context, module string) (string, error) {
+	path, version, _ := strings.Cut(module, "@")
+	if cache, err := exec.CommandContext(ctx, "go", "env", "GOMODCACHE").Output(); err == nil {
+		if ep, err := modpath.EscapePath(path); err == nil {
+			if ev, err := modpath.EscapeVersion(version); err == nil {
+				dir := filepath.Join(strings.TrimSpace(string(cache)), ep+"@"+ev)
+				if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+					return dir, nil
+				}
+			}
+		}
+	}
+	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module).Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s: %v", module, err)
+	}
+	var info struct{ Dir string }
+	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: no Dir in %s", module, out)
+	}
+	return info.Dir, nil
+}
+
 // ModuleCRDs reads the CRDs a Go module ships under dir (fetched through the module proxy by
 // `go mod download`, once; `make tools` does it before any test runs). Helm template text in
 // labels is dropped, and conversion webhooks (placeholders a chart patches) are removed so the
 // API server never dials anything.
 func ModuleCRDs(ctx context.Context, module, dir string) ([]*unstructured.Unstructured, error) {
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module).Output()
+	root, err := moduleSource(ctx, module)
 	if err != nil {
-		return nil, fmt.Errorf("go mod download %s: %v", module, err)
+		return nil, err
 	}
-	var info struct{ Dir string }
-	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
-		return nil, fmt.Errorf("go mod download %s: no Dir in %s", module, out)
-	}
-	files, _ := filepath.Glob(filepath.Join(info.Dir, dir, "*.yaml"))
+	files, _ := filepath.Glob(filepath.Join(root, dir, "*.yaml"))
 	sort.Strings(files)
 	var crds []*unstructured.Unstructured
 	for _, f := range files {

@@ -2,10 +2,8 @@ package controlplane
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -21,15 +19,11 @@ const PodReadyDelayAnnotation = "pod-ready.stage.kwok.x-k8s.io/delay"
 // Job pods that complete, node initialisation and heartbeat), with one change: the pod-ready
 // stage waits for the pod's PodReadyDelayAnnotation when it has one, and is instant otherwise.
 func kwokStages(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", KwokModule).Output()
+	root, err := moduleSource(ctx, KwokModule)
 	if err != nil {
-		return "", fmt.Errorf("go mod download %s: %v", KwokModule, err)
+		return "", err
 	}
-	var info struct{ Dir string }
-	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s: no Dir", KwokModule)
-	}
-	stage := filepath.Join(info.Dir, "kustomize", "stage")
+	stage := filepath.Join(root, "kustomize", "stage")
 	files := []string{"pod/fast/pod-ready.yaml", "pod/fast/pod-complete.yaml", "pod/fast/pod-delete.yaml",
 		"node/fast/node-initialize.yaml", "node/heartbeat/node-heartbeat.yaml"}
 	var docs []string

@@ -1,6 +1,6 @@
 // Package fakes plays the controllers around a cluster for tests and the demo: an admission
 // webhook server that starts late, and cert-manager issuing certificates. Everything listens on
-// 127.0.0.1 only.
+// 127.0.0.1, except in tests that run inside a network namespace of their own (NewWebhookOn).
 package fakes
 
 import (
@@ -28,6 +28,7 @@ import (
 // Webhook is a real TLS admission webhook on 127.0.0.1, registered by URL. It listens only
 // once start is called (as a webhook pod that becomes ready late).
 type Webhook struct {
+	ip     [4]byte
 	port   int
 	fd     int // the reserved, not yet listening socket; -1 while serving
 	mu     sync.Mutex
@@ -37,10 +38,19 @@ type Webhook struct {
 	srv    *http.Server
 }
 
-func NewWebhook() (*Webhook, error) {
+func NewWebhook() (*Webhook, error) { return NewWebhookOn("127.0.0.1", 0) }
+
+// NewWebhookOn is a webhook on ip:port (port 0: any) whose certificate also names dnsNames,
+// such as a Service's "name.namespace.svc". Only tests inside their own network namespace may
+// use an ip outside 127.0.0.0/8.
+func NewWebhookOn(ip string, port int, dnsNames ...string) (*Webhook, error) {
+	addr := net.ParseIP(ip).To4()
+	if addr == nil {
+		return nil, fmt.Errorf("webhook address %q is not IPv4", ip)
+	}
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: ip},
+		IPAddresses: []net.IP{addr}, DNSNames: dnsNames, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -53,7 +63,7 @@ func NewWebhook() (*Webhook, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Webhook{fd: -1, caPEM: certPEM, tlsCfg: &tls.Config{Certificates: []tls.Certificate{pair}}}
+	w := &Webhook{ip: [4]byte(addr), port: port, fd: -1, caPEM: certPEM, tlsCfg: &tls.Config{Certificates: []tls.Certificate{pair}}}
 	if err := w.reserve(); err != nil {
 		return nil, err
 	}
@@ -61,9 +71,12 @@ func NewWebhook() (*Webhook, error) {
 	return w, nil
 }
 
-func (w *Webhook) URL() string { return fmt.Sprintf("https://127.0.0.1:%d/validate", w.port) }
+func (w *Webhook) URL() string { return fmt.Sprintf("https://%s:%d/validate", net.IP(w.ip[:]), w.port) }
 
-// reserve binds a loopback port without listening on it: callers get "connection refused",
+// CABundle is the base64 CA bundle a webhook configuration needs to trust this server.
+func (w *Webhook) CABundle() string { return base64.StdEncoding.EncodeToString(w.caPEM) }
+
+// reserve binds the port without listening on it: callers get "connection refused",
 // as from a webhook pod whose server has not started, and no other process can take the port
 // before Start (a closed-then-reused port is how tests get answers from strangers).
 func (w *Webhook) reserve() error {
@@ -72,9 +85,9 @@ func (w *Webhook) reserve() error {
 		return err
 	}
 	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: w.port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: w.port, Addr: w.ip}); err != nil {
 		syscall.Close(fd)
-		return fmt.Errorf("reserving 127.0.0.1:%d: %w", w.port, err)
+		return fmt.Errorf("reserving %s:%d: %w", net.IP(w.ip[:]), w.port, err)
 	}
 	sa, err := syscall.Getsockname(fd)
 	if err != nil {
@@ -170,5 +183,5 @@ webhooks:
   clientConfig: {url: "%s", caBundle: %s}
   rules: [{apiGroups: ["%s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: ["%s"]}]`,
 		kind, name, strings.ToLower(strings.TrimSuffix(kind, "WebhookConfiguration")), name, group, w.URL(),
-		base64.StdEncoding.EncodeToString(w.caPEM), group, strings.Join(resources, `", "`))
+		w.CABundle(), group, strings.Join(resources, `", "`))
 }

@@ -1,0 +1,203 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/fakes"
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+)
+
+// What only a real cluster address can show: the API server calling a webhook through its
+// Service, and the API server's service proxy reaching an endpoint. The network rule forbids
+// dialling 10.x on the machine, so these run in a child test process inside a network namespace
+// of its own, holding nothing but a loopback device with the test's cluster addresses on it:
+// whatever is dialled there cannot leave the namespace.
+
+const netnsChildEnv = "READINESS_TEST_IN_NETNS"
+
+// The Service's ClusterIP (the API server dials it for a service-backed webhook) and the
+// endpoint's pod IP (the service proxy dials it), both put on the namespace's loopback device.
+const (
+	netnsClusterIP = "10.0.0.200"
+	netnsPodIP     = "10.0.0.201"
+)
+
+// netnsChildMain is TestMain in the child: it checks that it is isolated, puts the test
+// addresses on loopback and starts a control plane of its own inside the namespace.
+func netnsChildMain(m *testing.M) int {
+	ifaces, err := net.Interfaces()
+	if err != nil || len(ifaces) != 1 || ifaces[0].Flags&net.FlagLoopback == 0 {
+		fmt.Fprintf(os.Stderr, "refusing to run: not inside a network namespace holding only loopback (%v, %v)\n", ifaces, err)
+		return 1
+	}
+	for _, args := range [][]string{{"link", "set", "lo", "up"},
+		{"addr", "add", netnsClusterIP + "/32", "dev", "lo"}, {"addr", "add", netnsPodIP + "/32", "dev", "lo"}} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "ip %s: %v\n%s", strings.Join(args, " "), err, out)
+			return 1
+		}
+	}
+	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		os.Unsetenv(v)
+	}
+	os.Setenv("GOPROXY", "off") // nothing to fetch in here: the tools and modules are already cached
+	return testenv.Main(m, controlplane.Options{})
+}
+
+// inNetworkNamespace runs the calling test again in a child process inside a new network
+// namespace and reports its outcome; it returns true in the child, where the test does its work.
+func inNetworkNamespace(t *testing.T) bool {
+	if os.Getenv(netnsChildEnv) != "" {
+		return true
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2's ip to set up the network namespace")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), netnsChildEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if errors.Is(err, syscall.EPERM) {
+		t.Skipf("cannot create a network namespace here (needs CAP_SYS_ADMIN): %v", err)
+	}
+	if err != nil {
+		t.Fatalf("the test inside its network namespace failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("the test did not pass inside its network namespace:\n%s", out)
+	}
+	t.Logf("inside its network namespace:\n%s", out)
+	return false
+}
+
+func TestServiceBackedWebhookProbeAndServiceProxyInANetworkNamespace(t *testing.T) {
+	if !inNetworkNamespace(t) {
+		return
+	}
+	ns := testenv.Namespace(t, "netns")
+	s := newServer(t)
+
+	t.Run("WebhookReady probes a webhook the API server reaches through its Service", func(t *testing.T) {
+		group := widgetCRD(t)
+		cfg := "svc-" + strings.Split(group, ".")[0]
+		// The webhook "pod" answers on the ClusterIP, which is where the API server's service
+		// resolver sends it (there is no kube-proxy here), with a certificate for the Service's name.
+		wh, err := fakes.NewWebhookOn(netnsClusterIP, 443, "hook."+ns+".svc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(wh.Close)
+		// A selector-less Service with Endpoints written by the harness (the endpoints
+		// controller's part); kube-controller-manager mirrors them into EndpointSlices.
+		testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: hook, namespace: %[1]s}
+spec:
+  clusterIP: %[2]s
+  ports: [{name: https, port: 443, targetPort: 9443}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: hook, namespace: %[1]s}
+subsets: [{addresses: [{ip: %[3]s}], ports: [{name: https, port: 9443}]}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: %[4]s}
+webhooks:
+- name: validate.%[5]s
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 3
+  clientConfig: {service: {name: hook, namespace: %[1]s, port: 443, path: /validate}, caBundle: %[6]s}
+  rules: [{apiGroups: ["%[5]s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [widgets]}]`,
+			ns, netnsClusterIP, netnsPodIP, cfg, group, wh.CABundle()))
+
+		// Field report 001 through a Service: the API server dials the ClusterIP and is refused.
+		early := testenv.Object(t, widget(group, "early"))
+		_, err = testenv.Resource(t, early).Create(context.Background(), early, metav1.CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") || !strings.Contains(err.Error(), netnsClusterIP) {
+			t.Fatalf("want `failed calling webhook` on %s, got %v", netnsClusterIP, err)
+		}
+
+		ch := createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "probe", probeOf(group), "timeout", "90s"))
+		mustNotReturn(t, ch, 1500*time.Millisecond) // endpoints ready, caBundle set, but nothing serves
+		if err := wh.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := await(t, ch, 60*time.Second)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		out := r.resp.Properties
+		if !out.Get("probed").AsBool() || out.Get("readyEndpoints").AsNumber() != 1 || out.Get("serviceName").AsString() != ns+"/hook:443" {
+			t.Errorf("outputs = %v", out)
+		}
+		testenv.Apply(t, widget(group, "after")) // what the gate promises
+	})
+
+	t.Run("HttpReady goes through the API server's service proxy", func(t *testing.T) {
+		var calls atomic.Int64
+		srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) <= 2 || r.URL.Path != "/healthz" {
+				http.Error(w, "starting", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprint(w, `{"status":"ok"}`)
+		})}
+		l, err := net.Listen("tcp", netnsPodIP+":8080")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = srv.Serve(l) }()
+		t.Cleanup(func() { srv.Close() })
+		// The service proxy only dials addresses that belong to a pod: the harness plays the
+		// kubelet (a pod on a node nobody runs, its IP set through the status subresource) and
+		// the endpoints controller.
+		pod := testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: web-0, namespace: %s}
+spec:
+  nodeName: netns-node
+  containers: [{name: web, image: registry.local/web:1}]`, ns))[0]
+		setStatus(t, pod, map[string]any{"phase": "Running", "podIP": netnsPodIP, "podIPs": []any{map[string]any{"ip": netnsPodIP}}})
+		testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: %[1]s}
+spec:
+  clusterIP: None
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: web, namespace: %[1]s}
+subsets:
+- addresses: [{ip: %[2]s, targetRef: {kind: Pod, name: web-0, namespace: %[1]s}}]
+  ports: [{name: http, port: 8080}]`, ns, netnsPodIP))
+		svc := property.New(property.NewMap(map[string]property.Value{
+			"namespace": property.New(ns), "name": property.New("web"), "port": property.New("http"), "path": property.New("/healthz")}))
+		r := await(t, createAsync(t, s, "HttpReady", props("service", svc, "bodyRegex", `"status":"ok"`, "timeout", "20s")), 60*time.Second)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if got := r.resp.Properties.Get("statusCode").AsNumber(); got != 200 || calls.Load() < 4 {
+			t.Errorf("statusCode = %v after %d requests (2 answered 503, 2 good ones in a row are needed)", got, calls.Load())
+		}
+	})
+}
