@@ -83,7 +83,7 @@ dist:
 	@for p in $(PLATFORMS); do \
 	  os=$${p%-*}; arch=$${p#*-}; d=dist/$$p; mkdir -p $$d; \
 	  echo "building $$os/$$arch"; \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "$(LDFLAGS)" -o $$d/$(PROVIDER) ./provider/cmd/$(PROVIDER) || exit 1; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $$d/$(PROVIDER) ./provider/cmd/$(PROVIDER) || exit 1; \
 	  cp README.md $$d/; \
 	  tar -C $$d -czf dist/$(PROVIDER)-v$(VERSION)-$$p.tar.gz $(PROVIDER) README.md || exit 1; \
 	  rm -rf $$d; \
