@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -212,6 +213,9 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 // readGate is Read for every gate: evaluate once, without waiting. A gate whose target is no
 // longer ready is reported gone, so the next `up` creates it again, which waits again.
 func readGate[I, O any](ctx context.Context, req infer.ReadRequest[I, O], build builder[O]) (infer.ReadResponse[I, O], error) {
+	if reflect.ValueOf(req.Inputs).IsZero() && reflect.ValueOf(req.State).IsZero() {
+		return infer.ReadResponse[I, O]{}, importRefused(req.ID)
+	}
 	r, err := startRun(ctx)
 	if err != nil {
 		return infer.ReadResponse[I, O]{}, err
@@ -232,6 +236,15 @@ func readGate[I, O any](ctx context.Context, req infer.ReadRequest[I, O], build 
 	state := req.State
 	fill(&state)
 	return infer.ReadResponse[I, O]{ID: req.ID, Inputs: req.Inputs, State: state}, nil
+}
+
+// importRefused is the answer to `pulumi import` (a Read with neither inputs nor state). A gate
+// owns nothing in the cluster that could be adopted, and guessing its target from an ID would
+// record a gate that never checked anything; declaring it costs one check instead.
+func importRefused(id string) error {
+	return fmt.Errorf("readiness gates cannot be imported (id %q): a gate owns no object in the cluster, it only waits "+
+		"for one. Declare the gate in your program instead: `pulumi up` creates it, which checks its target once and "+
+		"returns at once when the target is already ready", id)
 }
 
 // updateGate is Update for every gate. Only `timeout` updates in place (every other input is

@@ -1,8 +1,10 @@
 package provider
 
 import (
+	"strings"
 	"testing"
 
+	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/integration"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 
@@ -37,4 +39,17 @@ func TestCrdReadyLifecycle(t *testing.T) {
 			},
 		}},
 	}.Run(t, newServer(t))
+}
+
+// TestImportIsRefusedWithAnExplanation: `pulumi import` reads with an ID and nothing else. Every
+// gate refuses, without calling the cluster, and says what to do instead.
+func TestImportIsRefusedWithAnExplanation(t *testing.T) {
+	s := newUnconfiguredServer(t) // no cluster at all: the answer must not depend on one
+	for _, typ := range []string{"CrdReady", "ResourceReady", "RolloutReady", "ServiceReady", "ExternalSecretReady",
+		"NodesReady", "SecretReady", "CertificateReady", "WebhookReady", "HttpReady", "HelmReleaseReady"} {
+		_, err := s.Read(p.ReadRequest{ID: "cert-manager/web", Urn: urn(typ)})
+		if err == nil || !strings.Contains(err.Error(), "cannot be imported") || !strings.Contains(err.Error(), "Declare the gate") {
+			t.Errorf("%s: import: want a refusal that says what to do, got %v", typ, err)
+		}
+	}
 }
