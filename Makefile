@@ -48,12 +48,14 @@ test-nodejs: build tools sdk-nodejs
 	cd tests/nodejs && rm -rf node_modules/@readiness-io && npm install --no-audit --no-fund --loglevel=error && npm test
 
 # The README's test command. Compiling the examples (pulumi-kubernetes' big SDK) runs beside the Go
-# tests, which spend much of their time waiting on the cluster; the rest runs in order.
+# tests, which spend much of their time waiting on the cluster; the rest runs in order (two
+# builds of the same packages at once would each compile them on a cold machine).
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-all
 
 test-all: check-generated lint test-go test-nodejs examples fuzz bench-smoke
 ifneq ($(filter test-all,$(MAKECMDGOALS)),)
+lint: | check-generated
 test-go examples sdk-nodejs: | check-generated lint
 test-nodejs: | test-go
 fuzz: | test-nodejs examples
