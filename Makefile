@@ -56,6 +56,7 @@ test:
 test-all: check-generated lint test-go test-nodejs examples fuzz bench-smoke
 ifneq ($(filter test-all,$(MAKECMDGOALS)),)
 lint: | check-generated
+tools: | build
 test-go examples sdk-nodejs: | check-generated lint
 test-nodejs: | test-go
 fuzz: | test-nodejs examples
