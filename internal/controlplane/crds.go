@@ -26,16 +26,8 @@ const (
 // in the module cache is used as it is (it was verified when it was downloaded), so this works
 // offline, as inside a test's network namespace; otherwise `go mod download` fetches it.
 func moduleSource(ctx context.Context, module string) (string, error) {
-	path, version, _ := strings.Cut(module, "@")
-	if cache, err := exec.CommandContext(ctx, "go", "env", "GOMODCACHE").Output(); err == nil {
-		if ep, err := modpath.EscapePath(path); err == nil {
-			if ev, err := modpath.EscapeVersion(version); err == nil {
-				dir := filepath.Join(strings.TrimSpace(string(cache)), ep+"@"+ev)
-				if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-					return dir, nil
-				}
-			}
-		}
+	if dir := cachedModule(ctx, module); dir != "" {
+		return dir, nil
 	}
 	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module).Output()
 	if err != nil {
@@ -46,6 +38,22 @@ func moduleSource(ctx context.Context, module string) (string, error) {
 		return "", fmt.Errorf("go mod download %s: no Dir in %s", module, out)
 	}
 	return info.Dir, nil
+}
+
+// cachedModule is module's folder in the module cache, or "" when it is not there.
+func cachedModule(ctx context.Context, module string) string {
+	path, version, _ := strings.Cut(module, "@")
+	ep, err1 := modpath.EscapePath(path)
+	ev, err2 := modpath.EscapeVersion(version)
+	cache, err3 := exec.CommandContext(ctx, "go", "env", "GOMODCACHE").Output()
+	if err1 != nil || err2 != nil || err3 != nil {
+		return ""
+	}
+	dir := filepath.Join(strings.TrimSpace(string(cache)), ep+"@"+ev)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return dir
 }
 
 // ModuleCRDs reads the CRDs a Go module ships under dir (fetched through the module proxy by

@@ -50,17 +50,16 @@ func TestAFlipBackBeforeTheGateLooksDoesNotPass(t *testing.T) {
 	}()
 
 	// Ready, then not ready again, both through the API server and the shared watch.
+	last, err := cms.Get(context.Background(), "app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []string{"ready", "pending"} {
-		cm, err := cms.Get(context.Background(), "app", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm.Data["state"] = s
-		if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		last.Data["state"] = s
+		if last, err = cms.Update(context.Background(), last, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	last, _ := cms.Get(context.Background(), "app", metav1.GetOptions{})
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if o := sub.Get("app"); o != nil && o.GetResourceVersion() == last.GetResourceVersion() {
 			break
@@ -75,7 +74,7 @@ func TestAFlipBackBeforeTheGateLooksDoesNotPass(t *testing.T) {
 	}
 	gateWake <- struct{}{} // the gate looks now, woken by the events that announced "ready"
 
-	err := <-done
+	err = <-done
 	var te *wait.TimeoutError
 	if !errors.As(err, &te) {
 		t.Fatalf("a gate passed on a state that was no longer current (err = %v)", err)
