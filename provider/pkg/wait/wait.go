@@ -27,6 +27,9 @@ type Result struct {
 	Hint string
 	// Unsynced says the watch caches are still loading: the state is unknown, not "not ready".
 	Unsynced bool
+	// Confirming says a proof is under way (one good probe of the several required): the state
+	// is not judged yet, so a refresh keeps evaluating instead of calling the gate not ready.
+	Confirming bool
 }
 
 // Spec describes one wait.
