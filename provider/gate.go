@@ -77,13 +77,10 @@ type run struct {
 	log     p.Logger
 }
 
-// startRun gets the shared clients and waits (briefly) for the API server to answer.
-func startRun(ctx context.Context) (*run, error) {
+// newRun gets the shared clients. It does not call the cluster (see reach).
+func newRun(ctx context.Context) (*run, error) {
 	clients, err := infer.GetConfig[Config](ctx).Clients()
 	if err != nil {
-		return nil, err
-	}
-	if err := clients.EnsureReachable(ctx); err != nil {
 		return nil, err
 	}
 	return &run{
@@ -92,6 +89,38 @@ func startRun(ctx context.Context) (*run, error) {
 		subs:    map[kube.WatchKey]*kube.Subscription{},
 		log:     p.GetLogger(ctx),
 	}, nil
+}
+
+// reach waits for the API server to answer within the gate's own budget: the shorter of the
+// provider's clusterReachTimeout and the gate's timeout wins, the status line says what is going
+// on meanwhile, and Ctrl-C gives the same "cancelled while waiting" as any other wait. It
+// returns the time it took, which the gate's wait no longer has.
+func (r *run) reach(ctx context.Context, what string, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	budget := wait.EffectiveTimeout(ctx, timeout)
+	rctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	host := r.clients.Config.Host
+	err := r.clients.EnsureReachable(rctx, func(waited time.Duration) {
+		r.log.InfoStatus(fmt.Sprintf("waiting for %s: cannot reach the Kubernetes API at %s (retrying, %s)", what, host, waited.Round(time.Second)))
+	})
+	if err == nil {
+		return time.Since(start), nil
+	}
+	defer r.log.InfoStatus("")
+	last := fmt.Sprintf("cannot reach the Kubernetes API at %s", host)
+	var ue *kube.UnreachableError
+	if errors.As(err, &ue) && ue.Last != nil {
+		last += ": " + ue.Last.Error()
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		return 0, fmt.Errorf("%w while waiting for %s; last seen: %s", wait.ErrCancelled, what, last)
+	case rctx.Err() != nil:
+		return 0, &wait.TimeoutError{What: what, Waited: time.Since(start), Last: last,
+			Hint: "that the cluster is up and that the provider's kubeconfig/context point at it"}
+	}
+	return 0, err
 }
 
 // watch subscribes the gate to key once and returns the subscription.
@@ -143,25 +172,43 @@ func gateID(kind, target string) string {
 	return fmt.Sprintf("%s/%s/%d", kind, target, time.Now().UnixNano())
 }
 
-// evaluateOnce evaluates check as soon as the watch caches have loaded, without waiting for
-// readiness (refresh uses it).
-func (r *run) evaluateOnce(ctx context.Context, check func(context.Context) wait.Result) (wait.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		res := check(ctx)
-		if res.Failed != nil {
-			return res, res.Failed
-		}
-		if !res.Unsynced {
-			return res, nil
-		}
-		select {
-		case <-r.wake:
-		case <-ctx.Done():
-			return res, fmt.Errorf("reading the cluster state: %w (%s)", ctx.Err(), res.Message)
-		}
+// refreshBound bounds how long a refresh runs a gate's proof before judging it.
+const refreshBound = time.Minute
+
+// judge runs a gate's proof until it reaches a verdict, without waiting for readiness: the watch
+// caches must have loaded (Unsynced) and a proof under way must finish (Confirming: the first of
+// two good probes says nothing yet). Refresh uses it, so a ready gate is never dropped for
+// lack of patience.
+func (r *run) judge(ctx context.Context, e evaluation) (wait.Result, error) {
+	var verdict wait.Result
+	_, err := wait.Until(ctx, wait.Spec{
+		What:       e.what(),
+		Timeout:    refreshBound,
+		Wake:       r.wake,
+		MaxBackoff: maxBackoffOf(e),
+		Progress:   func(msg string) { r.log.InfoStatus(msg) },
+		Check: func(ctx context.Context) wait.Result {
+			res := e.check(ctx)
+			if res.Failed != nil || !(res.Unsynced || res.Confirming) {
+				verdict = res
+				return wait.Result{Ready: true}
+			}
+			return res
+		},
+	})
+	r.log.InfoStatus("")
+	if err != nil {
+		return verdict, fmt.Errorf("reading the cluster state: %w", err)
 	}
+	return verdict, verdict.Failed
+}
+
+// maxBackoffOf is the evaluation's own probe backoff cap, if it has one.
+func maxBackoffOf(e evaluation) time.Duration {
+	if f, ok := e.(interface{ maxBackoff() time.Duration }); ok {
+		return f.maxBackoff()
+	}
+	return 0
 }
 
 // evaluation is one gate's decision logic over the cluster.
@@ -183,7 +230,7 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 	if err != nil {
 		return infer.CreateResponse[O]{}, fmt.Errorf("timeout: %w", err)
 	}
-	r, err := startRun(ctx)
+	r, err := newRun(ctx)
 	if err != nil {
 		return infer.CreateResponse[O]{}, err
 	}
@@ -192,11 +239,11 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 	if err != nil {
 		return infer.CreateResponse[O]{}, err
 	}
-	var maxBackoff time.Duration
-	if f, ok := e.(interface{ maxBackoff() time.Duration }); ok {
-		maxBackoff = f.maxBackoff()
+	took, err := r.reach(ctx, e.what(), timeout)
+	if err != nil {
+		return infer.CreateResponse[O]{}, err
 	}
-	if _, err := r.wait(ctx, e.what(), timeout, maxBackoff, e.check); err != nil {
+	if _, err := r.wait(ctx, e.what(), max(timeout-took, time.Millisecond), maxBackoffOf(e), e.check); err != nil {
 		var te *wait.TimeoutError
 		if es, ok := e.(eventSubject); ok && errors.As(err, &te) {
 			ns, name := es.subject()
@@ -210,13 +257,14 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 	return infer.CreateResponse[O]{ID: gateID(idKind, e.what()), Output: state}, nil
 }
 
-// readGate is Read for every gate: evaluate once, without waiting. A gate whose target is no
-// longer ready is reported gone, so the next `up` creates it again, which waits again.
+// readGate is Read for every gate: run the gate's proof to a verdict, without waiting for
+// readiness (see judge). A gate whose target is no longer ready is reported gone, so the next
+// `up` creates it again, which waits again.
 func readGate[I, O any](ctx context.Context, req infer.ReadRequest[I, O], build builder[O]) (infer.ReadResponse[I, O], error) {
 	if reflect.ValueOf(req.Inputs).IsZero() && reflect.ValueOf(req.State).IsZero() {
 		return infer.ReadResponse[I, O]{}, importRefused(req.ID)
 	}
-	r, err := startRun(ctx)
+	r, err := newRun(ctx)
 	if err != nil {
 		return infer.ReadResponse[I, O]{}, err
 	}
@@ -225,7 +273,10 @@ func readGate[I, O any](ctx context.Context, req infer.ReadRequest[I, O], build 
 	if err != nil {
 		return infer.ReadResponse[I, O]{}, err
 	}
-	res, err := r.evaluateOnce(ctx, e.check)
+	if _, err := r.reach(ctx, e.what(), refreshBound); err != nil {
+		return infer.ReadResponse[I, O]{}, err
+	}
+	res, err := r.judge(ctx, e)
 	if err != nil {
 		return infer.ReadResponse[I, O]{}, err
 	}

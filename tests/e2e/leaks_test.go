@@ -75,3 +75,36 @@ func TestNoSecretValueLeaks(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeconfigThatFailsToLoadLeaksNothing: a kubeconfig given base64-encoded (taken for a path)
+// used to be echoed in part, cut where Pulumi's masking could no longer match it. No piece of the
+// value may appear in the stack's output or errors.
+func TestKubeconfigThatFailsToLoadLeaksNothing(t *testing.T) {
+	ctx := context.Background()
+	env := prepare(t)
+	value := base64.StdEncoding.EncodeToString(testenv.CP.Kubeconfig)
+	s, err := env.Stack(ctx, "leak", "kubeconfig-b64", value, func(ctx *pulumi.Context) error {
+		_, err := readiness.NewNodesReady(ctx, "nodes", &readiness.NodesReadyArgs{Timeout: pulumi.String("5s")})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	_, upErr := s.Up(ctx, optup.ProgressStreams(&out), optup.ErrorProgressStreams(&errOut))
+	if upErr == nil {
+		t.Fatal("up passed with a base64-encoded kubeconfig")
+	}
+	// The state is not searched: the Automation API exports it with secrets decrypted, and the
+	// provider's own kubeconfig input is kept there (encrypted on disk) by design.
+	_, _ = s.Destroy(ctx, optdestroy.Remove())
+	text := fmt.Sprint(out.String(), errOut.String(), upErr)
+	if !strings.Contains(text, "base64-encoded kubeconfig") {
+		t.Errorf("the error does not say what is wrong:\n%s", text)
+	}
+	for i := 0; i+8 <= len(value); i++ {
+		if frag := value[i : i+8]; strings.Contains(text, frag) {
+			t.Fatalf("the output holds %q, a piece of the kubeconfig value:\n%s", frag, text)
+		}
+	}
+}

@@ -5,8 +5,10 @@ package kube
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -40,8 +42,11 @@ type Settings struct {
 const DefaultReachTimeout = 30 * time.Second
 
 // LoadConfig resolves Settings into a REST config and the default namespace. It reads files
-// but never calls the cluster, so a bad kubeconfig fails here and at once.
+// but never calls the cluster, so a bad kubeconfig fails here and at once. Its errors never
+// hold any part of the kubeconfig value (a secret: Pulumi masks it only where it appears whole).
 func LoadConfig(s Settings) (*rest.Config, string, error) {
+	// Library errors may quote the document; our own words stay as they are.
+	clean := func(err error) string { return scrub(err.Error(), s.Kubeconfig, s.Context) }
 	var cc clientcmd.ClientConfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: s.Context}
 	switch kc := strings.TrimSpace(s.Kubeconfig); {
@@ -51,18 +56,25 @@ func LoadConfig(s Settings) (*rest.Config, string, error) {
 	case looksLikeKubeconfig(kc):
 		raw, err := clientcmd.Load([]byte(kc))
 		if err != nil {
-			// Never echo the contents: a kubeconfig holds credentials.
-			return nil, "", fmt.Errorf("kubeconfig: the value is not a valid kubeconfig document: %s", redactErr(err))
+			return nil, "", fmt.Errorf("kubeconfig: the value is not a valid kubeconfig document: %s", clean(err))
 		}
 		cc = clientcmd.NewNonInteractiveClientConfig(*raw, s.Context, overrides, nil)
+	case looksLikeBase64Kubeconfig(kc):
+		return nil, "", errors.New("kubeconfig: the value looks like a base64-encoded kubeconfig; pass the decoded " +
+			"contents (or the path of a kubeconfig file)")
 	default:
+		// The path is not quoted: it is the secret value itself, and Pulumi would show it as [secret] anyway.
 		path := expandHome(kc)
 		raw, err := clientcmd.LoadFromFile(path)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, "", fmt.Errorf("kubeconfig: no such file %q (the value is neither kubeconfig contents nor a readable path)", path)
+			var pe *fs.PathError
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+				return nil, "", errors.New("kubeconfig: the value is neither kubeconfig contents nor the path of an existing file")
+			case errors.As(err, &pe):
+				return nil, "", fmt.Errorf("kubeconfig: the value is neither kubeconfig contents nor the path of a readable file (%s)", clean(pe.Err))
 			}
-			return nil, "", fmt.Errorf("kubeconfig: cannot load %q: %s", path, redactErr(err))
+			return nil, "", fmt.Errorf("kubeconfig: the file it names is not a valid kubeconfig: %s", clean(err))
 		}
 		cc = clientcmd.NewNonInteractiveClientConfig(*raw, s.Context, overrides, &clientcmd.ClientConfigLoadingRules{ExplicitPath: path})
 	}
@@ -71,7 +83,7 @@ func LoadConfig(s Settings) (*rest.Config, string, error) {
 		if clientcmd.IsEmptyConfig(err) {
 			return nil, "", errors.New("kubeconfig: no configuration found: set the provider's kubeconfig, KUBECONFIG or ~/.kube/config, or run in a cluster")
 		}
-		return nil, "", fmt.Errorf("kubeconfig: %s", redactErr(err))
+		return nil, "", fmt.Errorf("kubeconfig: %s", clean(err))
 	}
 	ns := s.Namespace
 	if ns == "" {
@@ -101,11 +113,42 @@ func expandHome(p string) string {
 	return p
 }
 
-// redactErr keeps YAML parse errors from quoting the (secret) document they failed on.
-func redactErr(err error) string {
-	msg := err.Error()
-	if len(msg) > 200 {
-		msg = msg[:200] + "..."
+func looksLikeBase64Kubeconfig(s string) bool {
+	b, err := base64.StdEncoding.DecodeString(s)
+	return err == nil && looksLikeKubeconfig(string(b))
+}
+
+// minSecretFragment is the shortest piece of a secret value that scrub removes from messages.
+const minSecretFragment = 6
+
+// scrub removes from msg every word (a run between spaces, quotes and separators) of at least
+// minSecretFragment characters that appears inside secret, and cuts long messages: parse errors
+// quote the document they failed on, and a cut-off quote is no longer masked by Pulumi.
+// Words equal to keep (the context name, given in the clear) stay.
+func scrub(msg, secret, keep string) string {
+	if strings.TrimSpace(secret) != "" {
+		isSep := func(r rune) bool { return strings.ContainsRune(" \t\n\"'`:,;()[]{}=./+", r) }
+		var b strings.Builder
+		word := func(w string) {
+			if len(w) >= minSecretFragment && w != keep && strings.Contains(secret, w) {
+				b.WriteString("[redacted]")
+				return
+			}
+			b.WriteString(w)
+		}
+		start := 0
+		for i, r := range msg {
+			if isSep(r) {
+				word(msg[start:i])
+				b.WriteRune(r)
+				start = i + len(string(r))
+			}
+		}
+		word(msg[start:])
+		msg = b.String()
+	}
+	if len(msg) > 300 {
+		msg = msg[:300] + "..."
 	}
 	return msg
 }
@@ -167,15 +210,17 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Last }
 
 // EnsureReachable returns once the API server answers /version, retrying with backoff for the
-// configured window: a stack that creates the cluster and its gates in one run is fine, a
-// kubeconfig pointing at nothing fails in seconds rather than at the gate's timeout.
-func (c *Clients) EnsureReachable(ctx context.Context) error {
+// configured window (or until ctx ends, when that comes first): a stack that creates the cluster
+// and its gates in one run is fine, a kubeconfig pointing at nothing fails in seconds rather
+// than at the gate's timeout. retrying, when set, hears of every failed attempt.
+func (c *Clients) EnsureReachable(ctx context.Context, retrying func(waited time.Duration)) error {
 	select {
 	case <-c.reachable:
 		return nil
 	default:
 	}
 	rc := c.Typed.Discovery().RESTClient()
+	start := time.Now()
 	var last error
 	ctx, cancel := context.WithTimeout(ctx, c.reachTimeout)
 	defer cancel()
@@ -191,6 +236,9 @@ func (c *Clients) EnsureReachable(ctx context.Context) error {
 		if last == nil || (code != 0 && code != http.StatusServiceUnavailable) {
 			// Any HTTP answer but 503 means something is serving; auth errors surface later with context.
 			break
+		}
+		if retrying != nil {
+			retrying(time.Since(start))
 		}
 		select {
 		case <-ctx.Done():
@@ -210,5 +258,5 @@ func (c *Clients) EnsureReachable(ctx context.Context) error {
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
 		return ctx.Err()
 	}
-	return &UnreachableError{Host: c.Config.Host, Window: c.reachTimeout, Last: last}
+	return &UnreachableError{Host: c.Config.Host, Window: time.Since(start).Round(time.Second), Last: last}
 }

@@ -1,0 +1,124 @@
+package provider
+
+import (
+	"context"
+	"reflect"
+	"strings"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+)
+
+// diffGate decides replacement by top-level input, in the provider, so every client behaves
+// alike. infer's default diff asks the schema's replaceOnChanges about each changed *path*
+// (`triggers[0]`, `probe.metadata.namespace`), finds none for nested paths and plans an in-place
+// update: the gate would never wait again. A client's own replaceOnChanges (the SDKs') hides
+// that, raw registrations (Pulumi YAML, a component's children) do not. Here any change of any
+// input but `timeout` replaces the gate, so it waits again.
+func diffGate[I any](olds, news I) p.DiffResponse {
+	detailed := map[string]p.PropertyDiff{}
+	for key, pair := range inputFields(reflect.ValueOf(olds), reflect.ValueOf(news)) {
+		o, n := pair[0], pair[1]
+		if equalInput(o, n) {
+			continue
+		}
+		kind := p.UpdateReplace
+		switch {
+		case isEmptyInput(o):
+			kind = p.AddReplace
+		case isEmptyInput(n):
+			kind = p.DeleteReplace
+		}
+		if key == "timeout" { // a new time budget for a gate that already passed: nothing to wait for
+			kind = map[p.DiffKind]p.DiffKind{p.UpdateReplace: p.Update, p.AddReplace: p.Add, p.DeleteReplace: p.Delete}[kind]
+		}
+		detailed[key] = p.PropertyDiff{Kind: kind, InputDiff: true}
+	}
+	return p.DiffResponse{HasChanges: len(detailed) > 0, DetailedDiff: detailed}
+}
+
+// inputFields pairs the old and new value of every input, keyed by its Pulumi name; embedded
+// structs (GateArgs) contribute their fields.
+func inputFields(o, n reflect.Value) map[string][2]reflect.Value {
+	out := map[string][2]reflect.Value{}
+	t := o.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			for k, v := range inputFields(o.Field(i), n.Field(i)) {
+				out[k] = v
+			}
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("pulumi"), ",")
+		if name == "" || !f.IsExported() {
+			continue
+		}
+		out[name] = [2]reflect.Value{o.Field(i), n.Field(i)}
+	}
+	return out
+}
+
+// equalInput compares two input values; unset and empty (nil vs [] or {}) are the same input.
+func equalInput(a, b reflect.Value) bool {
+	if isEmptyInput(a) || isEmptyInput(b) {
+		return isEmptyInput(a) && isEmptyInput(b)
+	}
+	return reflect.DeepEqual(a.Interface(), b.Interface())
+}
+
+func isEmptyInput(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	case reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	}
+	return false
+}
+
+// Every gate's Diff is diffGate over its inputs: the old ones are embedded in the state.
+
+func (*CrdReady) Diff(_ context.Context, r infer.DiffRequest[CrdReadyArgs, CrdReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.CrdReadyArgs, r.Inputs), nil
+}
+
+func (*CertificateReady) Diff(_ context.Context, r infer.DiffRequest[CertificateReadyArgs, CertificateReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.CertificateReadyArgs, r.Inputs), nil
+}
+
+func (*SecretReady) Diff(_ context.Context, r infer.DiffRequest[SecretReadyArgs, SecretReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.SecretReadyArgs, r.Inputs), nil
+}
+
+func (*WebhookReady) Diff(_ context.Context, r infer.DiffRequest[WebhookReadyArgs, WebhookReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.WebhookReadyArgs, r.Inputs), nil
+}
+
+func (*ResourceReady) Diff(_ context.Context, r infer.DiffRequest[ResourceReadyArgs, ResourceReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.ResourceReadyArgs, r.Inputs), nil
+}
+
+func (*RolloutReady) Diff(_ context.Context, r infer.DiffRequest[RolloutReadyArgs, RolloutReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.RolloutReadyArgs, r.Inputs), nil
+}
+
+func (*ServiceReady) Diff(_ context.Context, r infer.DiffRequest[ServiceReadyArgs, ServiceReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.ServiceReadyArgs, r.Inputs), nil
+}
+
+func (*ExternalSecretReady) Diff(_ context.Context, r infer.DiffRequest[ExternalSecretReadyArgs, ExternalSecretReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.ExternalSecretReadyArgs, r.Inputs), nil
+}
+
+func (*NodesReady) Diff(_ context.Context, r infer.DiffRequest[NodesReadyArgs, NodesReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.NodesReadyArgs, r.Inputs), nil
+}
+
+func (*HelmReleaseReady) Diff(_ context.Context, r infer.DiffRequest[HelmReleaseReadyArgs, HelmReleaseReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.HelmReleaseReadyArgs, r.Inputs), nil
+}
+
+func (*HttpReady) Diff(_ context.Context, r infer.DiffRequest[HttpReadyArgs, HttpReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.HttpReadyArgs, r.Inputs), nil
+}
