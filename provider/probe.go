@@ -1,97 +1,447 @@
 package provider
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"regexp"
 	"strings"
+	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
-// prober proves a webhook answers with server-side dry-run creates: nothing is persisted.
-// Two consecutive answers are required so a flapping webhook does not pass.
+// prober proves a webhook answers with server-side dry-run creates (nothing is persisted) and,
+// for webhooks the API server may skip (failurePolicy Ignore), with a direct call. Two
+// consecutive answers are required so a flapping webhook does not pass.
+//
+// It keeps its own schedule (wait.Result.RetryIn): a change of what the gate watches (an
+// EndpointSlice turning ready, a caBundle injected, the configuration changing) probes at once
+// and restarts the backoff; any other wake-up before the next probe is due reuses the last
+// answer, so unrelated events in a busy namespace cost the API server nothing; the confirming
+// probe follows the first good one after confirmDelay, not after a backoff step.
 type prober struct {
-	r    *run
-	obj  *unstructured.Unstructured
-	good int
+	r   *run
+	obj *unstructured.Unstructured
+	// derived says the probe was derived from the configuration's rules, not given by the user.
+	derived bool
+
+	// Set by the evaluation before each step.
+	target ProbeTarget
+	// direct lists the webhooks an admitted dry-run does not prove (failurePolicy Ignore).
+	direct []*admissionHook
+	// owner resolves, when target.Webhooks is unknown (a `service` target), whether a webhook
+	// named in a denial is served by the target; nil when it cannot tell.
+	owner func(name string) (owned bool, note string)
+
+	good    int
+	seen    string // the watched state the last probe ran in
+	next    time.Time
+	backoff time.Duration
+	last    wait.Result
 }
 
-const probesNeeded = 2
+const (
+	probesNeeded = 2
+	// confirmDelay separates the two good probes: long enough that both are real answers, short
+	// enough that a webhook that just started serving is detected without a backoff step.
+	confirmDelay    = 50 * time.Millisecond
+	probeMinBackoff = 100 * time.Millisecond
+	probeMaxBackoff = 250 * time.Millisecond
+)
 
-func (p *prober) step(ctx context.Context) wait.Result {
-	answered, msg := p.once(ctx)
-	if !answered {
+// ProbeTarget describes the webhooks a probe must reach.
+type ProbeTarget struct {
+	// What names the target in messages: "ValidatingWebhookConfiguration x".
+	What string
+	// Webhooks are the target's webhook names: a denial proves the target answered only when it
+	// names one of them. Nil when unknown.
+	Webhooks []string
+	// Mutating says the target's webhooks are mutating ones, which run before schema validation.
+	Mutating bool
+	// Ignore lists the target's webhooks with failurePolicy Ignore: the API server admits
+	// without them when they are down, so an admitted dry-run proves nothing about them.
+	Ignore []string
+}
+
+func (t ProbeTarget) owns(name string) bool { return contains(t.Webhooks, name) }
+
+// reset forgets a good probe: the state it was judged in no longer holds.
+func (p *prober) reset() { p.good = 0 }
+
+// step probes when due (state is a fingerprint of what the gate watches) and judges the answer.
+func (p *prober) step(ctx context.Context, state string) wait.Result {
+	now := time.Now()
+	if state != p.seen {
+		p.seen, p.next, p.backoff = state, time.Time{}, 0
+	}
+	if now.Before(p.next) {
+		r := p.last
+		r.RetryIn = p.next.Sub(now)
+		return r
+	}
+	res := p.judge(ctx)
+	if res.Failed == nil && !res.Ready {
+		delay := confirmDelay
+		if !res.Confirming {
+			p.backoff = min(max(p.backoff*2, probeMinBackoff), probeMaxBackoff)
+			delay = p.backoff
+		}
+		p.next = time.Now().Add(delay)
+		res.Poll, res.RetryIn = true, delay
+	}
+	p.last = res
+	return res
+}
+
+func (p *prober) judge(ctx context.Context) wait.Result {
+	o := p.once(ctx)
+	if ctx.Err() != nil && p.last.Message != "" {
+		return p.last // the wait ended during this probe: its own deadline is not the webhook's answer
+	}
+	if o.Terminal != nil {
+		return wait.Result{Failed: o.Terminal}
+	}
+	if o.Answered {
+		for _, h := range p.direct {
+			if h.name == o.DeniedBy {
+				continue // its denial is its answer
+			}
+			ok, why, terminal := p.callDirect(ctx, h)
+			if ctx.Err() != nil && p.last.Message != "" {
+				return p.last
+			}
+			if terminal != nil {
+				return wait.Result{Failed: terminal}
+			}
+			if !ok {
+				o.Answered = false
+				o.Why = fmt.Sprintf("webhook %s has failurePolicy Ignore, so the API server admits the dry-run without it; "+
+					"calling it directly: %s", h.name, why)
+				break
+			}
+			o.Why += "; " + h.name + " answered a direct call"
+		}
+	}
+	if !o.Answered {
 		p.good = 0
-		return wait.Result{Message: "dry-run probe: " + msg, Poll: true,
+		return wait.Result{Message: "dry-run probe: " + o.Why,
 			Hint: "kubectl get pods,endpointslices -n <webhook namespace>; the webhook's logs"}
 	}
 	p.good++
 	if p.good < probesNeeded {
-		return wait.Result{Message: fmt.Sprintf("dry-run probe answered (%s); confirming", msg), Poll: true}
+		return wait.Result{Message: fmt.Sprintf("dry-run probe answered (%s); confirming", o.Why), Confirming: true}
 	}
-	return wait.Result{Ready: true, Message: "dry-run probe answered: " + msg}
+	return wait.Result{Ready: true, Message: "dry-run probe answered: " + o.Why}
 }
 
-// once dry-run creates the probe and says whether the webhook answered.
-func (p *prober) once(ctx context.Context) (bool, string) {
+// once dry-run creates the probe and says whether the target webhooks answered.
+func (p *prober) once(ctx context.Context) ProbeOutcome {
 	obj := p.obj.DeepCopy()
 	m, err := p.r.clients.Mapping(obj.GroupVersionKind())
 	if err != nil {
 		var nk *kube.NoKindError
 		if errors.As(err, &nk) {
-			return false, nk.Error()
+			return ProbeOutcome{Why: nk.Error()}
 		}
-		return false, err.Error()
+		return ProbeOutcome{Why: err.Error()}
 	}
 	if obj.GetName() == "" && obj.GetGenerateName() == "" {
 		obj.SetGenerateName("readiness-probe-")
 	}
 	ri := p.r.clients.Dynamic.Resource(m.Resource)
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	where := ""
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		if obj.GetNamespace() == "" {
 			obj.SetNamespace(p.r.clients.Namespace)
 		}
+		where = " in namespace " + obj.GetNamespace()
 		_, err = ri.Namespace(obj.GetNamespace()).Create(ctx, obj, dryRun)
 	} else {
 		_, err = ri.Create(ctx, obj, dryRun)
 	}
-	return ClassifyProbe(err)
+	if err != nil && (apierrors.IsUnauthorized(err) || (apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot create resource"))) {
+		res := m.Resource.Resource
+		if m.Resource.Group != "" {
+			res += "." + m.Resource.Group
+		}
+		return ProbeOutcome{Terminal: fmt.Errorf("the provider may not dry-run create the probe %s%s: %s; grant verb `create` on resource %q%s "+
+			"to the provider's identity (a dry-run persists nothing)", obj.GetKind(), where, p.stable(obj, err.Error()), res, where)}
+	}
+	if p.target.Webhooks == nil && p.owner != nil {
+		if name := deniedBy(err); name != "" {
+			owned, note := p.owner(name)
+			if note != "" {
+				return ProbeOutcome{Why: note}
+			}
+			p.target.Webhooks = []string{} // known now: a denial by another webhook is not proof
+			if owned {
+				p.target.Webhooks = append(p.target.Webhooks, name)
+			}
+		}
+	}
+	o := ClassifyProbe(err, p.target)
+	o.Why = p.stable(obj, o.Why)
+	if o.Invalid {
+		why := "give a `probe` that passes schema validation"
+		if p.derived {
+			why = fmt.Sprintf("the %s derived from the webhook's rules is rejected by schema validation; give `probe` (an object the webhook intercepts that is valid for its schema)", obj.GetKind())
+		}
+		o.Terminal = fmt.Errorf("%s: %s", o.Why, why)
+	}
+	return o
 }
 
-// ClassifyProbe maps a dry-run create's outcome to "did the webhook answer?", with the cause
-// spelled out as cmctl does.
-func ClassifyProbe(err error) (bool, string) {
+// stable strips the name the API server generated for the probe (it changes with every
+// dry-run), so the message stays the same while the state does.
+func (p *prober) stable(obj *unstructured.Unstructured, msg string) string {
+	gen := obj.GetGenerateName()
+	if gen == "" || obj.GetName() != "" {
+		return msg
+	}
+	return regexp.MustCompile(regexp.QuoteMeta(gen)+`[a-z0-9]{5}\b`).ReplaceAllString(msg, gen+"*")
+}
+
+// ProbeOutcome is what one dry-run create says about the target webhooks.
+type ProbeOutcome struct {
+	// Answered: the API server called the target and it answered (or, for Fail-policy webhooks,
+	// admitted the object, which it cannot do without their answer).
+	Answered bool
+	// Why spells out the cause, as cmctl does.
+	Why string
+	// DeniedBy is the target's webhook that denied the probe (which is its answer).
+	DeniedBy string
+	// Invalid: schema validation rejected the probe before it reached the target.
+	Invalid bool
+	// Terminal is set when no amount of waiting changes the outcome.
+	Terminal error
+}
+
+var deniedRE = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
+var failedCallRE = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
+
+// deniedBy returns the webhook a dry-run's denial names ("" when it is not a webhook denial).
+func deniedBy(err error) string {
 	if err == nil {
-		return true, "admitted"
+		return ""
+	}
+	if m := deniedRE.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// ClassifyProbe maps a dry-run create's outcome to "did the target webhooks answer?". A denial
+// proves it only when it names one of the target's webhooks: a policy engine's mutating webhook
+// or a ValidatingAdmissionPolicy that denies the probe stops it before it reaches the target.
+func ClassifyProbe(err error, t ProbeTarget) ProbeOutcome {
+	what := t.What
+	if what == "" {
+		what = "the target webhook"
+	}
+	if err == nil {
+		return ProbeOutcome{Answered: true, Why: "admitted"}
 	}
 	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "denied the request"):
-		return true, "denied by the webhook (it answered): " + msg
-	case apierrors.IsAlreadyExists(err):
-		return true, "admitted (the object already exists)"
-	case strings.Contains(msg, "no endpoints available for service"):
-		return false, "no ready pods behind the webhook Service: " + msg
-	case strings.Contains(msg, "connection refused"):
-		return false, "connection refused (pod up, webhook server not listening yet): " + msg
-	case strings.Contains(msg, "x509") || strings.Contains(msg, "certificate"):
-		return false, "TLS error (caBundle not injected yet, or the serving certificate is wrong): " + msg
-	case strings.Contains(msg, "context deadline exceeded") || strings.Contains(msg, "Timeout") || strings.Contains(msg, "timeout"):
-		return false, "the webhook did not answer in time: " + msg
-	case strings.Contains(msg, "service \"") && strings.Contains(msg, "not found"):
-		return false, "the webhook Service is not created yet: " + msg
-	case strings.Contains(msg, "failed calling webhook"):
-		return false, "the API server could not call the webhook: " + msg
-	case apierrors.IsInvalid(err):
-		return false, "the probe object is invalid (schema validation, before validating webhooks run): " + msg
+	if name := deniedBy(err); name != "" {
+		if t.owns(name) {
+			return ProbeOutcome{Answered: true, DeniedBy: name, Why: "denied by the webhook (it answered): " + msg}
+		}
+		if t.Webhooks == nil {
+			return ProbeOutcome{Why: fmt.Sprintf("probe denied by webhook %q, which cannot be told apart from %s: %s", name, what, msg)}
+		}
+		return ProbeOutcome{Why: fmt.Sprintf("probe denied by policy webhook %q before reaching %s: %s", name, what, msg)}
 	}
-	return false, msg
+	if m := failedCallRE.FindStringSubmatch(msg); m != nil && t.Webhooks != nil && !t.owns(m[1]) {
+		return ProbeOutcome{Why: fmt.Sprintf("the API server could not call webhook %q, which runs before %s: %s", m[1], what, msg)}
+	}
+	switch {
+	case strings.Contains(msg, "ValidatingAdmissionPolicy") || strings.Contains(msg, "MutatingAdmissionPolicy"):
+		return ProbeOutcome{Why: fmt.Sprintf("probe denied by an admission policy before reaching %s: %s", what, msg)}
+	case apierrors.IsAlreadyExists(err):
+		return ProbeOutcome{Answered: true, Why: "admitted (the object already exists)"}
+	case strings.Contains(msg, "no endpoints available for service"):
+		return ProbeOutcome{Why: "no ready pods behind the webhook Service: " + msg}
+	case strings.Contains(msg, "connection refused"):
+		return ProbeOutcome{Why: "connection refused (pod up, webhook server not listening yet): " + msg}
+	case strings.Contains(msg, "x509") || strings.Contains(msg, "certificate"):
+		return ProbeOutcome{Why: "TLS error (caBundle not injected yet, or the serving certificate is wrong): " + msg}
+	case strings.Contains(msg, "context deadline exceeded") || strings.Contains(msg, "Timeout") || strings.Contains(msg, "timeout"):
+		return ProbeOutcome{Why: "the webhook did not answer in time: " + msg}
+	case strings.Contains(msg, "service \"") && strings.Contains(msg, "not found"):
+		return ProbeOutcome{Why: "the webhook Service is not created yet: " + msg}
+	case strings.Contains(msg, "failed calling webhook"):
+		return ProbeOutcome{Why: "the API server could not call the webhook: " + msg}
+	case apierrors.IsInvalid(err) && t.Mutating && len(t.Webhooks) > len(t.Ignore):
+		// Schema validation runs after the mutating webhooks: a Fail-policy one that did not
+		// answer would have failed the request before.
+		return ProbeOutcome{Answered: true, Why: "admitted by the mutating webhooks, then rejected by schema validation: " + msg}
+	case apierrors.IsInvalid(err):
+		return ProbeOutcome{Invalid: true, Why: fmt.Sprintf("the probe object is invalid: schema validation rejects it before it reaches %s: %s", what, msg)}
+	}
+	return ProbeOutcome{Why: msg}
+}
+
+// admissionHook is one webhook of a configuration, as the API server calls it.
+type admissionHook struct {
+	name, policy string
+	url          string // clientConfig.url; empty for a Service-backed webhook
+	svcNamespace string
+	svcName      string
+	svcPort      int
+	path         string
+	caBundle     []byte
+	versions     []string // admissionReviewVersions
+	timeout      time.Duration
+}
+
+func (h *admissionHook) endpoint() string {
+	if h.url != "" {
+		return h.url
+	}
+	return fmt.Sprintf("service %s/%s:%d%s", h.svcNamespace, h.svcName, h.svcPort, h.path)
+}
+
+// callDirect sends the webhook an AdmissionReview for a dry-run create of the probe, the way the
+// API server would: to its URL trusting only the configuration's caBundle, or, for a Service,
+// through the API server's service proxy. A valid AdmissionReview answering this request's uid
+// (allowed or denied) is proof that it serves; anything else is not.
+func (p *prober) callDirect(ctx context.Context, h *admissionHook) (ok bool, why string, terminal error) {
+	obj := p.obj.DeepCopy()
+	m, err := p.r.clients.Mapping(obj.GroupVersionKind())
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace && obj.GetNamespace() == "" {
+		obj.SetNamespace(p.r.clients.Namespace)
+	}
+	body, uid, err := admissionReview(obj, m.Resource, h.versions)
+	if err != nil {
+		return false, "", fmt.Errorf("webhook %s: building the AdmissionReview: %w", h.name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	var status int
+	var answer []byte
+	if h.url != "" {
+		status, answer, err = postURL(ctx, h.url, h.caBundle, body)
+		if err != nil {
+			return false, "POST " + h.url + ": " + err.Error(), nil
+		}
+	} else {
+		res := p.r.clients.Typed.CoreV1().RESTClient().Post().Namespace(h.svcNamespace).Resource("services").
+			Name(fmt.Sprintf("https:%s:%d", h.svcName, h.svcPort)).SubResource("proxy").Suffix(h.path).
+			SetHeader("Content-Type", "application/json").Body(body).Do(ctx)
+		answer, err = res.Raw()
+		res.StatusCode(&status)
+		if err != nil {
+			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot create resource") || apierrors.IsUnauthorized(err) {
+				return false, "", fmt.Errorf("webhook %s has failurePolicy Ignore: the API server admits objects without calling it when it is down, "+
+					"so a dry-run proves nothing about it, and calling it through the API server's service proxy is forbidden: %v; "+
+					"grant verb `create` on resource \"services/proxy\" in namespace %s to the provider's identity, or set failurePolicy: Fail "+
+					"on the webhook, or leave it out of `webhooks`", h.name, err, h.svcNamespace)
+			}
+			return false, "through the API server's service proxy: " + err.Error(), nil
+		}
+	}
+	return checkReview(answer, status, uid)
+}
+
+// admissionReview encodes the AdmissionReview the API server would send for a dry-run create of
+// obj, in the first version the webhook accepts (v1 unless it only takes v1beta1), with a fresh uid.
+func admissionReview(obj *unstructured.Unstructured, gvr schema.GroupVersionResource, versions []string) ([]byte, types.UID, error) {
+	raw, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, "", err
+	}
+	apiVersion := "admission.k8s.io/v1"
+	if len(versions) > 0 && !contains(versions, "v1") && contains(versions, "v1beta1") {
+		apiVersion = "admission.k8s.io/v1beta1"
+	}
+	gvk := obj.GroupVersionKind()
+	kind := metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
+	res := metav1.GroupVersionResource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}
+	opts, _ := json.Marshal(metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}, DryRun: []string{metav1.DryRunAll}})
+	dryRun := true
+	uid := uuid.NewUUID()
+	review := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID: uid, Kind: kind, Resource: res, RequestKind: &kind, RequestResource: &res,
+			Name: obj.GetName(), Namespace: obj.GetNamespace(), Operation: admissionv1.Create,
+			UserInfo: authenticationv1.UserInfo{Username: "readiness-probe"},
+			Object:   runtime.RawExtension{Raw: raw}, DryRun: &dryRun, Options: runtime.RawExtension{Raw: opts},
+		},
+	}
+	body, err := json.Marshal(review)
+	return body, uid, err
+}
+
+// postURL posts body to a webhook URL the way the API server does: TLS trusting only the
+// configuration's caBundle (the system roots when it has none), no proxy, no redirects.
+func postURL(ctx context.Context, url string, caBundle, body []byte) (int, []byte, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if len(caBundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caBundle) {
+			return 0, nil, errors.New("the configuration's caBundle holds no PEM certificate")
+		}
+		tlsCfg.RootCAs = pool
+	}
+	client := &http.Client{
+		Transport:     &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: true, Proxy: nil},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, answer, err
+}
+
+// checkReview says whether answer is a webhook's AdmissionReview response to the request uid.
+// The answer's content is never quoted: whatever answers there is not ours to print.
+func checkReview(answer []byte, status int, uid types.UID) (bool, string, error) {
+	if status != http.StatusOK {
+		return false, fmt.Sprintf("answered HTTP %d, not an AdmissionReview (%d bytes)", status, len(answer)), nil
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(answer, &review); err != nil || review.Kind != "AdmissionReview" ||
+		(review.APIVersion != "admission.k8s.io/v1" && review.APIVersion != "admission.k8s.io/v1beta1") || review.Response == nil {
+		return false, fmt.Sprintf("answered HTTP 200 with something that is not an AdmissionReview response (%d bytes): not a webhook", len(answer)), nil
+	}
+	if review.Response.UID != uid {
+		return false, "answered an AdmissionReview for another request (uid mismatch): not an answer to this one", nil
+	}
+	if review.Response.Allowed {
+		return true, "allowed", nil
+	}
+	return true, "denied", nil
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -163,8 +164,12 @@ type webhookEval struct {
 
 	configName, serviceName, caSum, policy string
 	names                                  []string
+	hooks                                  []*admissionHook
 	endpoints                              int
 	warnedIgnore                           bool
+	// state fingerprints what the gate watches (the configuration's and Services' versions,
+	// ready endpoint counts): a change probes at once.
+	state strings.Builder
 }
 
 func (e *webhookEval) what() string {
@@ -179,16 +184,26 @@ func (e *webhookEval) what() string {
 }
 
 func (e *webhookEval) check(ctx context.Context) wait.Result {
+	e.state.Reset()
+	res := e.checkObjects()
+	if !res.Ready {
+		if e.probe != nil {
+			e.probe.reset() // a good probe counts only while everything else holds
+		}
+		return res
+	}
+	return e.probeStep(ctx)
+}
+
+// checkObjects checks what the watch caches show: configuration, webhooks, caBundle, endpoints.
+func (e *webhookEval) checkObjects() wait.Result {
 	e.policy = "Fail"
 	if e.args.Service != nil {
 		port := 443
 		if e.args.Service.Port != nil {
 			port = *e.args.Service.Port
 		}
-		if res := e.serviceReady(e.args.Service.Namespace, e.args.Service.Name, port); !res.Ready {
-			return res
-		}
-		return e.probeStep(ctx)
+		return e.serviceReady(e.args.Service.Namespace, e.args.Service.Name, port)
 	}
 	kind, name := "ValidatingWebhookConfiguration", deref(e.args.ValidatingWebhookConfiguration)
 	if e.args.MutatingWebhookConfiguration != nil {
@@ -203,62 +218,102 @@ func (e *webhookEval) check(ctx context.Context) wait.Result {
 	}
 	cfg := objs[0]
 	e.configName = name
+	fmt.Fprintf(&e.state, "%s@%s", name, cfg.GetResourceVersion())
 	if e.probe == nil && e.deriveProbeIn != "" {
 		if obj := e.deriveProbe(cfg); obj != nil {
-			e.probe = &prober{r: e.r, obj: obj}
+			e.probe = &prober{r: e.r, obj: obj, derived: true}
 		}
 	}
-	hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
-	selected := map[string]bool{}
-	for _, w := range e.args.Webhooks {
-		selected[w] = true
+	all := webhooksOf(cfg)
+	var present []string
+	for _, h := range all {
+		present = append(present, h.name)
 	}
-	e.names = nil
+	// Every webhook asked for must exist: a missing one is not served, whatever the others do.
+	var missing []string
+	for _, w := range e.args.Webhooks {
+		if !contains(present, w) {
+			missing = append(missing, w)
+		}
+	}
+	if len(missing) > 0 {
+		return wait.Result{Message: fmt.Sprintf("webhooks %s not in %s %s yet (it has: %s)", strings.Join(missing, ", "), kind, name, strings.Join(present, ", ")),
+			Hint: "check the names in `webhooks` against `kubectl get " + strings.ToLower(kind) + " " + name + " -o yaml`"}
+	}
+	e.names, e.hooks = nil, nil
 	var sums []string
-	for _, h := range hooks {
-		hm, _ := h.(map[string]any)
-		hn, _ := hm["name"].(string)
-		if len(selected) > 0 && !selected[hn] {
+	for _, h := range all {
+		if len(e.args.Webhooks) > 0 && !contains(e.args.Webhooks, h.name) {
 			continue
 		}
-		e.names = append(e.names, hn)
-		if fp, _ := hm["failurePolicy"].(string); fp == "Ignore" {
+		e.names = append(e.names, h.name)
+		e.hooks = append(e.hooks, h)
+		if h.policy == "Ignore" {
 			e.policy = "Ignore"
 		}
-		cc, _ := hm["clientConfig"].(map[string]any)
-		ca, _ := cc["caBundle"].(string)
-		if svc, ok := cc["service"].(map[string]any); ok {
-			if ca == "" {
+		if h.url == "" {
+			if len(h.caBundle) == 0 {
 				why := "caBundle is empty"
 				if inj := injectionAnnotation(cfg); inj != "" {
 					why = "caBundle not injected yet (" + inj + ")"
 				}
-				return wait.Result{Message: fmt.Sprintf("webhook %s: %s", hn, why),
+				return wait.Result{Message: fmt.Sprintf("webhook %s: %s", h.name, why),
 					Hint: "is cert-manager's cainjector (or the chart's certificate job) running?"}
 			}
-			port := 443
-			if p, ok := svc["port"]; ok {
-				port = int(toInt(p))
-			}
-			ns, _ := svc["namespace"].(string)
-			sn, _ := svc["name"].(string)
-			if res := e.serviceReady(ns, sn, port); !res.Ready {
-				res.Message = fmt.Sprintf("webhook %s: %s", hn, res.Message)
+			if res := e.serviceReady(h.svcNamespace, h.svcName, h.svcPort); !res.Ready {
+				res.Message = fmt.Sprintf("webhook %s: %s", h.name, res.Message)
 				return res
 			}
 		}
-		sums = append(sums, ca)
+		sums = append(sums, string(h.caBundle))
 	}
 	if len(e.names) == 0 {
-		return wait.Result{Message: fmt.Sprintf("none of the webhooks %v is in %s %s yet", e.args.Webhooks, kind, name)}
+		return wait.Result{Message: fmt.Sprintf("%s %s has no webhooks yet", kind, name)}
 	}
 	sum := sha256.Sum256([]byte(strings.Join(sums, "\n")))
 	e.caSum = hex.EncodeToString(sum[:])
 	if e.policy == "Ignore" && !e.warnedIgnore {
 		e.warnedIgnore = true
-		e.r.log.Warningf("%s has failurePolicy: Ignore: the API server admits objects even when it does not answer, so this gate protects less", e.what())
+		e.r.log.Warningf("%s has failurePolicy: Ignore: the API server admits objects even when it does not answer, so this gate "+
+			"proves it serves with a direct call, and it protects less afterwards", e.what())
 	}
-	return e.probeStep(ctx)
+	return wait.Result{Ready: true}
+}
+
+// webhooksOf reads a configuration's webhooks as the API server calls them.
+func webhooksOf(cfg *unstructured.Unstructured) []*admissionHook {
+	raw, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
+	var out []*admissionHook
+	for _, w := range raw {
+		wm, _ := w.(map[string]any)
+		h := &admissionHook{policy: "Fail", timeout: 10 * time.Second, svcPort: 443}
+		h.name, _ = wm["name"].(string)
+		if fp, _ := wm["failurePolicy"].(string); fp != "" {
+			h.policy = fp
+		}
+		if ts := toInt(wm["timeoutSeconds"]); ts > 0 {
+			h.timeout = time.Duration(ts) * time.Second
+		}
+		h.versions = stringList(wm["admissionReviewVersions"])
+		cc, _ := wm["clientConfig"].(map[string]any)
+		if ca, _ := cc["caBundle"].(string); ca != "" {
+			h.caBundle, _ = base64.StdEncoding.DecodeString(ca)
+			if len(h.caBundle) == 0 {
+				h.caBundle = []byte(ca) // not base64: kept so it is not taken for "empty"
+			}
+		}
+		h.url, _ = cc["url"].(string)
+		if svc, ok := cc["service"].(map[string]any); ok {
+			h.svcNamespace, _ = svc["namespace"].(string)
+			h.svcName, _ = svc["name"].(string)
+			if p, ok := svc["port"]; ok {
+				h.svcPort = int(toInt(p))
+			}
+			h.path, _ = svc["path"].(string)
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 func injectionAnnotation(cfg *unstructured.Unstructured) string {
@@ -270,7 +325,10 @@ func injectionAnnotation(cfg *unstructured.Unstructured) string {
 	return ""
 }
 
-// serviceReady checks the webhook Service has ready endpoints for the port the webhook uses.
+// serviceReady checks the webhook Service has ready endpoints for the Service port the webhook
+// uses. EndpointSlices name their ports after the Service port (with the resolved container
+// port's number), never after a named targetPort: ingress-nginx's admission Service is
+// {name: https-webhook, port: 443, targetPort: webhook}.
 func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
 	svcs, pending := e.r.objects(target{gvk: serviceGVK, namespace: ns, name: name})
 	if pending != nil {
@@ -279,19 +337,24 @@ func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
 	if len(svcs) == 0 {
 		return wait.Result{Message: fmt.Sprintf("service %s/%s not found", ns, name), Hint: "the webhook's Service is not created yet"}
 	}
-	targetPort := strconv.Itoa(port)
 	ports, _, _ := unstructured.NestedSlice(svcs[0].Object, "spec", "ports")
+	slicePort, found := "", false
 	for _, p := range ports {
 		pm, _ := p.(map[string]any)
 		if int(toInt(pm["port"])) == port {
-			if tp, ok := pm["targetPort"]; ok {
-				targetPort = fmt.Sprint(tp)
-			}
+			// Named: the slices carry that name. Unnamed (a single-port Service): any slice port.
+			slicePort, _ = pm["name"].(string)
+			found = true
 		}
 	}
-	ep := &endpointsEval{r: e.r, namespace: ns, name: name, port: targetPort, min: e.minEndpoints}
+	if !found {
+		return wait.Result{Message: fmt.Sprintf("service %s/%s has no port %d", ns, name, port),
+			Hint: "the webhook's clientConfig.service.port must be one of the Service's ports"}
+	}
+	ep := &endpointsEval{r: e.r, namespace: ns, name: name, port: slicePort, min: e.minEndpoints}
 	res := ep.check(context.Background())
 	e.serviceName, e.endpoints = fmt.Sprintf("%s/%s:%d", ns, name, port), ep.ready
+	fmt.Fprintf(&e.state, ";%s/%s@%s=%d", ns, name, svcs[0].GetResourceVersion(), ep.ready)
 	return res
 }
 
@@ -299,7 +362,45 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 	if e.probe == nil {
 		return wait.Result{Ready: true}
 	}
-	return e.probe.step(ctx)
+	t := ProbeTarget{What: e.what(), Mutating: e.args.MutatingWebhookConfiguration != nil}
+	var direct []*admissionHook
+	if e.args.Service == nil {
+		t.Webhooks = e.names
+		for _, h := range e.hooks {
+			if h.policy == "Ignore" {
+				t.Ignore = append(t.Ignore, h.name)
+				direct = append(direct, h)
+			}
+		}
+		e.probe.owner = nil
+	} else {
+		e.probe.owner = e.servedByService
+	}
+	e.probe.target, e.probe.direct = t, direct
+	return e.probe.step(ctx, e.state.String())
+}
+
+// servedByService says whether a webhook named in a denial is served by the gate's `service`:
+// only a configuration can tell, so it looks them up (this needs list/watch on them).
+func (e *webhookEval) servedByService(hook string) (bool, string) {
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		cfgs, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: kind}})
+		if pending != nil {
+			msg := pending.Message
+			if pending.Failed != nil {
+				msg = pending.Failed.Error()
+			}
+			return false, fmt.Sprintf("probe denied by webhook %q; cannot tell whether %s serves it (%s): target its configuration instead", hook, e.what(), msg)
+		}
+		for _, c := range cfgs {
+			for _, h := range webhooksOf(c) {
+				if h.name == hook && h.url == "" && h.svcNamespace == e.args.Service.Namespace && h.svcName == e.args.Service.Name {
+					return true, ""
+				}
+			}
+		}
+	}
+	return false, ""
 }
 
 func (e *webhookEval) fill(s *WebhookReadyState) {
@@ -362,7 +463,10 @@ func (e *webhookEval) deriveProbe(cfg *unstructured.Unstructured) *unstructured.
 			if err != nil {
 				continue
 			}
-			obj := &unstructured.Unstructured{}
+			obj := &unstructured.Unstructured{Object: map[string]any{}}
+			if spec := probeSpecs[gvk.GroupKind()]; spec != nil {
+				obj.Object = spec()
+			}
 			obj.SetGroupVersionKind(gvk)
 			obj.SetGenerateName("readiness-probe-")
 			obj.SetNamespace(e.deriveProbeIn)
@@ -370,6 +474,55 @@ func (e *webhookEval) deriveProbe(cfg *unstructured.Unstructured) *unstructured.
 		}
 	}
 	return nil
+}
+
+// probeSpecs give derived probes of core kinds the minimal content schema validation needs, so
+// the probe reaches validating webhooks (Invalid is answered before they run) and mutating ones
+// (Istio's and Linkerd's injectors intercept Pods) get an object they can work on. The image
+// name is never pulled: a dry run schedules nothing.
+var probeSpecs = map[schema.GroupKind]func() map[string]any{
+	{Kind: "Pod"}: func() map[string]any { return map[string]any{"spec": probePodSpec("")} },
+	{Kind: "Service"}: func() map[string]any {
+		return map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}
+	},
+	{Kind: "PersistentVolumeClaim"}:      func() map[string]any { return map[string]any{"spec": probePVCSpec()} },
+	{Group: "apps", Kind: "Deployment"}:  probeWorkload,
+	{Group: "apps", Kind: "ReplicaSet"}:  probeWorkload,
+	{Group: "apps", Kind: "StatefulSet"}: probeWorkload,
+	{Group: "apps", Kind: "DaemonSet"}:   probeWorkload,
+	{Group: "batch", Kind: "Job"}: func() map[string]any {
+		return map[string]any{"spec": map[string]any{"template": probeTemplate("Never")}}
+	},
+	{Group: "batch", Kind: "CronJob"}: func() map[string]any {
+		return map[string]any{"spec": map[string]any{"schedule": "0 0 1 1 *",
+			"jobTemplate": map[string]any{"spec": map[string]any{"template": probeTemplate("Never")}}}}
+	},
+	{Group: "networking.k8s.io", Kind: "Ingress"}: func() map[string]any {
+		return map[string]any{"spec": map[string]any{"defaultBackend": map[string]any{"service": map[string]any{
+			"name": "readiness-probe", "port": map[string]any{"number": int64(80)}}}}}
+	},
+}
+
+func probeLabels() map[string]any { return map[string]any{"app.kubernetes.io/name": "readiness-probe"} }
+
+func probePodSpec(restartPolicy string) map[string]any {
+	spec := map[string]any{"containers": []any{map[string]any{"name": "probe", "image": "readiness.invalid/probe"}}}
+	if restartPolicy != "" {
+		spec["restartPolicy"] = restartPolicy
+	}
+	return spec
+}
+
+func probeTemplate(restartPolicy string) map[string]any {
+	return map[string]any{"metadata": map[string]any{"labels": probeLabels()}, "spec": probePodSpec(restartPolicy)}
+}
+
+func probeWorkload() map[string]any {
+	return map[string]any{"spec": map[string]any{"selector": map[string]any{"matchLabels": probeLabels()}, "template": probeTemplate("")}}
+}
+
+func probePVCSpec() map[string]any {
+	return map[string]any{"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": "1Mi"}}}
 }
 
 func stringList(v any) []string {

@@ -34,7 +34,8 @@ type Webhook struct {
 	mu     sync.Mutex
 	caPEM  []byte
 	tlsCfg *tls.Config
-	Mode   atomic.Value // "allow", "deny", "error"
+	Mode   atomic.Value // "allow", "deny", "deny-named", "error", "stranger", "other-uid"
+	Calls  atomic.Int64 // requests served
 	srv    *http.Server
 }
 
@@ -146,17 +147,35 @@ func (w *Webhook) Close() {
 	}
 }
 
+// serve answers as the mode says: "allow" and "deny" as a webhook; "deny-named" denies quoting
+// the object's name and the request's uid (a message that changes every time); "error" answers 500; "stranger" is some other server on the webhook's
+// address (200, JSON that is no AdmissionReview); "other-uid" answers another request's uid.
 func (w *Webhook) serve(rw http.ResponseWriter, r *http.Request) {
+	w.Calls.Add(1)
 	var review map[string]any
 	_ = json.NewDecoder(r.Body).Decode(&review)
-	if w.Mode.Load() == "error" {
+	switch w.Mode.Load() {
+	case "error":
 		http.Error(rw, "internal error", http.StatusInternalServerError)
 		return
+	case "stranger":
+		rw.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(rw, `{"status":"ok","version":"1.0"}`)
+		return
 	}
-	uid := review["request"].(map[string]any)["uid"]
-	resp := map[string]any{"uid": uid, "allowed": w.Mode.Load() == "allow"}
-	if w.Mode.Load() == "deny" {
+	req, _ := review["request"].(map[string]any)
+	uid := req["uid"]
+	if w.Mode.Load() == "other-uid" {
+		uid = "00000000-0000-0000-0000-000000000000"
+	}
+	resp := map[string]any{"uid": uid, "allowed": w.Mode.Load() == "allow" || w.Mode.Load() == "other-uid"}
+	switch w.Mode.Load() {
+	case "deny":
 		resp["status"] = map[string]any{"code": 403, "message": "spec.secretStoreRef is required"}
+	case "deny-named":
+		obj, _ := req["object"].(map[string]any)
+		meta, _ := obj["metadata"].(map[string]any)
+		resp["status"] = map[string]any{"code": 403, "message": fmt.Sprintf("%v is not allowed by policy (request %v)", meta["name"], uid)}
 	}
 	rw.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(rw).Encode(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp})

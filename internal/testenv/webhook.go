@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,4 +39,17 @@ var vwcGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", 
 func (w *Webhook) Register(t testing.TB, name, group string) {
 	Apply(t, w.Configuration(name, group))
 	t.Cleanup(func() { _ = Dynamic(t).Resource(vwcGVR).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// RegisterAs creates a configuration of kind (Validating or Mutating) for group's resources,
+// with failurePolicy policy, deleted after the test; it returns the webhook's name.
+func (w *Webhook) RegisterAs(t testing.TB, kind, name, policy, group string, resources ...string) string {
+	doc := strings.Replace(w.ConfigurationFor(kind, name, group, resources...), "failurePolicy: Fail", "failurePolicy: "+policy, 1)
+	Apply(t, doc)
+	gvr := vwcGVR
+	if kind == "MutatingWebhookConfiguration" {
+		gvr.Resource = "mutatingwebhookconfigurations"
+	}
+	t.Cleanup(func() { _ = Dynamic(t).Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	return strings.ToLower(strings.TrimSuffix(kind, "WebhookConfiguration")) + "." + name + "." + group
 }

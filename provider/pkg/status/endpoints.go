@@ -4,13 +4,17 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// ReadyEndpoints counts the distinct ready endpoint addresses in a Service's EndpointSlices,
-// restricted to slices that expose port (a port name or number; "" for any). It returns the
-// ports the slices expose as "name:port/protocol".
+// ReadyEndpoints counts the distinct ready endpoints in a Service's EndpointSlices, restricted
+// to slices that expose port (a port name or number; "" for any). An endpoint is counted once
+// per pod (its targetRef), not per address: a dual-stack pod appears in an IPv4 and an IPv6
+// slice, or lists two addresses, and is still one endpoint. Endpoints without a targetRef
+// (hand-written Endpoints of a selector-less Service) count once per address set. It returns
+// the ports the slices expose as "name:port/protocol".
 func ReadyEndpoints(slices []*unstructured.Unstructured, port string) (int, []string) {
 	ready := map[string]bool{}
 	portSet := map[string]bool{}
@@ -44,9 +48,8 @@ func ReadyEndpoints(slices []*unstructured.Unstructured, port string) (int, []st
 			if t, ok := cond["terminating"].(bool); ok && t {
 				continue
 			}
-			addrs, _ := em["addresses"].([]any)
-			for _, a := range addrs {
-				ready[str(a)] = true
+			if key := endpointKey(em); key != "" {
+				ready[key] = true
 			}
 		}
 	}
@@ -56,6 +59,31 @@ func ReadyEndpoints(slices []*unstructured.Unstructured, port string) (int, []st
 	}
 	sort.Strings(ports)
 	return len(ready), ports
+}
+
+// endpointKey identifies the backend behind an EndpointSlice endpoint: its targetRef (the pod)
+// when set, else its addresses; "" for an endpoint with neither.
+func endpointKey(em map[string]any) string {
+	if ref, ok := em["targetRef"].(map[string]any); ok && str(ref["name"]) != "" {
+		return "ref:" + str(ref["kind"]) + "/" + str(ref["namespace"]) + "/" + str(ref["name"])
+	}
+	addrs := stringsOf(em["addresses"])
+	if len(addrs) == 0 {
+		return ""
+	}
+	sort.Strings(addrs)
+	return "addr:" + strings.Join(addrs, ",")
+}
+
+func stringsOf(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		if s := str(x); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // NodeReady reports whether a Node's Ready condition is True.

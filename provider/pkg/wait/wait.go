@@ -30,6 +30,10 @@ type Result struct {
 	// Confirming says a proof is under way (one good probe of the several required): the state
 	// is not judged yet, so a refresh keeps evaluating instead of calling the gate not ready.
 	Confirming bool
+	// RetryIn asks to be evaluated again after exactly this long, even without a watch event,
+	// instead of Poll's backoff: for a probe that keeps its own schedule (a quick confirming
+	// probe, a backoff that restarts when what it watches changes).
+	RetryIn time.Duration
 }
 
 // Spec describes one wait.
@@ -132,14 +136,18 @@ func Until(ctx context.Context, spec Spec) (Result, error) {
 		last = r
 
 		var retryC <-chan time.Time
-		if r.Poll {
+		if r.Poll || r.RetryIn > 0 {
+			d := r.RetryIn
+			if d <= 0 {
+				d = backoff
+				backoff = min(backoff*2, maxB)
+			}
 			if retry == nil {
-				retry = time.NewTimer(backoff)
+				retry = time.NewTimer(d)
 			} else {
-				retry.Reset(backoff)
+				retry.Reset(d)
 			}
 			retryC = retry.C
-			backoff = min(backoff*2, maxB)
 		}
 	wait:
 		select {
@@ -154,7 +162,7 @@ func Until(ctx context.Context, spec Spec) (Result, error) {
 			progress(fmt.Sprintf("waiting for %s (%s): %s", spec.What, time.Since(start).Round(time.Second), last.Message))
 			goto wait
 		}
-		if retry != nil && !r.Poll {
+		if retry != nil && !r.Poll && r.RetryIn <= 0 {
 			retry.Stop()
 		}
 	}

@@ -133,6 +133,17 @@ func TestUntilPollsWithBackoffOnlyWhenAsked(t *testing.T) {
 	}
 }
 
+func TestUntilRetryInOverridesTheBackoff(t *testing.T) {
+	// Five retries on Poll's doubling backoff would take 100+200+400+800+1000 ms; RetryIn is the
+	// probe's own schedule (a quick confirming probe) and is honoured as given.
+	r := Result{Message: "confirming", Poll: true, RetryIn: time.Millisecond}
+	check, calls := script(r, r, r, r, r, Result{Ready: true})
+	_, err := Until(context.Background(), Spec{What: "x", Timeout: 1500 * time.Millisecond, Wake: make(chan struct{}), Check: check})
+	if err != nil || *calls != 6 {
+		t.Fatalf("err=%v calls=%d", err, *calls)
+	}
+}
+
 func TestEffectiveTimeoutTakesTheShorter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
