@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -87,7 +91,11 @@ func (*HelmReleaseReady) Update(_ context.Context, req infer.UpdateRequest[HelmR
 
 func helmBuilder(a HelmReleaseReadyArgs) builder[HelmReleaseReadyState] {
 	return func(r *run) (evaluation, func(*HelmReleaseReadyState), error) {
-		e := &helmEval{r: r, name: a.Name, namespace: r.defaultNamespace(a.Namespace), probe: a.Probe}
+		mc, err := metadata.NewForConfig(r.clients.Config)
+		if err != nil {
+			return nil, nil, err
+		}
+		e := &helmEval{r: r, name: a.Name, namespace: r.defaultNamespace(a.Namespace), probe: a.Probe, meta: mc}
 		return e, e.fill, nil
 	}
 }
@@ -96,8 +104,18 @@ type helmEval struct {
 	r               *run
 	name, namespace string
 	probe           map[string]any
-	rel             *helmrelease.Release
-	checks          []objectCheck
+	meta            metadata.Interface
+
+	// newest is the highest revision among the release's records (0: none), found by listing
+	// their metadata; listed says it is current. Two named watches then say when it changes:
+	// one on the newest record (Helm rewrites it when the revision's status changes) and one
+	// on the next revision's record (an upgrade or rollback writes it).
+	newest   int
+	listed   bool
+	newestRV string // the watched record's resourceVersion that rel was read for
+	latest   *helmrelease.Release
+	rel      *helmrelease.Release // the deployed revision whose objects are checked
+	checks   []objectCheck
 }
 
 type objectCheck struct {
@@ -107,34 +125,141 @@ type objectCheck struct {
 
 func (e *helmEval) what() string { return fmt.Sprintf("Helm release %s/%s", e.namespace, e.name) }
 
-// load finds the newest deployed revision. Release records are read directly (never through
-// the shared Secret cache, which drops values) and decoded only to object references.
-func (e *helmEval) load(ctx context.Context) *wait.Result {
-	list, err := e.r.clients.Typed.CoreV1().Secrets(e.namespace).List(ctx, metav1.ListOptions{
+var secretsResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+// recordsErr turns a failed read of the release's records into a result: RBAC fails at once
+// (naming verb, resource, namespace and user, as the API server's message does), anything else
+// is retried.
+func (e *helmEval) recordsErr(verb string, err error) *wait.Result {
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return &wait.Result{Failed: fmt.Errorf("%s: cannot %s its release records (Secrets labelled owner=helm,name=%s in namespace %s): %w; "+
+			"grant list and watch on secrets in namespace %s", e.what(), verb, e.name, e.namespace, err, e.namespace)}
+	}
+	return &wait.Result{Message: fmt.Sprintf("%s the release's records: %v", verb, err), Poll: true}
+}
+
+// listRecords finds the release's newest revision from its records' metadata: no values are
+// transferred (a record holds the whole chart, often hundreds of kilobytes).
+func (e *helmEval) listRecords(ctx context.Context) *wait.Result {
+	list, err := e.meta.Resource(secretsResource).Namespace(e.namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: "owner=helm,name=" + e.name})
 	if err != nil {
-		return &wait.Result{Message: "listing the release's records: " + err.Error(), Poll: true}
+		return e.recordsErr("list", err)
 	}
-	var best *helmrelease.Release
-	for _, s := range list.Items {
-		if s.Labels["status"] != "deployed" {
+	newest := 0
+	for _, m := range list.Items {
+		if v, ok := helmrelease.RecordRevision(e.name, m.Name, m.Labels); ok && v > newest {
+			newest = v
+		}
+	}
+	if newest != e.newest {
+		e.newest, e.newestRV, e.latest = newest, "", nil
+	}
+	e.listed = true
+	return nil
+}
+
+// readNewest reads and decodes the newest record. Records are read directly, never through the
+// shared Secret cache (which drops values), and decoded only to chart metadata and object
+// references.
+func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *wait.Result) {
+	name := helmrelease.RecordName(e.name, e.newest)
+	list, err := e.r.clients.Typed.CoreV1().Secrets(e.namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + name, LabelSelector: "owner=helm,name=" + e.name})
+	if err != nil {
+		return nil, e.recordsErr("read", err)
+	}
+	if len(list.Items) == 0 {
+		e.listed = false // gone meanwhile (uninstalled): find the newest again
+		return nil, &wait.Result{Message: "release record " + name + " disappeared; listing again", Poll: true}
+	}
+	rel, err := helmrelease.Decode(list.Items[0].Data["release"])
+	if err != nil {
+		return nil, &wait.Result{Failed: fmt.Errorf("%s: record %s: %v", e.what(), name, err)}
+	}
+	return rel, nil
+}
+
+// load brings the newest revision up to date and decides whether its objects can be checked:
+// only a deployed newest revision is. A failed one fails at once with Helm's own words; a
+// pending one (Helm still installing, upgrading or rolling back) is waited for, never judged by
+// the revision before it.
+func (e *helmEval) load(ctx context.Context) *wait.Result {
+	for attempt := 0; ; attempt++ {
+		if !e.listed {
+			if res := e.listRecords(ctx); res != nil {
+				return res
+			}
+		}
+		next := e.r.watch(kube.WatchKey{Resource: secretsResource, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest+1)})
+		if res := e.recordWatch(next); res != nil {
+			return res
+		}
+		moved := next.Get(helmrelease.RecordName(e.name, e.newest+1)) != nil
+		var cur *kube.Subscription
+		if e.newest > 0 {
+			cur = e.r.watch(kube.WatchKey{Resource: secretsResource, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest)})
+			if res := e.recordWatch(cur); res != nil {
+				return res
+			}
+			moved = moved || cur.Get(helmrelease.RecordName(e.name, e.newest)) == nil
+		}
+		if moved && attempt < 3 {
+			e.listed = false // a newer revision was written, or the newest was deleted
 			continue
 		}
-		rel, err := helmrelease.Decode(s.Data["release"])
-		if err != nil {
-			return &wait.Result{Failed: fmt.Errorf("%s: record %s: %v", e.what(), s.Name, err)}
+		if e.newest == 0 || cur == nil {
+			return &wait.Result{Message: fmt.Sprintf("no release record of %q yet", e.name),
+				Hint: "is the release installed in this namespace (helm list -n " + e.namespace + ")?"}
 		}
-		if best == nil || rel.Revision > best.Revision {
-			best = rel
+		obj := cur.Get(helmrelease.RecordName(e.name, e.newest))
+		if obj == nil {
+			return &wait.Result{Message: "release records are changing; reading again", Poll: true}
 		}
+		if e.latest == nil || obj.GetResourceVersion() != e.newestRV {
+			rel, res := e.readNewest(ctx)
+			if res != nil {
+				return res
+			}
+			e.latest, e.newestRV = rel, obj.GetResourceVersion()
+		}
+		break
 	}
-	if best == nil {
-		return &wait.Result{Message: fmt.Sprintf("no deployed revision of release %q yet (%d records)", e.name, len(list.Items)), Poll: true,
-			Hint: "is the release installed in this namespace (helm list -n " + e.namespace + ")?"}
+	rel := e.latest
+	quote := ""
+	if rel.Description != "" {
+		quote = ": " + strconv.Quote(rel.Description)
 	}
-	e.rel = best
-	for _, ref := range best.Objects {
-		e.checks = append(e.checks, objectCheck{ref: ref, eval: e.checkFor(ref)})
+	switch {
+	case rel.Status == helmrelease.StatusDeployed:
+		if e.rel == nil || e.rel.Revision != rel.Revision {
+			e.rel, e.checks = rel, nil
+			for _, ref := range rel.Objects {
+				e.checks = append(e.checks, objectCheck{ref: ref, eval: e.checkFor(ref)})
+			}
+		}
+		return nil
+	case rel.Status == helmrelease.StatusFailed:
+		return &wait.Result{Failed: fmt.Errorf("%s: revision %d has Helm status %q%s (helm history %s -n %s)",
+			e.what(), rel.Revision, rel.Status, quote, e.name, e.namespace)}
+	case helmrelease.IsPending(rel.Status):
+		return &wait.Result{Message: fmt.Sprintf("revision %d is %s%s: Helm is still applying it", rel.Revision, rel.Status, quote),
+			Hint: "is the helm command (or the Pulumi Release) still running? A release left pending by an interrupted helm needs `helm rollback` or a new upgrade"}
+	default: // uninstalling, uninstalled (kept history), superseded, unknown: nothing deployed to check
+		return &wait.Result{Message: fmt.Sprintf("the newest revision (%d) is %s%s, not deployed", rel.Revision, rel.Status, quote),
+			Hint: "helm history " + e.name + " -n " + e.namespace}
+	}
+}
+
+// recordWatch reports a named watch on a release record that cannot be used yet.
+func (e *helmEval) recordWatch(s *kube.Subscription) *wait.Result {
+	if terminal, note := watchErr("secrets in namespace "+e.namespace, s); terminal != nil {
+		return &wait.Result{Failed: fmt.Errorf("%s: %w; grant list and watch on secrets in namespace %s", e.what(), terminal, e.namespace)}
+	} else if note != "" && !s.Synced() {
+		return &wait.Result{Message: note, Unsynced: true}
+	}
+	if !s.Synced() {
+		return &wait.Result{Message: "reading the release's records", Unsynced: true}
 	}
 	return nil
 }
@@ -173,13 +298,15 @@ func (e *helmEval) checkFor(ref helmrelease.ObjectRef) evaluation {
 }
 
 func (e *helmEval) check(ctx context.Context) wait.Result {
-	if e.rel == nil {
-		if res := e.load(ctx); res != nil {
-			return *res
-		}
+	if res := e.load(ctx); res != nil {
+		return *res
 	}
+	// A result is a verdict only once every object's state is known: while any watch cache is
+	// still loading (Unsynced) or a webhook probe is confirming, and nothing is plainly not
+	// ready, the release is not judged yet (a refresh keeps evaluating).
 	var pending []string
-	poll := false
+	poll, unsynced, confirming, notReady := false, false, false, false
+	var retryIn time.Duration
 	for _, c := range e.checks {
 		res := c.eval.check(ctx)
 		if res.Failed != nil {
@@ -187,13 +314,19 @@ func (e *helmEval) check(ctx context.Context) wait.Result {
 		}
 		if !res.Ready {
 			pending = append(pending, c.ref.String()+": "+res.Message)
-			poll = poll || res.Poll || res.Unsynced
+			poll = poll || res.Poll
+			unsynced = unsynced || res.Unsynced
+			confirming = confirming || res.Confirming
+			notReady = notReady || !(res.Unsynced || res.Confirming)
+			if res.RetryIn > 0 && (retryIn == 0 || res.RetryIn < retryIn) {
+				retryIn = res.RetryIn // a webhook probe's own schedule (see prober.step)
+			}
 		}
 	}
 	if len(pending) > 0 {
 		sort.Strings(pending)
 		return wait.Result{Message: fmt.Sprintf("revision %d: %d of %d objects pending: %s", e.rel.Revision, len(pending), len(e.checks),
-			strings.Join(pending, "; ")), Poll: poll}
+			strings.Join(pending, "; ")), Poll: poll, RetryIn: retryIn, Unsynced: unsynced && !notReady, Confirming: confirming && !notReady && !unsynced}
 	}
 	return wait.Result{Ready: true}
 }

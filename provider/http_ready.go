@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -18,8 +19,9 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -222,6 +224,15 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 	e.attempts++
 	code, body, err := e.request(ctx)
 	e.code = code
+	var pe *proxyError
+	if errors.As(err, &pe) {
+		// The API server answered in the backend's place: never the backend's answer.
+		e.good, e.code = 0, 0
+		if pe.terminal() {
+			return wait.Result{Failed: fmt.Errorf("%s: %s", e.what(), pe.rbacMessage(e.args.Service.Namespace))}
+		}
+		return wait.Result{Message: pe.Error(), Poll: true, Hint: pe.hint()}
+	}
 	ok := err == nil && e.accept(code) && (e.body == nil || e.body.Match(body))
 	if !ok {
 		e.good = 0
@@ -238,7 +249,8 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 	}
 	e.good++
 	if e.good < e.need {
-		return wait.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), Poll: true}
+		// One good answer of several: a proof under way, not a verdict (refresh keeps going).
+		return wait.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), Poll: true, Confirming: true}
 	}
 	return wait.Result{Ready: true, Message: fmt.Sprintf("HTTP %d", code)}
 }
@@ -270,29 +282,101 @@ func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		resp, err := e.client.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return resp.StatusCode, b, nil
+		return readAnswer(e.client.Do(req))
 	}
+	// Through the API server's service proxy, with the provider's credentials. The request is
+	// made by hand (not ProxyGet().DoRaw()) to keep the exact status code and the body of every
+	// answer, so the API server's own answers can be told from the backend's.
 	s := e.args.Service
-	b, err := e.r.clients.Typed.CoreV1().Services(s.Namespace).
-		ProxyGet(derefOr(s.Scheme, "http"), s.Name, deref(s.Port), derefOr(s.Path, "/"), nil).DoRaw(ctx)
+	rc, ok := e.r.clients.Typed.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc.Client == nil {
+		return 0, nil, errors.New("no HTTP client for the Kubernetes API")
+	}
+	u := rc.Get().Namespace(s.Namespace).Resource("services").SubResource("proxy").
+		Name(utilnet.JoinSchemeNamePort(derefOr(s.Scheme, "http"), s.Name, deref(s.Port))).Suffix(derefOr(s.Path, "/")).URL()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		var se *apierrors.StatusError
-		if errors.As(err, &se) && se.ErrStatus.Code != 0 {
-			// The backend, or the proxy itself, answered with an error status. The proxy's
-			// own errors come as a Status object: keep its message, not the JSON around it.
-			var st metav1.Status
-			if len(b) == 0 || (json.Unmarshal(b, &st) == nil && st.Kind == "Status" && st.Message != "") {
-				b = []byte(se.ErrStatus.Message)
-			}
-			return int(se.ErrStatus.Code), b, nil
-		}
 		return 0, nil, err
 	}
-	return http.StatusOK, b, nil
+	code, body, err := readAnswer(rc.Client.Do(req))
+	if err != nil {
+		return 0, nil, err
+	}
+	if st, ok := apiServerAnswer(body); ok {
+		return code, body, &proxyError{code: code, status: st}
+	}
+	return code, body, nil
+}
+
+func readAnswer(resp *http.Response, err error) (int, []byte, error) {
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, b, nil
+}
+
+// apiServerAnswer reports whether an answer that came through the service proxy is the API
+// server's own (a metav1.Status of status Failure: `services "web" not found`, `no endpoints
+// available for service "web"`, `error trying to reach service: ...`, Forbidden) rather than
+// the backend's. The API server answers a proxied request itself only with such a Status and
+// passes every backend answer through unchanged, so anything else is the backend's. A backend
+// can only produce a Failure Status if it is itself a Kubernetes component (an aggregated API
+// server behind the Service): its failures are then not counted either, which fails closed.
+func apiServerAnswer(body []byte) (metav1.Status, bool) {
+	var st metav1.Status
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &st) != nil {
+		return metav1.Status{}, false
+	}
+	return st, st.Kind == "Status" && st.APIVersion == "v1" && st.Status == metav1.StatusFailure
+}
+
+// proxyError is an answer the API server gave in place of the backend.
+type proxyError struct {
+	code   int
+	status metav1.Status
+}
+
+func (p *proxyError) Error() string {
+	return fmt.Sprintf("not the backend's answer: the API server's service proxy answered HTTP %d (%s): %s",
+		p.code, p.status.Reason, p.status.Message)
+}
+
+// terminal: the API server refused the provider's credentials or the proxy permission, which
+// waiting does not fix.
+func (p *proxyError) terminal() bool {
+	switch p.status.Reason {
+	case metav1.StatusReasonUnauthorized:
+		return true
+	case metav1.StatusReasonForbidden:
+		// RBAC on the proxy subresource; another Forbidden Status (from a Kubernetes component
+		// behind the Service) is just not proof.
+		return strings.Contains(p.status.Message, "services/proxy")
+	}
+	return false
+}
+
+func (p *proxyError) rbacMessage(namespace string) string {
+	if p.status.Reason == metav1.StatusReasonUnauthorized {
+		return fmt.Sprintf("the API server refused the provider's credentials for the service proxy (HTTP %d): %s", p.code, p.status.Message)
+	}
+	return fmt.Sprintf("the API server refused the service proxy request (HTTP %d): %s; "+
+		"grant verb \"get\" on resource \"services/proxy\" in namespace %q to this user "+
+		"(a Role rule {apiGroups: [\"\"], resources: [\"services/proxy\"], verbs: [\"get\"]}, bound by a RoleBinding)",
+		p.code, p.status.Message, namespace)
+}
+
+func (p *proxyError) hint() string {
+	msg := p.status.Message
+	switch {
+	case p.status.Reason == metav1.StatusReasonNotFound:
+		return "the Service (or its port) does not exist yet: kubectl get service -n <namespace>"
+	case strings.Contains(msg, "no endpoints available"):
+		return "no ready pod behind the Service: kubectl get pods,endpointslices -n <namespace>"
+	case strings.Contains(msg, "error trying to reach service"):
+		return "a pod is ready but does not accept connections on the target port: the backend's logs"
+	}
+	return "the API server could not proxy to the backend: kubectl get service,endpointslices -n <namespace>"
 }

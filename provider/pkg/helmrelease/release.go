@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,9 +22,12 @@ import (
 
 // Release is what a gate needs from a stored release.
 type Release struct {
-	Name, Namespace          string
-	Revision                 int
-	Status                   string
+	Name, Namespace string
+	Revision        int
+	Status          string
+	// Description is Helm's own account of the revision's status ("Install complete",
+	// "Upgrade \"x\" failed: ..."): quoted when a revision failed.
+	Description              string
 	Chart, ChartVersion, App string
 	Objects                  []ObjectRef
 	// Webhooks holds the manifest's webhook configurations in full (they carry no secrets) so
@@ -48,7 +52,8 @@ type stored struct {
 	Namespace string `json:"namespace"`
 	Version   int    `json:"version"`
 	Info      struct {
-		Status string `json:"status"`
+		Status      string `json:"status"`
+		Description string `json:"description,omitempty"`
 	} `json:"info"`
 	Chart struct {
 		Metadata struct {
@@ -82,7 +87,7 @@ func Decode(releaseData []byte) (*Release, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("release record is not Helm's JSON: %v", err)
 	}
-	r := &Release{Name: s.Name, Namespace: s.Namespace, Revision: s.Version, Status: s.Info.Status,
+	r := &Release{Name: s.Name, Namespace: s.Namespace, Revision: s.Version, Status: s.Info.Status, Description: s.Info.Description,
 		Chart: s.Chart.Metadata.Name, ChartVersion: s.Chart.Metadata.Version, App: s.Chart.Metadata.AppVersion}
 	if err := r.parseManifest(s.Manifest); err != nil {
 		return nil, err
@@ -115,11 +120,66 @@ func (r *Release) parseManifest(manifest string) error {
 	return nil
 }
 
+// Statuses of a revision, as Helm 3 writes them (helm.sh/helm/v3/pkg/release.Status).
+const (
+	StatusDeployed        = "deployed"
+	StatusFailed          = "failed"
+	StatusSuperseded      = "superseded"
+	StatusUninstalled     = "uninstalled"
+	StatusUninstalling    = "uninstalling"
+	StatusPendingInstall  = "pending-install"
+	StatusPendingUpgrade  = "pending-upgrade"
+	StatusPendingRollback = "pending-rollback"
+)
+
+// IsPending reports whether Helm is still applying the revision (install, upgrade, rollback).
+func IsPending(status string) bool {
+	return status == StatusPendingInstall || status == StatusPendingUpgrade || status == StatusPendingRollback
+}
+
+// RecordPrefix is the name prefix of a release's records in Helm's Secret storage driver.
+func RecordPrefix(release string) string { return "sh.helm.release.v1." + release + ".v" }
+
+// RecordName is the name of a release revision's record.
+func RecordName(release string, revision int) string {
+	return RecordPrefix(release) + strconv.Itoa(revision)
+}
+
+// RecordRevision is the revision a record holds, from its `version` label (which Helm sets on
+// every record) or else its name; false when neither says.
+func RecordRevision(release, name string, labels map[string]string) (int, bool) {
+	if v, err := strconv.Atoi(labels["version"]); err == nil && v > 0 {
+		return v, true
+	}
+	if rest, ok := strings.CutPrefix(name, RecordPrefix(release)); ok {
+		if v, err := strconv.Atoi(rest); err == nil && v > 0 {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// Record is what a test writes as Helm would: Encode gives the `release` value of its Secret.
+type Record struct {
+	Name, Namespace                 string
+	Revision                        int
+	Status, Description             string
+	Chart, ChartVersion, AppVersion string
+	Manifest                        string
+}
+
 // Encode is Decode's inverse, for tests that write release records as Helm does.
 func Encode(name, namespace string, revision int, status, chart, chartVersion, appVersion, manifest string) (string, error) {
+	return Record{Name: name, Namespace: namespace, Revision: revision, Status: status, Chart: chart,
+		ChartVersion: chartVersion, AppVersion: appVersion, Manifest: manifest}.Encode()
+}
+
+// Encode writes the record as Helm's Secret driver does: base64(gzip(JSON)).
+func (r Record) Encode() (string, error) {
 	var s stored
-	s.Name, s.Namespace, s.Version, s.Info.Status, s.Manifest = name, namespace, revision, status, manifest
-	s.Chart.Metadata.Name, s.Chart.Metadata.Version, s.Chart.Metadata.AppVersion = chart, chartVersion, appVersion
+	s.Name, s.Namespace, s.Version, s.Manifest = r.Name, r.Namespace, r.Revision, r.Manifest
+	s.Info.Status, s.Info.Description = r.Status, r.Description
+	s.Chart.Metadata.Name, s.Chart.Metadata.Version, s.Chart.Metadata.AppVersion = r.Chart, r.ChartVersion, r.AppVersion
 	j, err := json.Marshal(s)
 	if err != nil {
 		return "", err

@@ -66,3 +66,54 @@ func FuzzDecode(f *testing.F) {
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) { _, _ = Decode([]byte(s)) })
 }
+
+func TestDescriptionAndStatusRoundTrip(t *testing.T) {
+	enc, err := Record{Name: "app", Namespace: "web", Revision: 4, Status: StatusFailed,
+		Description: `Upgrade "app" failed: context deadline exceeded`, Chart: "app", ChartVersion: "1", Manifest: manifest}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Decode([]byte(enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "failed" || r.Description != `Upgrade "app" failed: context deadline exceeded` || r.Revision != 4 {
+		t.Errorf("release = %+v", r)
+	}
+}
+
+func TestIsPending(t *testing.T) {
+	for status, want := range map[string]bool{
+		StatusPendingInstall: true, StatusPendingUpgrade: true, StatusPendingRollback: true,
+		StatusDeployed: false, StatusFailed: false, StatusSuperseded: false, StatusUninstalling: false, "": false,
+	} {
+		if got := IsPending(status); got != want {
+			t.Errorf("IsPending(%q) = %v, want %v", status, got, want)
+		}
+	}
+}
+
+func TestRecordRevision(t *testing.T) {
+	cases := []struct {
+		name   string
+		labels map[string]string
+		want   int
+		ok     bool
+	}{
+		{"sh.helm.release.v1.app.v3", map[string]string{"version": "3"}, 3, true},
+		{"sh.helm.release.v1.app.v12", nil, 12, true},                               // no label: the name says
+		{"sh.helm.release.v1.app.v12", map[string]string{"version": "x"}, 12, true}, // a bad label: the name says
+		{"sh.helm.release.v1.app.v0", nil, 0, false},
+		{"sh.helm.release.v1.app-2.v5", nil, 0, false}, // another release's record
+		{"something-else", nil, 0, false},
+	}
+	for _, c := range cases {
+		got, ok := RecordRevision("app", c.name, c.labels)
+		if got != c.want || ok != c.ok {
+			t.Errorf("RecordRevision(%q, %v) = %d, %v; want %d, %v", c.name, c.labels, got, ok, c.want, c.ok)
+		}
+	}
+	if got := RecordName("app", 7); got != "sh.helm.release.v1.app.v7" {
+		t.Errorf("RecordName = %q", got)
+	}
+}

@@ -1,0 +1,209 @@
+package provider
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+)
+
+// impersonating is the test cluster's admin kubeconfig acting as user (who then holds only
+// system:authenticated and what RoleBindings grant it), so a test runs the provider with a
+// user's exact rights without a new token (which would need an API server restart).
+func impersonating(t *testing.T, user string) string {
+	t.Helper()
+	cfg, err := clientcmd.Load(testenv.CP.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = user
+	}
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// grant binds user to a Role holding rules (YAML flow list) in ns.
+func grant(t *testing.T, ns, user, rules string) {
+	t.Helper()
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: %[1]s, namespace: %[2]s}
+rules: %[3]s
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: %[1]s, namespace: %[2]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s}
+subjects: [{kind: User, name: %[1]s}]`, user, ns, rules))
+}
+
+func serviceInput(ns, name string) property.Value {
+	return property.New(property.NewMap(map[string]property.Value{
+		"namespace": property.New(ns), "name": property.New(name), "path": property.New("/healthz")}))
+}
+
+// The API server answers a proxied request itself when it cannot reach a backend: 404 for a
+// missing Service, 503 without endpoints, 403 without RBAC. None of that is the backend's
+// answer, even where expectedStatus accepts the code. (The backend's own answers through the
+// proxy are tested inside the network namespace harness: netns_test.go.)
+func TestHttpReadyServiceProxyCountsOnlyTheBackendsAnswer(t *testing.T) {
+	ns := testenv.Namespace(t, "proxy")
+	// A Service that selects no pod: the API server answers 503 itself and dials nothing.
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: idle, namespace: %s}
+spec:
+  selector: {app: nobody}
+  ports: [{name: http, port: 80, targetPort: 8080}]`, ns))
+	grant(t, ns, "proxy-denied", `[{apiGroups: [""], resources: [services], verbs: [get, list, watch]}]`)
+	s := newServer(t)
+	lenient := func(svc string) map[string]property.Value {
+		return props("service", serviceInput(ns, svc), "expectedStatus", "200-499", "timeout", "2s")
+	}
+	missing := createAsync(t, s, "HttpReady", lenient("missing"))
+	idle := createAsync(t, s, "HttpReady", lenient("idle"))
+	denied := createAsync(t, newServer(t, impersonating(t, "proxy-denied")), "HttpReady",
+		props("service", serviceInput(ns, "idle"), "expectedStatus", "200-499", "timeout", "5m"))
+
+	for name, tc := range map[string]struct {
+		ch   <-chan gateResult
+		want []string
+	}{
+		"missing Service":           {missing, []string{"timed out", "not the backend's answer", "HTTP 404", `services "missing" not found`}},
+		"Service with no endpoints": {idle, []string{"timed out", "not the backend's answer", "HTTP 503", "no endpoints available"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := await(t, tc.ch, 30*time.Second)
+			if r.err == nil {
+				t.Fatalf("passed on the API server's own answer: outputs %v", r.resp.Properties)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, r.err)
+				}
+			}
+		})
+	}
+	t.Run("Forbidden fails at once, naming the permission", func(t *testing.T) {
+		r := await(t, denied, 20*time.Second) // the gate's own timeout is 5m: only failing at once returns here
+		if r.err == nil {
+			t.Fatalf("passed on the API server's 403: outputs %v", r.resp.Properties)
+		}
+		for _, w := range []string{`User "proxy-denied"`, `cannot get resource "services/proxy"`, `namespace "` + ns,
+			`grant verb "get" on resource "services/proxy"`} {
+			if !strings.Contains(r.err.Error(), w) {
+				t.Errorf("error lacks %q: %v", w, r.err)
+			}
+		}
+		if strings.Contains(r.err.Error(), "timed out") {
+			t.Errorf("want a failure at once, got a timeout: %v", r.err)
+		}
+	})
+}
+
+func TestApiServerAnswer(t *testing.T) {
+	status := func(code int, reason metav1.StatusReason, msg string) string {
+		return fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":%q,"reason":%q,"code":%d}`,
+			msg, reason, code)
+	}
+	cases := map[string]struct {
+		body string
+		ours bool
+	}{
+		"missing Service":       {status(404, metav1.StatusReasonNotFound, `services "web" not found`), true},
+		"no endpoints":          {status(503, metav1.StatusReasonServiceUnavailable, `no endpoints available for service "web"`), true},
+		"dial error":            {status(503, metav1.StatusReasonServiceUnavailable, `error trying to reach service: dial tcp 10.0.0.9:80: connect: connection refused`), true},
+		"forbidden":             {status(403, metav1.StatusReasonForbidden, `services "web" is forbidden: User "u" cannot get resource "services/proxy"`), true},
+		"backend text":          {"no endpoints available for service", false},
+		"backend JSON":          {`{"status":"ok"}`, false},
+		"backend HTML":          {"<html>503</html>", false},
+		"empty":                 {"", false},
+		"a Status of success":   {`{"kind":"Status","apiVersion":"v1","status":"Success","code":200}`, false},
+		"another kind":          {`{"kind":"Pod","apiVersion":"v1","status":"Failure"}`, false},
+		"Status of another API": {`{"kind":"Status","apiVersion":"example.com/v1","status":"Failure"}`, false},
+	}
+	for name, c := range cases {
+		if _, ours := apiServerAnswer([]byte(c.body)); ours != c.ours {
+			t.Errorf("%s: apiServerAnswer = %v, want %v", name, ours, c.ours)
+		}
+	}
+	forbidden := &proxyError{code: 403, status: metav1.Status{Reason: metav1.StatusReasonForbidden,
+		Message: `services "web" is forbidden: User "u" cannot get resource "services/proxy" in API group "" in the namespace "x"`}}
+	otherForbidden := &proxyError{code: 403, status: metav1.Status{Reason: metav1.StatusReasonForbidden, Message: `widgets is forbidden`}}
+	notFound := &proxyError{code: 404, status: metav1.Status{Reason: metav1.StatusReasonNotFound, Message: `services "web" not found`}}
+	if !forbidden.terminal() || otherForbidden.terminal() || notFound.terminal() {
+		t.Errorf("terminal: proxy RBAC %v, another Forbidden %v, NotFound %v; want true, false, false",
+			forbidden.terminal(), otherForbidden.terminal(), notFound.terminal())
+	}
+}
+
+// Refresh (Read) runs the gate's whole proof: with consecutiveSuccesses 3, the first good answer
+// only says "confirming", which is no reason to drop a gate whose endpoint is healthy.
+func TestHttpReadyRefreshRunsTheFullProof(t *testing.T) {
+	var mode atomic.Value // "ok", "down", "flap"
+	mode.Store("ok")
+	var n atomic.Int64
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		switch mode.Load() {
+		case "down":
+			http.Error(w, "down", http.StatusServiceUnavailable)
+		case "flap":
+			if n.Add(1)%2 == 0 {
+				http.Error(w, "flapping", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprint(w, "ok")
+		default:
+			fmt.Fprint(w, "ok")
+		}
+	})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+	s := newServer(t)
+	inputs := props("url", "http://"+l.Addr().String()+"/healthz", "consecutiveSuccesses", 3, "timeout", "30s")
+	r := await(t, createAsync(t, s, "HttpReady", inputs), 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	chk, err := s.Check(p.CheckRequest{Urn: urn("HttpReady"), Inputs: property.NewMap(inputs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		resp, err := s.Read(p.ReadRequest{ID: r.resp.ID, Urn: urn("HttpReady"), Properties: r.resp.Properties, Inputs: chk.Inputs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ID
+	}
+	if id := read(); id != r.resp.ID {
+		t.Fatalf("refresh dropped a gate whose endpoint answers 200 every time (id %q)", id)
+	}
+	mode.Store("flap") // good, bad, good, ...: never 3 good answers in a row
+	if id := read(); id != "" {
+		t.Errorf("refresh kept a gate whose endpoint flaps")
+	}
+	mode.Store("down")
+	if id := read(); id != "" {
+		t.Errorf("refresh kept a gate whose endpoint answers 503")
+	}
+}
