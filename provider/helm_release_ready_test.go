@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -159,5 +161,49 @@ func TestHelmReleaseReadyRBAC(t *testing.T) {
 	}
 	if r := await(t, min, 30*time.Second); r.err != nil {
 		t.Errorf("list and watch on secrets (and what the objects need) must be enough: %v", r.err)
+	}
+}
+
+// Refresh (Read) on a provider with cold caches runs the whole proof, webhook probes included,
+// before judging: a ready release stays in the state.
+func TestHelmReleaseReadyRefreshOnColdCaches(t *testing.T) {
+	ns := testenv.Namespace(t, "helmread")
+	group := widgetCRD(t)
+	wh := testenv.NewWebhook(t)
+	wh.Start(t)
+	cfg := "read-webhook-" + strings.Split(group, ".")[0]
+	manifest := manifestOf(configMapDoc(ns, "cm"), deployment(ns, "app", "registry.local/app:1", 1), wh.Configuration(cfg, group))
+	testenv.Apply(t, strings.TrimPrefix(manifest, "---\n"))
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+	})
+	writeRecord(t, helmrelease.Record{Name: "app", Namespace: ns, Revision: 1, Status: helmrelease.StatusDeployed,
+		Chart: "app", ChartVersion: "1", Manifest: manifest})
+	inputs := props("name", "app", "namespace", ns, "timeout", "60s")
+	s := newServer(t)
+	r := await(t, createAsync(t, s, "HelmReleaseReady", inputs), 60*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	chk, err := s.Check(p.CheckRequest{Urn: urn("HelmReleaseReady"), Inputs: property.NewMap(inputs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		cold := newServer(t) // a new provider process: every watch cache starts empty
+		resp, err := cold.Read(p.ReadRequest{ID: r.resp.ID, Urn: urn("HelmReleaseReady"), Properties: r.resp.Properties, Inputs: chk.Inputs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ID
+	}
+	if id := read(); id != r.resp.ID {
+		t.Fatalf("refresh on cold caches dropped a ready release (id %q)", id)
+	}
+	// Near miss: the webhook stops answering; refresh must drop the gate.
+	wh.Close()
+	if id := read(); id != "" {
+		t.Errorf("refresh kept a release whose webhook does not answer")
 	}
 }
