@@ -4,14 +4,16 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -59,6 +61,7 @@ type watchEntry struct {
 	stop     chan struct{}
 	done     chan struct{}
 	refs     int
+	watching atomic.Bool // the watch has been established once
 
 	mu     sync.Mutex
 	synced bool
@@ -118,10 +121,28 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.Name).String()
 		}
 	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(c.client, key.Resource, key.Namespace, 0,
-		cache.Indexers{}, tweak).Informer()
-	e := &watchEntry{informer: inf, stop: make(chan struct{}), done: make(chan struct{}),
-		wakes: map[*Subscription]chan<- struct{}{}}
+	e := &watchEntry{stop: make(chan struct{}), done: make(chan struct{}), wakes: map[*Subscription]chan<- struct{}{}}
+	res := c.client.Resource(key.Resource).Namespace(key.Namespace)
+	// dynamicinformer's list-watch, and one thing more: the cache counts as synced only once its
+	// watch is established too, so a watch the API server refuses (RBAC without `watch`) fails
+	// the gate rather than letting it judge a list that will never hear of a change.
+	var inf cache.SharedIndexInformer
+	inf = cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			w, err := res.Watch(ctx, o)
+			if err == nil {
+				e.watching.Store(true)
+				e.markSynced(inf.HasSynced())
+			}
+			return w, err
+		},
+	}, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{ObjectDescription: key.Resource.String()})
+	e.informer = inf
 	if t, ok := c.transforms[key.Resource.GroupResource()]; ok {
 		_ = inf.SetTransform(func(o any) (any, error) {
 			if u, ok := o.(*unstructured.Unstructured); ok {
@@ -142,10 +163,13 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 		e.err = nil
 		e.mu.Unlock()
 	}
+	// The initial list's last object makes the informer synced before its event reaches the
+	// handler, so a non-empty list is noticed as synced here, at once.
+	event := func() { clearErr(); e.markSynced(inf.HasSynced()); e.notify() }
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { clearErr(); e.notify() },
-		UpdateFunc: func(any, any) { clearErr(); e.notify() },
-		DeleteFunc: func(any) { clearErr(); e.notify() },
+		AddFunc:    func(any) { event() },
+		UpdateFunc: func(any, any) { event() },
+		DeleteFunc: func(any) { event() },
 	})
 	c.Opened.Add(1)
 	Stats.WatchesOpened.Add(1)
@@ -153,15 +177,46 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 		defer close(e.done)
 		inf.Run(e.stop)
 	}()
-	go func() {
-		if cache.WaitForCacheSync(e.stop, inf.HasSynced) {
-			e.mu.Lock()
-			e.synced, e.err = true, nil
-			e.mu.Unlock()
-			e.notify()
-		}
-	}()
+	go e.awaitSync(inf.HasSynced)
 	return e
+}
+
+// markSynced records the initial sync (list loaded and watch established) once and wakes
+// every subscriber.
+func (e *watchEntry) markSynced(listed bool) {
+	if !listed || !e.watching.Load() {
+		return
+	}
+	e.mu.Lock()
+	first := !e.synced
+	if first {
+		e.synced, e.err = true, nil
+	}
+	e.mu.Unlock()
+	if first {
+		e.notify()
+	}
+}
+
+// awaitSync is the backstop for a sync no event announces (an empty list, whose watch was
+// established before the list was processed). client-go's WaitForCacheSync looks every 100 ms,
+// a delay every gate paid before its first verdict; this looks at the in-memory flags after
+// 1 ms, then at doubling intervals up to 100 ms.
+func (e *watchEntry) awaitSync(hasSynced func() bool) {
+	t := time.NewTimer(time.Millisecond)
+	defer t.Stop()
+	for d := time.Millisecond; ; d = min(2*d, 100*time.Millisecond) {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		if hasSynced() && e.watching.Load() {
+			e.markSynced(true)
+			return
+		}
+		t.Reset(d)
+	}
 }
 
 // Close releases the subscription; the watch stops when no gate uses it any more.
