@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -277,8 +278,23 @@ func (b *bench) create(ctx context.Context, gvr schema.GroupVersionResource, ns,
 	return b.dyn.Resource(gvr).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
 }
 
-// webhookDetection measures how soon WebhookReady notices a webhook that starts listening.
+// webhookDetection measures how soon WebhookReady notices a webhook that starts listening
+// while nothing in the cluster changes (a URL webhook outside the cluster): only the probe's
+// backoff clock can notice it. The webhook starts at a random moment of the gate's probe
+// schedule, so the figures cover every phase of it.
 func (b *bench) webhookDetection(ctx context.Context, trials int) (dist, error) {
+	return b.webhookTrials(ctx, trials, false)
+}
+
+// webhookEventDetection measures the same when the cluster says the webhook may now be up, as
+// it does for real installs: the webhook starts serving and its caBundle is injected at once
+// (cert-manager's cainjector, a chart's patch Job); an EndpointSlice turning ready is the same
+// kind of event. The gate probes on the event instead of waiting for its backoff clock.
+func (b *bench) webhookEventDetection(ctx context.Context, trials int) (dist, error) {
+	return b.webhookTrials(ctx, trials, true)
+}
+
+func (b *bench) webhookTrials(ctx context.Context, trials int, event bool) (dist, error) {
 	var out dist
 	vwc := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
 	// The webhooks intercept a kind of their own, so the other benchmarks never meet a stale one.
@@ -289,8 +305,12 @@ func (b *bench) webhookDetection(ctx context.Context, trials int) (dist, error) 
 		if err != nil {
 			return nil, err
 		}
-		name := fmt.Sprintf("bench-webhook-%d", i)
-		if _, err := b.cp.Apply(ctx, wh.ConfigurationFor("ValidatingWebhookConfiguration", name, group, "probes")); err != nil {
+		name := fmt.Sprintf("bench-webhook-%d-%v", i, event)
+		doc := wh.ConfigurationFor("ValidatingWebhookConfiguration", name, group, "probes")
+		if event { // no caBundle yet: the API server cannot trust the webhook before the injection
+			doc = strings.Replace(doc, "caBundle: "+wh.CABundle(), `caBundle: ""`, 1)
+		}
+		if _, err := b.cp.Apply(ctx, doc); err != nil {
 			return nil, err
 		}
 		done := make(chan time.Time, 1)
@@ -303,10 +323,23 @@ func (b *bench) webhookDetection(ctx context.Context, trials int) (dist, error) 
 			}
 			done <- time.Now()
 		}()
-		time.Sleep(1200 * time.Millisecond) // the gate is probing a closed port by now
+		// The gate is probing a closed port by now, at its backoff cap; start at a random phase.
+		time.Sleep(1200*time.Millisecond + rand.N(500*time.Millisecond))
 		t0 := time.Now()
 		if err := wh.Start(); err != nil {
 			return nil, err
+		}
+		if event {
+			cur, err := b.dyn.Resource(vwc).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			hooks, _, _ := unstructured.NestedSlice(cur.Object, "webhooks")
+			hooks[0].(map[string]any)["clientConfig"].(map[string]any)["caBundle"] = wh.CABundle()
+			cur.Object["webhooks"] = hooks
+			if _, err := b.dyn.Resource(vwc).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+				return nil, err
+			}
 		}
 		if t := <-done; !t.IsZero() {
 			out = append(out, t.Sub(t0))

@@ -66,6 +66,8 @@ const (
 	confirmDelay    = 50 * time.Millisecond
 	probeMinBackoff = 100 * time.Millisecond
 	probeMaxBackoff = 250 * time.Millisecond
+	// afterEventBackoff is the first retry after what the gate watches changed.
+	afterEventBackoff = 25 * time.Millisecond
 )
 
 // ProbeTarget describes the webhooks a probe must reach.
@@ -91,7 +93,14 @@ func (p *prober) reset() { p.good = 0 }
 func (p *prober) step(ctx context.Context, state string) wait.Result {
 	now := time.Now()
 	if state != p.seen {
-		p.seen, p.next, p.backoff = state, time.Time{}, 0
+		// The webhook may be up now: probe at once. The API server learns of a changed
+		// configuration or endpoint a few milliseconds after the gate does, so retry soon at
+		// first (25, 50 ms), then back off as usual.
+		p.backoff = probeMinBackoff / 2
+		if p.seen != "" {
+			p.backoff = afterEventBackoff / 2
+		}
+		p.seen, p.next = state, time.Time{}
 	}
 	if now.Before(p.next) {
 		r := p.last
@@ -102,7 +111,7 @@ func (p *prober) step(ctx context.Context, state string) wait.Result {
 	if res.Failed == nil && !res.Ready {
 		delay := confirmDelay
 		if !res.Confirming {
-			p.backoff = min(max(p.backoff*2, probeMinBackoff), probeMaxBackoff)
+			p.backoff = min(p.backoff*2, probeMaxBackoff)
 			delay = p.backoff
 		}
 		p.next = time.Now().Add(delay)
