@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 	"strings"
@@ -80,7 +79,8 @@ func (s *CertificateReadyState) Annotate(a infer.Annotator) {
 	a.Describe(&s.DNSNames, "The certificate's DNS names.")
 	a.Describe(&s.IssuerRef, "The issuer the Certificate names.")
 	a.Describe(&s.Revision, "status.revision: how many times it was issued.")
-	a.Describe(&s.CACertificate, "The public `ca.crt` from the Secret, PEM, when present (for CA bundles).")
+	a.Describe(&s.CACertificate, "The certificates of the Secret's `ca.crt`, PEM, when present (for CA bundles). Only CERTIFICATE blocks "+
+		"that parse as X.509 are kept; any other block (a private key appended by mistake) is dropped.")
 }
 
 var (
@@ -162,6 +162,9 @@ func (e *certificateEval) check(context.Context) wait.Result {
 	// condition, and a watch opened late would add a list round trip to the detection time.
 	sec := &secretEval{r: e.r, namespace: e.namespace, name: secretName, required: e.keys}
 	secRes := sec.check(context.Background())
+	if secRes.Failed != nil {
+		return secRes // RBAC on the Secret fails at once, not after issuance
+	}
 	revision, _, _ := unstructured.NestedInt64(cert.Object, "status", "revision")
 	crNote := ""
 	if reqs, pending := e.r.objects(target{gvk: certRequestGVK, namespace: e.namespace, selector: labels.Everything()}); pending == nil {
@@ -230,9 +233,7 @@ func (e *certificateEval) fill(s *CertificateReadyState) {
 	s.CACertificate = ""
 	if ca, ok := data["ca.crt"].(string); ok {
 		if raw, err := base64.StdEncoding.DecodeString(ca); err == nil {
-			if b, _ := pem.Decode(raw); b != nil && b.Type == "CERTIFICATE" { // public data only
-				s.CACertificate = string(raw)
-			}
+			s.CACertificate = status.PublicCertificates(raw) // public data only: every other PEM block is dropped
 		}
 	}
 }

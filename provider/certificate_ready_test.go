@@ -227,3 +227,27 @@ func TestSecretReadyKeysAndNoValues(t *testing.T) {
 		t.Error("outputs contain a Secret value")
 	}
 }
+
+// TestCertificateReadyCACertificateKeepsOnlyCertificates: a ca.crt that holds a CERTIFICATE and
+// then a PRIVATE KEY (a tool that concatenated the wrong files) must output the certificate only.
+func TestCertificateReadyCACertificateKeepsOnlyCertificates(t *testing.T) {
+	ns := testenv.Namespace(t, "cacrt")
+	installCertManagerCRDs(t)
+	testenv.Apply(t, certificate(ns, "web", "web-tls"))
+	c := testenv.IssueCertificate(t, "web.example.test", 48*time.Hour)
+	leaked := c
+	leaked.CAPEM = append(append([]byte{}, c.CAPEM...), c.KeyPEM...)
+	writeTLSSecret(t, ns, "web-tls", leaked)
+	setCertStatus(t, ns, "web", readyStatus(c, 1))
+	s := newServer(t)
+	r := await(t, createAsync(t, s, "CertificateReady", props("name", "web", "namespace", ns, "timeout", "60s")), 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := r.resp.Properties.Get("caCertificate").AsString(); got != string(c.CAPEM) {
+		t.Errorf("caCertificate = %q, want the CA certificate alone", got)
+	}
+	if all := fmt.Sprint(r.resp.Properties); strings.Contains(all, "PRIVATE KEY") || strings.Contains(all, string(c.KeyPEM[40:80])) {
+		t.Error("outputs contain private key material")
+	}
+}

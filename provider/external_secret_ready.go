@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -32,9 +33,13 @@ type ExternalSecretReadyState struct {
 }
 
 func (g *ExternalSecretReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until an ExternalSecret (external-secrets.io v1, or v1beta1 on older installs) has `Ready=True` "+
-		"for its current generation and its target Secret exists. Progress shows ESO's reason (e.g. `SecretSyncedError`). "+
-		"Secret values are never read into outputs, logs or errors.")
+	a.Describe(g, "Waits until External Secrets has synced an ExternalSecret (external-secrets.io v1, or v1beta1 on older installs) "+
+		"as it is now, and its target exists. Proof: `Ready=True` and `status.syncedResourceVersion` naming the current "+
+		"metadata.generation (and the current labels/annotations, e.g. a `force-sync` annotation): ESO's conditions carry no "+
+		"observedGeneration, so after a spec change the old `Ready=True` is not proof. With `refreshPolicy: CreatedOnce` or "+
+		"`refreshInterval: 0` ESO never syncs changes by design, and one sync counts. The target Secret (spec.target.name, else "+
+		"the ExternalSecret's name; the spec.target.manifest kind when set) must exist, except with `creationPolicy: None`. "+
+		"Progress shows ESO's reason (e.g. `SecretSyncedError`). Secret values are never read into outputs, logs or errors.")
 }
 
 func (a *ExternalSecretReadyArgs) Annotate(an infer.Annotator) {
@@ -43,7 +48,7 @@ func (a *ExternalSecretReadyArgs) Annotate(an infer.Annotator) {
 }
 
 func (s *ExternalSecretReadyState) Annotate(a infer.Annotator) {
-	a.Describe(&s.SecretName, "The target Secret's name (spec.target.name, else the ExternalSecret's name).")
+	a.Describe(&s.SecretName, "The target's name (spec.target.name, else the ExternalSecret's name).")
 	a.Describe(&s.RefreshTime, "status.refreshTime: when ESO last synced it.")
 	a.Describe(&s.SyncedResourceVersion, "status.syncedResourceVersion.")
 }
@@ -86,28 +91,27 @@ func (e *externalSecretEval) what() string {
 	return fmt.Sprintf("ExternalSecret %s/%s", e.namespace, e.name)
 }
 
-// esVersions are tried in order: v1 on current installs, v1beta1 on older ones.
-var esVersions = []string{"v1", "v1beta1"}
+// externalSecretGK is resolved at whichever version the server prefers (v1 on current installs,
+// v1beta1 on older ones): the fields read here are the same in both.
+var externalSecretGK = schema.GroupKind{Group: "external-secrets.io", Kind: "ExternalSecret"}
 
 func (e *externalSecretEval) check(context.Context) wait.Result {
-	var objs []*unstructured.Unstructured
-	var pending *wait.Result
-	for _, v := range esVersions {
-		gvk := schema.GroupVersionKind{Group: "external-secrets.io", Version: v, Kind: "ExternalSecret"}
-		if _, err := e.r.clients.Mapping(gvk); err != nil {
-			continue
-		}
-		objs, pending = e.r.objects(target{gvk: gvk, namespace: e.namespace, name: e.name})
-		break
-	}
-	if objs == nil && pending == nil {
-		if _, err := e.r.clients.Mapping(schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"}); err != nil {
-			p := e.r.kindPending(schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"}, &kube.NoKindError{
-				GVK: schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"}})
-			p.Message = "External Secrets' CRDs are not installed: " + p.Message
+	m, err := e.r.clients.MappingAnyVersion(externalSecretGK)
+	if err != nil {
+		var nk *kube.NoKindError
+		if errors.As(err, &nk) {
+			p := e.r.kindPending(externalSecretGK.WithVersion(""), nk)
+			if p.Failed == nil {
+				p.Message = "External Secrets' CRDs are not installed: " + p.Message
+			}
 			return *p
 		}
 	}
+	gvk := externalSecretGK.WithVersion("v1")
+	if m != nil {
+		gvk = m.GroupVersionKind
+	}
+	objs, pending := e.r.objects(target{gvk: gvk, namespace: e.namespace, name: e.name})
 	if pending != nil {
 		return *pending
 	}
@@ -115,13 +119,17 @@ func (e *externalSecretEval) check(context.Context) wait.Result {
 		return wait.Result{Message: "ExternalSecret not found (not created yet)"}
 	}
 	es := objs[0]
-	secretName, _, _ := unstructured.NestedString(es.Object, "spec", "target", "name")
-	if secretName == "" {
-		secretName = es.GetName()
+	tgt, none := externalSecretTarget(es)
+	// Watch the target before the sync is reported, so its arrival is seen without a late list.
+	var sec []*unstructured.Unstructured
+	var secPending *wait.Result
+	if !none {
+		sec, secPending = e.r.objects(tgt)
+		if secPending != nil && secPending.Failed != nil {
+			return *secPending // RBAC on the target fails at once, not after the sync
+		}
 	}
-	// Watch the target Secret before Ready=True, so its arrival is seen without a late list.
-	sec, secPending := e.r.objects(target{gvk: secretGVK, namespace: e.namespace, name: secretName})
-	ok, msg := status.ConditionHolds(es, "Ready", "True")
+	ok, msg := status.ExternalSecretSynced(es)
 	if !ok {
 		return wait.Result{Message: msg, Hint: "kubectl describe externalsecret " + e.name + " -n " + e.namespace +
 			" (is the SecretStore ready, does the remote key exist?)"}
@@ -129,11 +137,30 @@ func (e *externalSecretEval) check(context.Context) wait.Result {
 	if secPending != nil {
 		return *secPending
 	}
-	if len(sec) == 0 {
-		return wait.Result{Message: fmt.Sprintf("Ready=True, but target Secret %s does not exist yet", secretName)}
+	if !none && len(sec) == 0 {
+		return wait.Result{Message: fmt.Sprintf("%s, but target %s does not exist yet", msg, tgt)}
 	}
-	e.es, e.secretName = es, secretName
-	return wait.Result{Ready: true}
+	e.es, e.secretName = es, tgt.name
+	return wait.Result{Ready: true, Message: msg}
+}
+
+// externalSecretTarget is the object an ExternalSecret writes: the Secret spec.target.name (else
+// the ExternalSecret's own name), or the kind spec.target.manifest names; none is true with
+// creationPolicy None, where ESO writes nothing the gate could check.
+func externalSecretTarget(es *unstructured.Unstructured) (t target, none bool) {
+	name, _, _ := unstructured.NestedString(es.Object, "spec", "target", "name")
+	if name == "" {
+		name = es.GetName()
+	}
+	t = target{gvk: secretGVK, namespace: es.GetNamespace(), name: name}
+	if av, _, _ := unstructured.NestedString(es.Object, "spec", "target", "manifest", "apiVersion"); av != "" {
+		kind, _, _ := unstructured.NestedString(es.Object, "spec", "target", "manifest", "kind")
+		if gv, err := schema.ParseGroupVersion(av); err == nil && kind != "" {
+			t.gvk = gv.WithKind(kind)
+		}
+	}
+	policy, _, _ := unstructured.NestedString(es.Object, "spec", "target", "creationPolicy")
+	return t, policy == "None"
 }
 
 func (e *externalSecretEval) fill(s *ExternalSecretReadyState) {

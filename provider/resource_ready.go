@@ -2,12 +2,15 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -62,14 +65,22 @@ type ResourceReadyState struct {
 
 func (r *ResourceReady) Annotate(a infer.Annotator) {
 	a.Describe(r, "Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by "+
-		"exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`; with none, by kstatus (`Current`), "+
-		"except that a custom resource with no status yet is not ready (kstatus would call it Current). "+
-		"A PersistentVolumeClaim that is Pending under a `WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.")
+		"exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`. With none, the default rule: kstatus must say "+
+		"`Current` (kstatus `Failed`, e.g. a fresh `Stalled=True`, fails at once). For kinds kstatus has no rule for (custom "+
+		"resources, APIService, Node, ...), a condition of a positive type (`Ready`, `Available`, `Established`, `NamesAccepted`, "+
+		"`Synced`, `Healthy`, `Installed`, `Succeeded`, `Programmed`, `Accepted`, `ResolvedRefs`, `Reconciled`, `Released`) "+
+		"that is False or Unknown, or one of `Stalled`, `Degraded`, `Failed`, `Reconciling` that is True, means not ready; an "+
+		"APIService needs `Available=True`; and a custom resource needs its controller's word on the current generation: a "+
+		"positive condition that is True, or `status.observedGeneration` equal to `metadata.generation` (kstatus would call a "+
+		"custom resource with no status Current). Conditions whose observedGeneration is older than the object's generation "+
+		"do not count, and a stale positive one means its verdict is pending. A PersistentVolumeClaim that is Pending under a "+
+		"`WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.")
 }
 
 func (a *ResourceReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.APIVersion, "The object's apiVersion, such as `apps/v1` or `gateway.networking.k8s.io/v1`.")
-	an.Describe(&a.Kind, "The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for.")
+	an.Describe(&a.Kind, "The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; "+
+		"an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.")
 	an.Describe(&a.Namespace, "The namespace, for namespaced kinds; the provider's default namespace if unset.")
 	an.Describe(&a.Name, "The object's name. Give `name` or `selector`.")
 	an.Describe(&a.Selector, "A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.")
@@ -78,10 +89,14 @@ func (a *ResourceReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.JSONPath, "A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.")
 	an.Describe(&a.Value, "With `jsonPath`: the value the path must yield.")
 	an.Describe(&a.Regex, "With `jsonPath`: a regular expression the value must match.")
-	an.Describe(&a.Cel, "A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`.")
-	an.Describe(&a.FailedCel, "A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`).")
+	an.Describe(&a.Cel, "A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. "+
+		"A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.")
+	an.Describe(&a.FailedCel, "A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). "+
+		"It must return bool, checked as for `cel`.")
 	an.Describe(&a.Exists, "Ready as soon as the object exists.")
-	an.Describe(&a.Deleted, "Ready once the object is gone (for teardown ordering).")
+	an.Describe(&a.Deleted, "Ready once the object is gone (for teardown ordering). The kind is resolved at any version the server serves "+
+		"(an object is the same at every version). A kind served at no version is an error naming what the group serves, not "+
+		"\"nothing exists\"; only a CRD the gate saw defining the kind and then saw deleted proves its objects gone.")
 	an.Describe(&a.StrictPvc, "For PersistentVolumeClaims: require `Bound` even under a `WaitForFirstConsumer` StorageClass.")
 }
 
@@ -172,11 +187,15 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 	}
 	if a.JSONPath != nil {
 		modes = append(modes, "jsonPath")
-		if known("jsonPath") {
+		if known("jsonPath") && known("value") && known("regex") {
 			jp, err := expr.CompileJSONPath(*a.JSONPath, a.Value, a.Regex)
-			if err != nil {
+			var fe *expr.FieldError
+			switch {
+			case errors.As(err, &fe):
+				fail(fe.Field, "%v", err)
+			case err != nil:
 				fail("jsonPath", "%v", err)
-			} else {
+			default:
 				d.eval = func(o *unstructured.Unstructured) status.Result {
 					ok, msg, err := jp.Eval(o.Object)
 					if err != nil {
@@ -199,7 +218,8 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 				d.eval = func(o *unstructured.Unstructured) status.Result {
 					ok, msg, err := c.Eval(o.Object)
 					if err != nil {
-						return status.Result{Message: err.Error()}
+						// A result of the wrong type will not change by waiting.
+						return status.Result{Message: err.Error(), Failed: expr.IsResultType(err)}
 					}
 					return status.Result{Ready: ok, Message: msg}
 				}
@@ -265,6 +285,7 @@ type objectsEval struct {
 	minCount int
 	pvcMode  func(*unstructured.Unstructured) (string, *wait.Result)
 	matched  []*unstructured.Unstructured
+	sawCRD   string // deleted: the CRD that defined the kind, while the gate saw it
 }
 
 func newObjectsEval(r *run, a ResourceReadyArgs) (*objectsEval, error) {
@@ -274,6 +295,9 @@ func newObjectsEval(r *run, a ResourceReadyArgs) (*objectsEval, error) {
 	}
 	gv, _ := schema.ParseGroupVersion(a.APIVersion)
 	t := target{gvk: gv.WithKind(a.Kind), namespace: r.defaultNamespace(a.Namespace), name: deref(a.Name)}
+	if m, err := r.clients.MappingAnyVersion(t.gvk.GroupKind()); err == nil && m.Scope.Name() != meta.RESTScopeNameNamespace {
+		t.namespace = "" // cluster-scoped: no namespace in messages, hints or watches
+	}
 	if a.Selector != nil {
 		t.selector, _ = labels.Parse(*a.Selector)
 	}
@@ -296,6 +320,11 @@ func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, 
 		return "", nil
 	}
 	sub := e.r.watch(kube.WatchKey{Resource: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}})
+	if terminal, note := watchErr("storageclasses (to read the volumeBindingMode of PVC "+objectName(pvc)+"'s StorageClass "+sc+")", sub); terminal != nil {
+		return "", &wait.Result{Failed: terminal}
+	} else if note != "" && !sub.Synced() {
+		return "", &wait.Result{Message: note, Unsynced: true}
+	}
 	if !sub.Synced() {
 		return "", &wait.Result{Message: "listing storage classes", Unsynced: true}
 	}
@@ -308,7 +337,11 @@ func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, 
 
 func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait.Result) {
 	if e.d.failedCel != nil {
-		if bad, msg, err := e.d.failedCel.Eval(o.Object); err == nil && bad {
+		bad, msg, err := e.d.failedCel.Eval(o.Object)
+		switch {
+		case expr.IsResultType(err):
+			return status.Result{Failed: true, Message: "failedCel: " + err.Error()}, nil
+		case err == nil && bad:
 			return status.Result{Failed: true, Message: "failedCel holds: " + msg}, nil
 		}
 	}
@@ -323,20 +356,12 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait
 }
 
 func (e *objectsEval) check(ctx context.Context) wait.Result {
+	if e.d.deleted {
+		return e.checkDeleted()
+	}
 	objs, pending := e.r.objects(e.t)
 	if pending != nil {
-		if e.d.deleted && pending.Failed == nil && !pending.Unsynced && !pending.Poll {
-			// The kind is not even served: nothing of it exists.
-			return wait.Result{Ready: true, Message: "kind not served: nothing exists"}
-		}
 		return *pending
-	}
-	if e.d.deleted {
-		if len(objs) == 0 {
-			e.matched = nil
-			return wait.Result{Ready: true, Message: "gone"}
-		}
-		return wait.Result{Message: fmt.Sprintf("%d still present: %s", len(objs), strings.Join(objectNames(objs), ", "))}
 	}
 	if len(objs) == 0 || len(objs) < e.minCount {
 		msg := "not found (not created yet)"
@@ -364,6 +389,65 @@ func (e *objectsEval) check(ctx context.Context) wait.Result {
 	}
 	e.matched = objs
 	return wait.Result{Ready: true}
+}
+
+// checkDeleted is `deleted`: ready once no object matches. An object is the same at every
+// version of its kind, so the kind is resolved at any version the server serves (a Deployment
+// asked for as apps/v1beta1 is watched as apps/v1). A kind served at no version is an error,
+// not "nothing exists", unless the gate saw the CRD that defined it and then saw it go.
+func (e *objectsEval) checkDeleted() wait.Result {
+	t := e.t
+	if _, err := e.r.clients.Mapping(t.gvk); err != nil {
+		var nk *kube.NoKindError
+		if !errors.As(err, &nk) {
+			_, pending := e.r.objects(t) // reports discovery errors (RBAC fails at once)
+			return *pending
+		}
+		if len(nk.Served) == 0 {
+			return e.kindGone(nk)
+		}
+		gv, _ := schema.ParseGroupVersion(nk.Served[0])
+		t.gvk = gv.WithKind(t.gvk.Kind)
+	}
+	objs, pending := e.r.objects(t)
+	if pending != nil {
+		return *pending
+	}
+	e.sawCRD = ""
+	if len(objs) == 0 {
+		e.matched = nil
+		return wait.Result{Ready: true, Message: "gone"}
+	}
+	return wait.Result{Message: fmt.Sprintf("%d still present: %s", len(objs), strings.Join(objectNames(objs), ", "))}
+}
+
+// kindGone judges `deleted` on a kind the server serves at no version. While a CRD defines it
+// (installing, or terminating) the gate waits; once a CRD it saw is gone, so are its objects.
+// A kind no CRD defines is an error: nothing can prove an object of an unknown kind is gone,
+// and a misspelt kind would otherwise pass forever.
+func (e *objectsEval) kindGone(nk *kube.NoKindError) wait.Result {
+	gk := e.t.gvk.GroupKind()
+	sub := e.r.watch(kube.WatchKey{Resource: crdResource})
+	if terminal, note := watchErr("customresourcedefinitions (kind "+gk.Kind+" is not served, so `deleted` looks for its CRD)", sub); terminal != nil {
+		return wait.Result{Failed: terminal}
+	} else if note != "" && !sub.Synced() {
+		return wait.Result{Message: note, Unsynced: true}
+	}
+	if !sub.Synced() {
+		return wait.Result{Message: "listing CRDs", Unsynced: true}
+	}
+	for _, c := range sub.List(nil) {
+		if res := status.CRD(c); res.Group == gk.Group && res.Kind == gk.Kind {
+			e.sawCRD = c.GetName()
+			return wait.Result{Message: fmt.Sprintf("kind %s is defined by CRD %s (%s) but not served", gk.Kind, c.GetName(), res.Message), Poll: res.Ready}
+		}
+	}
+	if e.sawCRD != "" {
+		e.matched = nil
+		return wait.Result{Ready: true, Message: fmt.Sprintf("CRD %s was deleted, and with it every %s", e.sawCRD, gk.Kind)}
+	}
+	return wait.Result{Failed: fmt.Errorf("%s: %w; `deleted` cannot prove that an object of a kind the API server does not know is gone "+
+		"(if its CRD was removed on purpose, nothing of it exists and the gate can go)", e.t, nk)}
 }
 
 func (e *objectsEval) fill(s *ResourceReadyState) {
@@ -405,7 +489,13 @@ func (*ResourceReady) Update(_ context.Context, req infer.UpdateRequest[Resource
 }
 
 // subject is the one named object, for Warning events in timeout errors (none with a selector).
-func (e *objectsEval) subject() (string, string) { return e.t.namespace, e.t.name }
+// Events about cluster-scoped objects are recorded in the default namespace.
+func (e *objectsEval) subject() (string, string) {
+	if e.t.namespace == "" {
+		return metav1.NamespaceDefault, e.t.name
+	}
+	return e.t.namespace, e.t.name
+}
 
 // describeHint names the kubectl command that shows the object's conditions and events.
 func (e *objectsEval) describeHint() string {

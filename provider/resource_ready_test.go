@@ -220,19 +220,23 @@ func TestResourceReadyRejectsBadInputAtCheck(t *testing.T) {
 		inputs        map[string]property.Value
 		field, reason string
 	}{
-		"bad jsonPath":       {base("jsonPath", "{.status["), "jsonPath", "invalid JSONPath"},
-		"bad CEL":            {base("cel", "object.status.phase =="), "cel", "invalid CEL"},
-		"non-bool CEL":       {base("cel", `"yes"`), "cel", "must return bool"},
-		"two modes":          {base("exists", true, "cel", "true"), "exists", "exactly one of"},
-		"value without path": {base("value", "x"), "value", "only apply with jsonPath"},
-		"name and selector":  {base("selector", "app=x"), "selector", "not both"},
-		"bad selector":       {props("apiVersion", "v1", "kind", "ConfigMap", "selector", "app in (x"), "selector", "invalid label selector"},
-		"no target":          {props("apiVersion", "v1", "kind", "ConfigMap"), "name", "name or a label selector"},
-		"bad name":           {props("apiVersion", "v1", "kind", "ConfigMap", "name", "Not_Valid"), "name", "not a valid object name"},
-		"bad namespace":      {base("namespace", "UPPER"), "namespace", "not a valid namespace"},
-		"bad apiVersion":     {props("apiVersion", "a/b/c", "kind", "ConfigMap", "name", "x"), "apiVersion", "not an apiVersion"},
-		"bad condition":      {base("condition", map[string]property.Value{"type": property.New("Ready"), "status": property.New("Yes")}), "condition.status", "not True, False or Unknown"},
-		"bad failedCel":      {base("exists", true, "failedCel", "object.("), "failedCel", "invalid CEL"},
+		"bad jsonPath":              {base("jsonPath", "{.status["), "jsonPath", "invalid JSONPath"},
+		"bad CEL":                   {base("cel", "object.status.phase =="), "cel", "invalid CEL"},
+		"non-bool CEL":              {base("cel", `"yes"`), "cel", "must return bool"},
+		"two modes":                 {base("exists", true, "cel", "true"), "exists", "exactly one of"},
+		"value without path":        {base("value", "x"), "value", "only apply with jsonPath"},
+		"name and selector":         {base("selector", "app=x"), "selector", "not both"},
+		"bad selector":              {props("apiVersion", "v1", "kind", "ConfigMap", "selector", "app in (x"), "selector", "invalid label selector"},
+		"no target":                 {props("apiVersion", "v1", "kind", "ConfigMap"), "name", "name or a label selector"},
+		"bad name":                  {props("apiVersion", "v1", "kind", "ConfigMap", "name", "Not_Valid"), "name", "not a valid object name"},
+		"bad namespace":             {base("namespace", "UPPER"), "namespace", "not a valid namespace"},
+		"bad apiVersion":            {props("apiVersion", "a/b/c", "kind", "ConfigMap", "name", "x"), "apiVersion", "not an apiVersion"},
+		"bad condition":             {base("condition", map[string]property.Value{"type": property.New("Ready"), "status": property.New("Yes")}), "condition.status", "not True, False or Unknown"},
+		"bad failedCel":             {base("exists", true, "failedCel", "object.("), "failedCel", "invalid CEL"},
+		"cel returns a name":        {base("cel", "object.metadata.name"), "cel", "returns string; it must return bool"},
+		"failedCel returns a label": {base("exists", true, "failedCel", `object.metadata.labels["app"]`), "failedCel", "returns string; it must return bool"},
+		"bad regex":                 {base("jsonPath", "{.status.phase}", "regex", "(Running"), "regex", "invalid regex"},
+		"value and regex":           {base("jsonPath", "{.status.phase}", "value", "x", "regex", "x"), "regex", "either value or regex"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,13 +1,16 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -56,6 +59,9 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 		if errors.As(err, &nk) {
 			return nil, r.kindPending(t.gvk, nk)
 		}
+		if terminal := discoveryErr(r.clients, t.gvk, err); terminal != nil {
+			return nil, &wait.Result{Failed: terminal}
+		}
 		return nil, &wait.Result{Message: "resolving the kind: " + err.Error(), Poll: true}
 	}
 	key := kube.WatchKey{Resource: m.Resource}
@@ -84,19 +90,52 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 }
 
 // kindPending waits for a kind to be served: it watches CRDs and re-discovers while a CRD
-// defining the kind exists but discovery does not serve it yet.
+// defining the kind exists but discovery does not serve it yet. A kind the server serves at
+// other versions only, with no CRD to add the one asked for, fails at once: waiting cannot
+// fix an apiVersion.
 func (r *run) kindPending(gvk schema.GroupVersionKind, nk *kube.NoKindError) *wait.Result {
 	sub := r.watch(kube.WatchKey{Resource: crdResource})
+	if terminal, note := watchErr("customresourcedefinitions (kind "+gvk.Kind+" is not served, so the gate watches for its CRD)", sub); terminal != nil {
+		return &wait.Result{Failed: terminal}
+	} else if note != "" && !sub.Synced() {
+		return &wait.Result{Message: note, Unsynced: true}
+	}
 	if !sub.Synced() {
 		return &wait.Result{Message: "listing CRDs", Unsynced: true}
 	}
 	for _, c := range sub.List(nil) {
 		res := status.CRD(c)
 		if res.Group == gvk.Group && res.Kind == gvk.Kind {
+			if gvk.Version != "" && len(res.ServedVersions) > 0 && !slices.Contains(res.ServedVersions, gvk.GroupVersion().String()) {
+				// A CRD update may add the version; its watch event wakes the gate.
+				return &wait.Result{Message: fmt.Sprintf("CRD %s serves %s, not %s (%s)", c.GetName(), strings.Join(res.ServedVersions, ", "), gvk.GroupVersion(), res.Message),
+					Hint: "fix apiVersion, or install the CRD version that serves it"}
+			}
 			return &wait.Result{Message: fmt.Sprintf("kind %s is defined by CRD %s (%s) but not served yet", gvk.Kind, c.GetName(), res.Message), Poll: res.Ready}
 		}
 	}
+	if len(nk.Served) > 0 {
+		return &wait.Result{Failed: nk}
+	}
 	return &wait.Result{Message: nk.Error(), Hint: "install the CRD that defines this kind before the gate, or fix apiVersion/kind"}
+}
+
+// discoveryErr turns a discovery failure that waiting cannot fix (RBAC, rejected credentials)
+// into a terminal error naming what was asked and the API server's answer (verb, path, user).
+func discoveryErr(c *kube.Clients, gvk schema.GroupVersionKind, err error) error {
+	if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+		return nil
+	}
+	if plain := c.DiscoveryRefusal(context.Background()); plain != nil && (apierrors.IsForbidden(plain) || apierrors.IsUnauthorized(plain)) {
+		err = plain // the server's own message: verb, path and user
+	}
+	what := fmt.Sprintf("cannot discover the API server's kinds (to resolve %s %s)", gvk.GroupVersion(), gvk.Kind)
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s: %w; discovery (get on /api and /apis) is granted to authenticated users by "+
+			"the default system:discovery ClusterRole", what, err)
+	}
+	return fmt.Errorf("%s: %w: the API server rejected the provider's credentials (token or client "+
+		"certificate invalid or expired); check the kubeconfig", what, err)
 }
 
 func nsOrCluster(ns string) string {

@@ -5,6 +5,7 @@ package expr
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -15,6 +16,35 @@ import (
 	"github.com/google/cel-go/ext"
 	"k8s.io/client-go/util/jsonpath"
 )
+
+// FieldError says which input of an expression is wrong, so Check can name it: "jsonPath",
+// "value" or "regex".
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// ResultTypeError says an expression returned a value of the wrong type. Evaluating it again
+// cannot change that, so a gate treats it as terminal.
+type ResultTypeError struct {
+	Src  string
+	Want string
+	Got  string // the value's type, such as "string"
+	Val  string // the value, shortened
+}
+
+func (e *ResultTypeError) Error() string {
+	return fmt.Sprintf("CEL %q returned %s (%s), not a %s", e.Src, e.Val, e.Got, e.Want)
+}
+
+// IsResultType reports whether err is (or wraps) a *ResultTypeError.
+func IsResultType(err error) bool {
+	var rt *ResultTypeError
+	return errors.As(err, &rt)
+}
 
 // JSONPath is a compiled kubectl JSONPath with its expectation.
 type JSONPath struct {
@@ -40,12 +70,12 @@ func CompileJSONPath(expr string, value, regex *string) (*JSONPath, error) {
 	}
 	j := &JSONPath{expr: expr, jp: jp, value: value}
 	if value != nil && regex != nil {
-		return nil, fmt.Errorf("give either value or regex, not both")
+		return nil, &FieldError{Field: "regex", Err: fmt.Errorf("give either value or regex, not both")}
 	}
 	if regex != nil {
 		re, err := regexp.Compile(*regex)
 		if err != nil {
-			return nil, fmt.Errorf("invalid regex %q: %v", *regex, err)
+			return nil, &FieldError{Field: "regex", Err: fmt.Errorf("invalid regex %q: %v", *regex, err)}
 		}
 		j.regex = re
 	}
@@ -96,19 +126,24 @@ type CEL struct {
 	prg cel.Program
 }
 
-var celEnv = func() *cel.Env {
-	env, err := cel.NewEnv(
-		cel.Variable("object", cel.DynType),
-		ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(), ext.Encoders(),
-		cel.OptionalTypes(),
-	)
+// celLibs are the CEL extensions expressions may use.
+var celLibs = []cel.EnvOption{ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(), ext.Encoders(), cel.OptionalTypes()}
+
+var celEnv = newEnv(cel.Variable("object", cel.DynType))
+
+func newEnv(opts ...cel.EnvOption) *cel.Env {
+	env, err := cel.NewEnv(append(append([]cel.EnvOption{}, celLibs...), opts...)...)
 	if err != nil {
 		panic(err)
 	}
 	return env
-}()
+}
 
 // CompileCEL compiles src; it must type-check and return bool (or dyn, checked when evaluated).
+// `object` is dynamic, so most expressions type as dyn; to catch the common mistake of returning
+// a field instead of a test (`object.metadata.name`), src is also checked against the fields
+// every Kubernetes object has (see kubeObject): when that check succeeds and says the result is
+// not bool, src is rejected here, at preview.
 func CompileCEL(src string) (*CEL, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("the CEL expression is empty")
@@ -120,6 +155,11 @@ func CompileCEL(src string) (*CEL, error) {
 	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
 		return nil, fmt.Errorf("CEL %q returns %s; it must return bool", src, t)
 	}
+	if typed, iss := typedEnv.Compile(src); iss.Err() == nil {
+		if t := typed.OutputType(); t != cel.BoolType && t != cel.DynType {
+			return nil, fmt.Errorf("CEL %q returns %s; it must return bool (a test such as a comparison, not a value)", src, celTypeName(t))
+		}
+	}
 	prg, err := celEnv.Program(ast, cel.CostLimit(1_000_000), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return nil, fmt.Errorf("invalid CEL %q: %v", src, err)
@@ -127,8 +167,43 @@ func CompileCEL(src string) (*CEL, error) {
 	return &CEL{src: src, prg: prg}, nil
 }
 
+// kubeObject declares, for type inference at compile time only, the fields every Kubernetes
+// object has and their types; spec and status stay dynamic. An expression using any other field
+// does not compile against it and is then judged by the dynamic environment alone.
+type kubeObject struct {
+	APIVersion string         `cel:"apiVersion"`
+	Kind       string         `cel:"kind"`
+	Metadata   kubeMeta       `cel:"metadata"`
+	Spec       map[string]any `cel:"spec"`
+	Status     map[string]any `cel:"status"`
+}
+
+type kubeMeta struct {
+	Name            string            `cel:"name"`
+	Namespace       string            `cel:"namespace"`
+	GenerateName    string            `cel:"generateName"`
+	UID             string            `cel:"uid"`
+	ResourceVersion string            `cel:"resourceVersion"`
+	Generation      int64             `cel:"generation"`
+	Labels          map[string]string `cel:"labels"`
+	Annotations     map[string]string `cel:"annotations"`
+	Finalizers      []string          `cel:"finalizers"`
+}
+
+var typedEnv = newEnv(
+	ext.NativeTypes(ext.ParseStructTags(true), reflect.TypeOf(&kubeObject{})),
+	cel.Variable("object", cel.ObjectType("expr.kubeObject")),
+)
+
+func celTypeName(t *cel.Type) string {
+	if t == nil {
+		return "?"
+	}
+	return t.String()
+}
+
 // Eval runs the expression on obj. A missing field (no such key) counts as false, not as an
-// error: the object is simply not there yet.
+// error: the object is simply not there yet. A result that is not a bool is a *ResultTypeError.
 func (c *CEL) Eval(obj map[string]any) (bool, string, error) {
 	out, _, err := c.prg.Eval(map[string]any{"object": obj})
 	if err != nil {
@@ -139,7 +214,11 @@ func (c *CEL) Eval(obj map[string]any) (bool, string, error) {
 	}
 	b, ok := out.(types.Bool)
 	if !ok {
-		return false, "", fmt.Errorf("CEL %q returned %v (%s), not a bool", c.src, out, out.Type())
+		v := fmt.Sprint(out.Value())
+		if len(v) > 60 {
+			v = v[:60] + "..."
+		}
+		return false, "", &ResultTypeError{Src: c.src, Want: "bool", Got: fmt.Sprint(out.Type()), Val: fmt.Sprintf("%q", v)}
 	}
 	return bool(b), fmt.Sprintf("%s is %v", c.src, bool(b)), nil
 }

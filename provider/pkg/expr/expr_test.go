@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -33,6 +34,17 @@ func TestJSONPath(t *testing.T) {
 		{"empty", " ", nil, nil, false, "empty"},
 		{"bad regex", "{.a}", nil, ptr("("), false, "invalid regex"},
 		{"both", "{.a}", ptr("x"), ptr("x"), false, "either value or regex"},
+	}
+	// Errors name the input they are about, so Check reports them against it.
+	for _, tc := range []struct {
+		value, regex *string
+		field        string
+	}{{nil, ptr("("), "regex"}, {ptr("x"), ptr("x"), "regex"}} {
+		_, err := CompileJSONPath("{.a}", tc.value, tc.regex)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("CompileJSONPath error %v: want a FieldError on %s", err, tc.field)
+		}
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,6 +80,15 @@ func TestCEL(t *testing.T) {
 		{`object.status.phase ==`, false, "invalid CEL"},
 		{`"a string"`, false, "must return bool"},
 		{`1 + 1`, false, "must return bool"},
+		// Fields every object has are typed at compile time: returning one is caught at preview.
+		{`object.metadata.name`, false, "returns string; it must return bool"},
+		{`object.kind`, false, "returns string; it must return bool"},
+		{`object.metadata.labels["app"]`, false, "returns string; it must return bool"},
+		{`object.metadata.generation`, false, "returns int; it must return bool"},
+		{`object.metadata.name == "p"`, true, ""},
+		{`object.metadata.labels.exists(k, k == "app")`, false, ""},
+		{`size(object.metadata.name) > 0`, true, ""},
+		{`has(object.metadata.deletionTimestamp)`, false, ""}, // a field the typed check does not know
 		{``, false, "empty"},
 	}
 	for _, tc := range tests {
@@ -88,9 +109,22 @@ func TestCEL(t *testing.T) {
 			}
 		})
 	}
-	c, _ := CompileCEL(`object.status.phase`)
-	if _, _, err := c.Eval(pod); err == nil {
-		t.Error("a dyn expression that yields a string must be an error when evaluated")
+	// Dynamic fields cannot be typed at preview: a wrong result type is a *ResultTypeError when
+	// evaluated, which gates treat as terminal.
+	for _, src := range []string{`object.status.phase`, `object.status.conditions`, `object.status.conditions[0].status`} {
+		c, err := CompileCEL(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		_, _, err = c.Eval(pod)
+		if !IsResultType(err) || !strings.Contains(err.Error(), "not a bool") {
+			t.Errorf("%s: Eval error = %v, want a ResultTypeError", src, err)
+		}
+	}
+	if c, _ := CompileCEL(`object.status.phase`); c != nil {
+		if _, _, err := c.Eval(pod); err == nil || !strings.Contains(err.Error(), `returned "Running" (string)`) {
+			t.Errorf("error should quote the value and its type: %v", err)
+		}
 	}
 }
 

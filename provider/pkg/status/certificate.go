@@ -29,6 +29,29 @@ func LeafCertificate(b64 string) (*x509.Certificate, error) {
 	return c, nil
 }
 
+// PublicCertificates keeps only the X.509 certificates of a PEM bundle, re-encoded: every block
+// of another type (a PRIVATE KEY a tool appended to ca.crt, parameters) and any text between
+// blocks is dropped, wherever it sits in the bundle. It is what may leave the cluster as an
+// output; "" when the bundle holds no certificate.
+func PublicCertificates(raw []byte) string {
+	var out []byte
+	for rest := raw; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			continue
+		}
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: b.Bytes})...)
+	}
+	return string(out)
+}
+
 // CertificateMatches checks an issued leaf certificate against the Certificate's status: it
 // must be the one cert-manager reports (same notAfter, so a stale Secret from an earlier
 // issuance does not pass), not expired, and valid for at least minValidity from now.

@@ -1,0 +1,80 @@
+package status
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+)
+
+func selfSigned(t *testing.T, cn string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+func TestPublicCertificates(t *testing.T) {
+	ca1, key1 := selfSigned(t, "ca one")
+	ca2, _ := selfSigned(t, "ca two")
+	pkcs8 := []byte("-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n")
+	bogus := []byte("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n")
+	join := func(parts ...[]byte) []byte {
+		var out []byte
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	tests := map[string]struct {
+		in   []byte
+		want string
+	}{
+		"one certificate":                        {ca1, string(ca1)},
+		"a certificate then a PRIVATE KEY":       {join(ca1, pkcs8), string(ca1)},
+		"a key first, then two certificates":     {join(key1, ca1, ca2), string(ca1) + string(ca2)},
+		"a key between two certificates":         {join(ca1, key1, ca2), string(ca1) + string(ca2)},
+		"text around the blocks":                 {join([]byte("# bundle\n"), ca1, []byte("trailer\n")), string(ca1)},
+		"a CERTIFICATE block that is not X.509":  {join(bogus, ca1), string(ca1)},
+		"only a key":                             {key1, ""},
+		"not PEM":                                {[]byte("hello"), ""},
+		"block headers on a certificate dropped": {pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Headers: map[string]string{"Proc-Type": "x"}, Bytes: mustDER(t, ca1)}), string(ca1)},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := PublicCertificates(tc.in)
+			if got != tc.want {
+				t.Errorf("PublicCertificates = %q, want %q", got, tc.want)
+			}
+			if strings.Contains(got, "PRIVATE KEY") {
+				t.Error("output holds a private key")
+			}
+		})
+	}
+}
+
+func mustDER(t *testing.T, certPEM []byte) []byte {
+	b, _ := pem.Decode(certPEM)
+	if b == nil {
+		t.Fatal("no PEM")
+	}
+	return b.Bytes
+}
