@@ -160,6 +160,66 @@ webhooks:
 		testenv.Apply(t, widget(group, "after")) // what the gate promises
 	})
 
+	t.Run("WebhookReady proves a failurePolicy Ignore webhook through the service proxy", func(t *testing.T) {
+		group := widgetCRD(t)
+		cfg := "ignore-" + strings.Split(group, ".")[0]
+		// The webhook pod serves on its pod IP; the API server's service proxy dials it there.
+		wh, err := fakes.NewWebhookOn(netnsPodIP, 9443, "ignored."+ns+".svc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(wh.Close)
+		pod := testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: ignored-0, namespace: %s}
+spec:
+  nodeName: netns-node
+  containers: [{name: webhook, image: registry.local/webhook:1}]`, ns))[0]
+		setStatus(t, pod, map[string]any{"phase": "Running", "podIP": netnsPodIP, "podIPs": []any{map[string]any{"ip": netnsPodIP}}})
+		testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: ignored, namespace: %[1]s}
+spec:
+  clusterIP: None
+  ports: [{name: https, port: 443, targetPort: 9443}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: ignored, namespace: %[1]s}
+subsets:
+- addresses: [{ip: %[2]s, targetRef: {kind: Pod, name: ignored-0, namespace: %[1]s}}]
+  ports: [{name: https, port: 9443}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: %[3]s}
+webhooks:
+- name: validate.%[4]s
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Ignore
+  timeoutSeconds: 3
+  clientConfig: {service: {name: ignored, namespace: %[1]s, port: 443, path: /validate}, caBundle: %[5]s}
+  rules: [{apiGroups: ["%[4]s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [widgets]}]`,
+			ns, netnsPodIP, cfg, group, wh.CABundle()))
+		t.Cleanup(func() { _ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{}) })
+
+		ch := createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "probe", probeOf(group), "timeout", "90s"))
+		// Endpoints ready, caBundle set, and the API server admits the dry-run: it does not
+		// call an Ignore webhook that is down. Not proof.
+		mustNotReturn(t, ch, 2*time.Second)
+		if err := wh.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := await(t, ch, 60*time.Second)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if out := r.resp.Properties; !out.Get("probed").AsBool() || out.Get("failurePolicy").AsString() != "Ignore" || wh.Calls.Load() == 0 {
+			t.Errorf("outputs = %v, webhook calls = %d", out, wh.Calls.Load())
+		}
+	})
+
 	t.Run("HttpReady goes through the API server's service proxy", func(t *testing.T) {
 		var calls atomic.Int64
 		srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
