@@ -61,19 +61,21 @@ func (g *WebhookReady) Annotate(a infer.Annotator) {
 	a.Describe(g, "Waits until an admission webhook serves, so the resources it validates can be created without "+
 		"`failed calling webhook ... service not found / connection refused`. Target exactly one of "+
 		"`validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the "+
-		"caBundle is injected, the Service has ready endpoints for the webhook's port. With `probe`: a server-side dry-run "+
-		"create of that object succeeds or is denied by the webhook itself, twice in a row (nothing is ever persisted). "+
-		"URL-backed webhooks are gated by the probe alone.")
+		"caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. With `probe`: a "+
+		"server-side dry-run create of that object is admitted or is denied by one of the target's own webhooks (not by another "+
+		"webhook or an admission policy), twice in a row; a webhook with `failurePolicy: Ignore`, which the API server skips "+
+		"when it is down, must also answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). "+
+		"Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.")
 }
 
 func (a *WebhookReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.ValidatingWebhookConfiguration, "The ValidatingWebhookConfiguration's name.")
 	an.Describe(&a.MutatingWebhookConfiguration, "The MutatingWebhookConfiguration's name.")
 	an.Describe(&a.Service, "A webhook Service to wait for directly (no configuration).")
-	an.Describe(&a.Webhooks, "Names of the webhooks inside the configuration to check (default: all).")
+	an.Describe(&a.Webhooks, "Names of the webhooks inside the configuration to check (default: all); every one must exist.")
 	an.Describe(&a.MinReadyEndpoints, "Ready endpoints the webhook Service needs (default 1).")
 	an.Describe(&a.Probe, "A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: "+
-		"success or a denial by the webhook proves it answers.")
+		"admission, or a denial naming one of the target's webhooks, proves it answers.")
 }
 
 func (s *WebhookReadyState) Annotate(a infer.Annotator) {
