@@ -1,12 +1,17 @@
 package kube
 
 import (
+	"encoding/base64"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 )
 
 // PublicSecretKeys are Secret keys whose values are public by nature and may be kept in memory
-// for evaluation (a TLS certificate chain and its CA). Private keys and every other value are
-// replaced by a presence marker before they enter a cache.
+// for evaluation (a TLS certificate chain and its CA), reduced to their CERTIFICATE blocks: a
+// bundle that also holds a private key loses it. Every other value is replaced by a presence
+// marker before it enters a cache.
 var PublicSecretKeys = map[string]bool{"tls.crt": true, "ca.crt": true}
 
 // SecretPresent is the marker a trimmed Secret holds for a non-empty value; an empty value
@@ -19,10 +24,13 @@ func trimSecret(u *unstructured.Unstructured) *unstructured.Unstructured {
 	data, _, _ := unstructured.NestedMap(u.Object, "data")
 	for k, v := range data {
 		s, _ := v.(string)
-		if PublicSecretKeys[k] || s == "" {
-			continue
+		switch {
+		case s == "":
+		case PublicSecretKeys[k]:
+			data[k] = publicPart(s)
+		default:
+			data[k] = SecretPresent
 		}
-		data[k] = SecretPresent
 	}
 	if data != nil {
 		_ = unstructured.SetNestedMap(u.Object, data, "data")
@@ -35,6 +43,20 @@ func trimSecret(u *unstructured.Unstructured) *unstructured.Unstructured {
 	}
 	u.SetManagedFields(nil)
 	return u
+}
+
+// publicPart keeps only the certificates of a base64 PEM value; a value that is not PEM at all
+// becomes the presence marker (nothing of it is kept).
+func publicPart(b64 string) string {
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return SecretPresent
+	}
+	certs := status.PublicCertificates(raw)
+	if certs == "" {
+		return SecretPresent
+	}
+	return base64.StdEncoding.EncodeToString([]byte(certs))
 }
 
 // trimCRD drops the OpenAPI schemas, which are most of a CRD's size and never read by a gate.

@@ -130,6 +130,12 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 	inf = cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(&o)
+			// The reflector's first list asks for resourceVersion "0": whatever the API server's
+			// watch cache holds, which may predate a write made just before the gate started, so
+			// the gate would judge an older state. "" is a consistent read (the current state).
+			if o.ResourceVersion == "0" {
+				o.ResourceVersion = ""
+			}
 			return res.List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
