@@ -186,6 +186,7 @@ func (p *prober) once(ctx context.Context) ProbeOutcome {
 		where = " in namespace " + obj.GetNamespace()
 		_, err = ri.Namespace(obj.GetNamespace()).Create(ctx, obj, dryRun)
 	} else {
+		obj.SetNamespace("") // a derived probe of a cluster-scoped kind
 		_, err = ri.Create(ctx, obj, dryRun)
 	}
 	if err != nil && (apierrors.IsUnauthorized(err) || (apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot create resource"))) {
@@ -340,7 +341,9 @@ func (p *prober) callDirect(ctx context.Context, h *admissionHook) (ok bool, why
 	if err != nil {
 		return false, err.Error(), nil
 	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace && obj.GetNamespace() == "" {
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		obj.SetNamespace("")
+	} else if obj.GetNamespace() == "" {
 		obj.SetNamespace(p.r.clients.Namespace)
 	}
 	body, uid, err := admissionReview(obj, m.Resource, h.versions)
