@@ -72,7 +72,7 @@ bench: build tools
 
 # A few trials of every benchmark, so `make test` keeps the bench working (figures not kept).
 bench-smoke: build tools
-	go run ./bench -trials 4 -batch 2 -webhook-trials 2 -scale 50 -stack-gates 5 -out $${TMPDIR:-/tmp}/readiness-bench-smoke.md > /dev/null
+	go run ./bench -trials 4 -batch 2 -webhook-trials 2 -scale 50 -stack-gates 5 -ready-trials 3 -stack-scale 4 -out $${TMPDIR:-/tmp}/readiness-bench-smoke.md > /dev/null
 
 # Compiles every Go example and type-checks every TypeScript one (they cannot run offline).
 examples: sdk-nodejs

@@ -18,7 +18,21 @@ import (
 
 type config struct {
 	trials, batch, webhookTrials, scale, stackGates int
-	out                                             string
+	readyTrials, stackScale                         int
+	out, sections                                   string
+}
+
+// on reports whether a section is to run (-sections).
+func (c config) on(section string) bool {
+	if c.sections == "" || c.sections == "all" {
+		return true
+	}
+	for _, s := range strings.Split(c.sections, ",") {
+		if strings.TrimSpace(s) == section {
+			return true
+		}
+	}
+	return false
 }
 
 func main() {
@@ -28,6 +42,9 @@ func main() {
 	flag.IntVar(&c.webhookTrials, "webhook-trials", 20, "webhook serving-detection trials")
 	flag.IntVar(&c.scale, "scale", 1000, "gates (and objects, in 10 namespaces) in the scale run")
 	flag.IntVar(&c.stackGates, "stack-gates", 30, "gates in the Pulumi stack-overhead run")
+	flag.IntVar(&c.readyTrials, "ready-trials", 50, "sequential trials per gate kind with the target already ready")
+	flag.IntVar(&c.stackScale, "stack-scale", 1000, "gates in the Pulumi stack run with and without checkpoints (0: skip)")
+	flag.StringVar(&c.sections, "sections", "all", "comma-separated sections to run, for partial runs (detection, webhook, ready, scale, stack, engine); the others' figures stay empty")
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "results file (regenerated)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -56,25 +73,45 @@ func run(c config) error {
 	r.machine = machine()
 	r.config = c
 	r.cpStart = cp.StartTime
-	logf("detection latency: ResourceReady (condition), %d trials", c.trials)
-	if r.resource, err = b.detection(ctx, "resource", c.trials, c.batch); err != nil {
-		return err
+	if c.on("detection") {
+		logf("detection latency: ResourceReady (condition), %d trials", c.trials)
+		if r.resource, err = b.detection(ctx, "resource", c.trials, c.batch); err != nil {
+			return err
+		}
+		logf("detection latency: CertificateReady (condition + Secret), %d trials", c.trials)
+		if r.certificate, err = b.detection(ctx, "certificate", c.trials, c.batch); err != nil {
+			return err
+		}
 	}
-	logf("detection latency: CertificateReady (condition + Secret), %d trials", c.trials)
-	if r.certificate, err = b.detection(ctx, "certificate", c.trials, c.batch); err != nil {
-		return err
+	if c.on("webhook") {
+		logf("webhook serving detection, %d trials", c.webhookTrials)
+		if r.webhook, err = b.webhookDetection(ctx, c.webhookTrials); err != nil {
+			return err
+		}
 	}
-	logf("webhook serving detection, %d trials", c.webhookTrials)
-	if r.webhook, err = b.webhookDetection(ctx, c.webhookTrials); err != nil {
-		return err
+	if c.on("ready") {
+		logf("target already ready: %d trials per gate kind", c.readyTrials)
+		if r.ready, err = b.alreadyReady(ctx, c.readyTrials); err != nil {
+			return err
+		}
 	}
-	logf("scale: %d gates", c.scale)
-	if r.scale, err = b.scaleRun(ctx, c.scale); err != nil {
-		return err
+	if c.on("scale") {
+		logf("scale: %d gates", c.scale)
+		if r.scale, err = b.scaleRun(ctx, c.scale); err != nil {
+			return err
+		}
 	}
-	logf("stack overhead: %d gates through the Automation API", c.stackGates)
-	if r.stack, err = b.stackOverhead(ctx, c.stackGates); err != nil {
-		return err
+	if c.on("stack") {
+		logf("stack overhead: %d gates through the Automation API", c.stackGates)
+		if r.stack, err = b.stackOverhead(ctx, c.stackGates); err != nil {
+			return err
+		}
+	}
+	if c.stackScale > 0 && c.on("engine") {
+		logf("stack at scale: %d gates, default checkpointing and PULUMI_SKIP_CHECKPOINTS=true", c.stackScale)
+		if r.engine, err = b.engineScale(ctx, c.stackScale); err != nil {
+			return err
+		}
 	}
 	text := r.markdown()
 	fmt.Print(text)
