@@ -88,6 +88,10 @@ func run(c config) error {
 		if r.webhook, err = b.webhookDetection(ctx, c.webhookTrials); err != nil {
 			return err
 		}
+		logf("webhook serving detection on a cluster event (caBundle injected), %d trials", c.webhookTrials)
+		if r.webhookEvent, err = b.webhookEventDetection(ctx, c.webhookTrials); err != nil {
+			return err
+		}
 	}
 	if c.on("ready") {
 		logf("target already ready: %d trials per gate kind", c.readyTrials)

@@ -46,7 +46,7 @@ type report struct {
 	config                config
 	cpStart               time.Duration
 	resource, certificate detection
-	webhook               dist
+	webhook, webhookEvent dist
 	scale                 scaleResult
 	stack                 stackResult
 	ready                 []readyRow
@@ -89,9 +89,18 @@ func (r report) markdown() string {
 			ratio(d.det.gate.pct(50), d.det.kubectlWait.pct(50)), ratio(d.det.gate.pct(50), d.det.loop.pct(50)), d.det.loopNote)
 	}
 	fmt.Fprintf(&b, "## Webhook serving detection\n\nA TLS admission webhook on 127.0.0.1 (registered by URL) starts listening while `WebhookReady` probes it\n"+
-		"(dry-run create, two consecutive answers required, probe backoff capped at 250 ms). Time from `Listen` to the gate returning.\n\n"+
-		"| trials | p50 | p95 | p99 |\n| --- | --- | --- | --- |\n| %d | %s | %s | %s |\n\n",
+		"(dry-run create, two consecutive answers required, probe backoff capped at 250 ms), at a random phase of the probe schedule. "+
+		"Time from `Listen` to the gate returning. *Backoff clock only*: nothing in the cluster changes when the webhook starts (a URL "+
+		"webhook outside the cluster), so only the probe's backoff notices it. *On a cluster event*: its caBundle is injected as it starts "+
+		"(what cert-manager's cainjector or a chart's patch Job do; an EndpointSlice turning ready is the same kind of event), and the gate "+
+		"probes on that event.\n\n"+
+		"| webhook starts | trials | p50 | p95 | p99 |\n| --- | --- | --- | --- | --- |\n| backoff clock only | %d | %s | %s | %s |\n",
 		len(r.webhook), ms(r.webhook.pct(50)), ms(r.webhook.pct(95)), ms(r.webhook.pct(99)))
+	if len(r.webhookEvent) > 0 {
+		fmt.Fprintf(&b, "| on a cluster event (caBundle injected) | %d | %s | %s | %s |\n",
+			len(r.webhookEvent), ms(r.webhookEvent.pct(50)), ms(r.webhookEvent.pct(95)), ms(r.webhookEvent.pct(99)))
+	}
+	b.WriteString("\n")
 	b.WriteString(r.readyMarkdown())
 	s := r.scale
 	fmt.Fprintf(&b, "## Scale\n\n%d `ResourceReady` gates at once in one provider process over %d custom resources in %d namespaces.\n\n"+
@@ -118,7 +127,10 @@ func (r report) markdown() string {
 	fmt.Fprintf(&b, "| detection p50 / p99 (CertificateReady) | ≤ 20 ms / ≤ 100 ms | %s / %s |\n", ms(r.certificate.gate.pct(50)), ms(r.certificate.gate.pct(99)))
 	fmt.Fprintf(&b, "| vs sleep-5 loop (p50) | ≥ 50× lower | %s |\n", ratio(r.resource.gate.pct(50), r.resource.loop.pct(50)))
 	fmt.Fprintf(&b, "| vs kubectl wait (p50) | no worse | gate %s, kubectl wait %s |\n", ms(r.resource.gate.pct(50)), ms(r.resource.kubectlWait.pct(50)))
-	fmt.Fprintf(&b, "| webhook serving detected | ≤ 500 ms | p50 %s, p99 %s |\n", ms(r.webhook.pct(50)), ms(r.webhook.pct(99)))
+	fmt.Fprintf(&b, "| webhook serving detected (backoff clock only) | ≤ 500 ms | p50 %s, p99 %s |\n", ms(r.webhook.pct(50)), ms(r.webhook.pct(99)))
+	if len(r.webhookEvent) > 0 {
+		fmt.Fprintf(&b, "| webhook serving detected (on a cluster event) | p50 ≤ 150 ms | p50 %s, p99 %s |\n", ms(r.webhookEvent.pct(50)), ms(r.webhookEvent.pct(99)))
+	}
 	if worst, ok := r.worstReady(); ok {
 		fmt.Fprintf(&b, "| target already ready: Create to return, p99, every gate kind | ≤ 50 ms | worst %s: %s |\n", worst.gate, ms(worst.d.pct(99)))
 	}
