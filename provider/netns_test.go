@@ -202,7 +202,9 @@ webhooks:
   clientConfig: {service: {name: ignored, namespace: %[1]s, port: 443, path: /validate}, caBundle: %[5]s}
   rules: [{apiGroups: ["%[4]s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [widgets]}]`,
 			ns, netnsPodIP, cfg, group, wh.CABundle()))
-		t.Cleanup(func() { _ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+		})
 
 		ch := createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "probe", probeOf(group), "timeout", "90s"))
 		// Endpoints ready, caBundle set, and the API server admits the dry-run: it does not
