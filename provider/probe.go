@@ -46,8 +46,13 @@ type prober struct {
 
 	// Set by the evaluation before each step.
 	target ProbeTarget
-	// direct lists the webhooks an admitted dry-run does not prove (failurePolicy Ignore).
-	direct []*admissionHook
+	// hooks are the checked webhooks of a configuration target (nil for a `service` target):
+	// each needs its own proof (see unproven).
+	hooks []*admissionHook
+	// nsLabels are the labels of the probe's namespace when a webhook's namespaceSelector needs
+	// them; nsErr says why they are unknown.
+	nsLabels map[string]string
+	nsErr    string
 	// owner resolves, when target.Webhooks is unknown (a `service` target), whether a webhook
 	// named in a denial is served by the target; nil when it cannot tell.
 	owner func(name string) (owned bool, note string)
@@ -130,11 +135,12 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 		return wait.Result{Failed: o.Terminal}
 	}
 	if o.Answered {
-		for _, h := range p.direct {
-			if h.name == o.DeniedBy {
-				continue // its denial is its answer
-			}
-			ok, why, terminal := p.callDirect(ctx, h)
+		needs, err := p.unproven(o)
+		if err != nil {
+			o.Answered, o.Why = false, err.Error()
+		}
+		for _, n := range needs {
+			ok, why, terminal := p.callDirect(ctx, n.hook, n.why, n.remedy)
 			if ctx.Err() != nil && p.last.Message != "" {
 				return p.last
 			}
@@ -143,11 +149,10 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 			}
 			if !ok {
 				o.Answered = false
-				o.Why = fmt.Sprintf("webhook %s has failurePolicy Ignore, so the API server admits the dry-run without it; "+
-					"calling it directly: %s", h.name, why)
+				o.Why = n.why + "; calling it directly: " + why
 				break
 			}
-			o.Why += "; " + h.name + " answered a direct call"
+			o.Why += "; " + n.hook.name + " answered a direct call"
 		}
 	}
 	if !o.Answered {
@@ -160,6 +165,91 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 		return wait.Result{Message: fmt.Sprintf("dry-run probe answered (%s); confirming", o.Why), Confirming: true}
 	}
 	return wait.Result{Ready: true, Message: "dry-run probe answered: " + o.Why}
+}
+
+// directNeed is a checked webhook that the dry-run's answer does not prove, why, and what the
+// user can do when the gate may not call it directly either.
+type directNeed struct {
+	hook        *admissionHook
+	why, remedy string
+}
+
+// unproven lists the checked webhooks the answered dry-run o does not prove, each to be called
+// directly. Proven: the webhook whose denial o is; a failurePolicy Fail webhook the API server
+// provably called for the probe (its rules, namespaceSelector and objectSelector match it, it has
+// no matchConditions) when the probe was admitted, since the API server admits only with its
+// answer; for a mutating target denied by one of its webhooks, the webhooks before that one (the
+// API server calls them in order). Not proven: a failurePolicy Ignore webhook (the API server
+// admits without it when it is down), a webhook the probe is not provably intercepted by, and,
+// when one webhook denied the probe, the others of a validating configuration (called in
+// parallel: the denial is one answer, not theirs).
+func (p *prober) unproven(o ProbeOutcome) ([]directNeed, error) {
+	if p.hooks == nil {
+		return nil, nil
+	}
+	q, err := p.request()
+	if err != nil {
+		return nil, err
+	}
+	q.nsLabels, q.nsErr = p.nsLabels, p.nsErr
+	if q.gvr == namespacesResource {
+		q.nsLabels, q.nsErr = p.obj.GetLabels(), ""
+	}
+	var needs []directNeed
+	deniedAt := -1
+	for i, h := range p.hooks {
+		if h.name == o.DeniedBy {
+			deniedAt = i
+		}
+	}
+	for i, h := range p.hooks {
+		if h.name == o.DeniedBy {
+			continue // its denial is its answer
+		}
+		reason := h.matchErr
+		if reason == "" {
+			reason = h.match.notReached(q)
+		}
+		switch {
+		case reason != "":
+			needs = append(needs, directNeed{hook: h,
+				why:    fmt.Sprintf("the probe is not intercepted by webhook %q: %s, so an admitted dry-run proves nothing about it", h.name, reason),
+				remedy: "give a probe it intercepts, or list only the webhooks you need in `webhooks`"})
+		case h.policy == "Ignore":
+			needs = append(needs, directNeed{hook: h,
+				why:    fmt.Sprintf("webhook %s has failurePolicy Ignore, so the API server admits the dry-run without it", h.name),
+				remedy: "set failurePolicy: Fail on the webhook, or leave it out of `webhooks`"})
+		case o.DeniedBy != "" && !(p.target.Mutating && i < deniedAt):
+			needs = append(needs, directNeed{hook: h,
+				why:    fmt.Sprintf("the probe was denied by webhook %q, which does not show that webhook %q answered", o.DeniedBy, h.name),
+				remedy: fmt.Sprintf("give a probe that webhook %q admits, or list only the webhooks you need in `webhooks`", o.DeniedBy)})
+		}
+	}
+	return needs, nil
+}
+
+// request is the probe's dry-run create as the API server matches webhooks against it.
+func (p *prober) request() (probeRequest, error) {
+	gvk := p.obj.GroupVersionKind()
+	m, err := p.r.clients.Mapping(gvk)
+	if err != nil {
+		return probeRequest{}, err
+	}
+	q := probeRequest{gvr: m.Resource, labels: p.obj.GetLabels()}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		q.namespace = p.obj.GetNamespace()
+		if q.namespace == "" {
+			q.namespace = p.r.clients.Namespace
+		}
+	}
+	if all, err := p.r.clients.Mapper.RESTMappings(gvk.GroupKind()); err == nil {
+		for _, o := range all {
+			if o.Resource != q.gvr && o.Resource.Group == q.gvr.Group && o.Resource.Resource == q.gvr.Resource {
+				q.equivalents = append(q.equivalents, o.Resource)
+			}
+		}
+	}
+	return q, nil
 }
 
 // once dry-run creates the probe and says whether the target webhooks answered.
@@ -322,6 +412,10 @@ type admissionHook struct {
 	caBundle     []byte
 	versions     []string // admissionReviewVersions
 	timeout      time.Duration
+	// match decides whether the API server calls it for a request; matchErr says why it could
+	// not be read (then it is never taken as called).
+	match    hookMatch
+	matchErr string
 }
 
 func (h *admissionHook) endpoint() string {
@@ -334,8 +428,9 @@ func (h *admissionHook) endpoint() string {
 // callDirect sends the webhook an AdmissionReview for a dry-run create of the probe, the way the
 // API server would: to its URL trusting only the configuration's caBundle, or, for a Service,
 // through the API server's service proxy. A valid AdmissionReview answering this request's uid
-// (allowed or denied) is proof that it serves; anything else is not.
-func (p *prober) callDirect(ctx context.Context, h *admissionHook) (ok bool, why string, terminal error) {
+// (allowed or denied) is proof that it serves; anything else is not. need says why the call is
+// needed and remedy what else the user can do, for when the service proxy is forbidden.
+func (p *prober) callDirect(ctx context.Context, h *admissionHook, need, remedy string) (ok bool, why string, terminal error) {
 	obj := p.obj.DeepCopy()
 	m, err := p.r.clients.Mapping(obj.GroupVersionKind())
 	if err != nil {
@@ -367,10 +462,8 @@ func (p *prober) callDirect(ctx context.Context, h *admissionHook) (ok bool, why
 		res.StatusCode(&status)
 		if err != nil {
 			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot create resource") || apierrors.IsUnauthorized(err) {
-				return false, "", fmt.Errorf("webhook %s has failurePolicy Ignore: the API server admits objects without calling it when it is down, "+
-					"so a dry-run proves nothing about it, and calling it through the API server's service proxy is forbidden: %v; "+
-					"grant verb `create` on resource \"services/proxy\" in namespace %s to the provider's identity, or set failurePolicy: Fail "+
-					"on the webhook, or leave it out of `webhooks`", h.name, err, h.svcNamespace)
+				return false, "", fmt.Errorf("%s, and calling it through the API server's service proxy is forbidden: %v; "+
+					"grant verb `create` on resource \"services/proxy\" in namespace %s to the provider's identity, or %s", need, err, h.svcNamespace, remedy)
 			}
 			return false, "through the API server's service proxy: " + err.Error(), nil
 		}

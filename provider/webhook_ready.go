@@ -12,9 +12,12 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -63,8 +66,10 @@ func (g *WebhookReady) Annotate(a infer.Annotator) {
 		"`validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the "+
 		"caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. With `probe`: a "+
 		"server-side dry-run create of that object is admitted or is denied by one of the target's own webhooks (not by another "+
-		"webhook or an admission policy), twice in a row; a webhook with `failurePolicy: Ignore`, which the API server skips "+
-		"when it is down, must also answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). "+
+		"webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, "+
+		"objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: "+
+		"the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it "+
+		"directly (its URL, or the API server's service proxy). "+
 		"Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.")
 }
 
@@ -305,6 +310,9 @@ func webhooksOf(cfg *unstructured.Unstructured) []*admissionHook {
 			}
 		}
 		h.url, _ = cc["url"].(string)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(wm, &h.match); err != nil {
+			h.matchErr = err.Error()
+		}
 		if svc, ok := cc["service"].(map[string]any); ok {
 			h.svcNamespace, _ = svc["namespace"].(string)
 			h.svcName, _ = svc["name"].(string)
@@ -365,21 +373,59 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 		return wait.Result{Ready: true}
 	}
 	t := ProbeTarget{What: e.what(), Mutating: e.args.MutatingWebhookConfiguration != nil}
-	var direct []*admissionHook
+	e.probe.hooks = nil
 	if e.args.Service == nil {
 		t.Webhooks = e.names
 		for _, h := range e.hooks {
 			if h.policy == "Ignore" {
 				t.Ignore = append(t.Ignore, h.name)
-				direct = append(direct, h)
 			}
 		}
+		e.probe.hooks = e.hooks
 		e.probe.owner = nil
+		if res := e.namespaceLabels(); res != nil {
+			return *res
+		}
 	} else {
 		e.probe.owner = e.servedByService
 	}
-	e.probe.target, e.probe.direct = t, direct
+	e.probe.target = t
 	return e.probe.step(ctx, e.state.String())
+}
+
+// namespaceLabels reads the labels of the probe's namespace through a watch on that one
+// Namespace, when a checked webhook's namespaceSelector needs them to tell whether the API
+// server calls it for the probe. A namespace the gate may not read is not an error: such a
+// webhook is not taken as called, and needs a direct call.
+func (e *webhookEval) namespaceLabels() *wait.Result {
+	e.probe.nsLabels, e.probe.nsErr = nil, ""
+	need := false
+	for _, h := range e.hooks {
+		need = need || h.match.needsNamespaceLabels()
+	}
+	if !need {
+		return nil
+	}
+	q, err := e.probe.request()
+	if err != nil || q.namespace == "" {
+		return nil // the probe's own answer says why (kind not served), or it has no namespace
+	}
+	sub := e.r.watch(kube.WatchKey{Resource: namespacesResource, Name: q.namespace})
+	if err := sub.Err(); err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
+		e.probe.nsErr = fmt.Sprintf("%v; grant verbs list, watch on namespaces with resourceNames [%s]", err, q.namespace)
+		return nil
+	}
+	if !sub.Synced() {
+		return &wait.Result{Message: "reading namespace " + q.namespace + " (its labels decide which webhooks intercept the probe)", Unsynced: true}
+	}
+	ns := sub.Get(q.namespace)
+	if ns == nil {
+		e.probe.nsErr = "namespace " + q.namespace + " not found"
+		return nil
+	}
+	e.probe.nsLabels = ns.GetLabels()
+	fmt.Fprintf(&e.state, ";namespace/%s@%s", q.namespace, ns.GetResourceVersion())
+	return nil
 }
 
 // servedByService says whether a webhook named in a denial is served by the gate's `service`:
