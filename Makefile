@@ -1,14 +1,20 @@
 # pulumi-readiness: `make demo` runs the main job, `make test` runs the tests.
 SHELL        := /bin/bash
-VERSION      ?= 0.1.0
-SDK_VERSION  := 0.1.0
+# One version everywhere: at a release tag (v0.2.0) it is the tag without its "v", stamped into the
+# plugin (--version, the schema it serves), schema.json, the Go SDK and the Node.js package. Untagged
+# builds get DEV_VERSION, the version the committed schema.json and sdk/ carry (check-generated
+# always compares against it, so it holds on every commit; bump it after a release).
+DEV_VERSION  := 0.1.0-dev
+TAG_VERSION  := $(patsubst v%,%,$(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null))
+VERSION      ?= $(or $(TAG_VERSION),$(DEV_VERSION))
+SDK_VERSION  ?= $(VERSION)
 PROVIDER     := pulumi-resource-readiness
 LDFLAGS      := -X github.com/readiness-io/pulumi-readiness/provider.Version=$(VERSION)
 TOOLS_BIN     = $(shell go run ./internal/controlplane/cmd/localcluster tools)
 export PULUMI_HOME ?= $(CURDIR)/.cache/pulumi-home
 export PULUMI_SKIP_UPDATE_CHECK := true
 
-.PHONY: build tools schema sdk sdk-nodejs check-generated test test-all test-go test-nodejs demo bench lint dist examples clean fuzz bench-smoke
+.PHONY: build tools schema sdk sdk-nodejs check-generated test test-all test-go test-nodejs test-install demo bench lint lint-workflows dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
@@ -17,32 +23,53 @@ build:
 tools:
 	@go run ./internal/controlplane/cmd/localcluster tools
 
+version:
+	@echo $(VERSION)
+
 # schema.json comes from the built provider, never by hand.
 schema: build
-	@tb="$(TOOLS_BIN)"; "$$tb/pulumi" package get-schema ./bin/$(PROVIDER) | jq 'del(.version)' > schema.json
+	@tb="$(TOOLS_BIN)"; "$$tb/pulumi" package get-schema ./bin/$(PROVIDER) | jq --arg v "$(SDK_VERSION)" '.version = $$v' > schema.json
 
 # SDKs are generated from schema.json by Pulumi's own code generators (see tools/pulumi/sdkgen).
 sdk: schema
 	@tb="$(TOOLS_BIN)"; rm -rf sdk/go/readiness sdk/nodejs/*.ts sdk/nodejs/types sdk/nodejs/config sdk/nodejs/package.json sdk/nodejs/tsconfig.json sdk/nodejs/README.md; \
 	  "$$tb/sdkgen" -schema schema.json -out sdk -version $(SDK_VERSION)
+	@# npm install writes the package's version into its lock file: keep the committed lock in step.
+	@jq --indent 4 --arg v "$(SDK_VERSION)" '.version = $$v | .packages[""].version = $$v' sdk/nodejs/package-lock.json > sdk/nodejs/package-lock.json.tmp && \
+	  mv sdk/nodejs/package-lock.json.tmp sdk/nodejs/package-lock.json
 	cd sdk && go build ./...
 
+# The Node.js package, packed: sdk/nodejs/bin/readiness-io-pulumi-readiness-<version>.tgz (what a
+# release publishes), copied to readiness-io-pulumi-readiness.tgz beside it for tests and examples.
 sdk-nodejs:
 	cd sdk/nodejs && npm install --no-audit --no-fund --loglevel=error && npx tsc && cp package.json README.md bin/ 2>/dev/null || cp package.json sdk/nodejs/bin/
-	cd sdk/nodejs/bin && rm -f *.tgz && npm pack --silent >/dev/null
+	cd sdk/nodejs/bin && rm -f *.tgz && npm pack --silent >/dev/null && cp readiness-io-pulumi-readiness-*.tgz readiness-io-pulumi-readiness.tgz
 
-# Fails when schema.json or sdk/ differ from what the provider generates.
+# Fails when schema.json or sdk/ differ from what the provider generates (at DEV_VERSION).
+check-generated: SDK_VERSION = $(DEV_VERSION)
 check-generated: sdk
 	@if [ -n "$$(git status --porcelain -- schema.json sdk)" ]; then \
 	  echo "schema.json or sdk/ is out of date: run 'make sdk' and commit the result"; \
 	  git status --porcelain -- schema.json sdk; git --no-pager diff --stat -- schema.json sdk; exit 1; fi
+
+# The GitHub workflows, checked by actionlint (built from the Go module proxy, cached after).
+ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+lint-workflows:
+	go run $(ACTIONLINT)
 
 lint:
 	@test -z "$$(gofmt -l provider internal tests demo bench examples tools/pulumi/sdkgen)" || (gofmt -l provider internal tests demo bench examples tools/pulumi/sdkgen; echo "gofmt needed"; exit 1)
 	go vet ./...
 
 test-go: build tools
-	go test -count=1 -timeout 40m ./...
+	go test -count=1 -timeout 40m $$(go list ./... | grep -v '/tests/install$$')
+
+# The release and a user's install paths end to end on this machine (tests/install): a release
+# build at a throwaway tag in a snapshot of the tree, its tarball served on 127.0.0.1, `pulumi
+# plugin install`, and a Go and a TypeScript program that get the plugin by themselves. It runs
+# offline, so it comes after sdk-nodejs has filled the npm cache.
+test-install: tools sdk-nodejs
+	go test -count=1 -timeout 20m ./tests/install
 
 test-nodejs: build tools sdk-nodejs
 	cd tests/nodejs && rm -rf node_modules/@readiness-io && npm install --no-audit --no-fund --loglevel=error && npm test
@@ -53,13 +80,13 @@ test-nodejs: build tools sdk-nodejs
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-all
 
-test-all: check-generated lint test-go test-nodejs examples fuzz bench-smoke
+test-all: check-generated lint lint-workflows test-go test-nodejs test-install examples fuzz bench-smoke
 ifneq ($(filter test-all,$(MAKECMDGOALS)),)
-lint: | check-generated
+lint lint-workflows: | check-generated
 tools: | build
 test-go examples sdk-nodejs: | check-generated lint
-test-nodejs: | test-go
-fuzz: | test-nodejs examples
+test-nodejs test-install: | test-go
+fuzz: | test-nodejs test-install examples
 bench-smoke: | fuzz
 endif
 
@@ -79,18 +106,37 @@ examples: sdk-nodejs
 	cd examples && go build ./...
 	cd examples && rm -rf node_modules/@readiness-io && npm install --no-audit --no-fund --loglevel=error && npm run check
 
-# Plugin tarballs the Pulumi way: pulumi-resource-readiness-v<version>-<os>-<arch>.tar.gz.
-PLATFORMS := linux-amd64 linux-arm64 darwin-amd64 darwin-arm64
+# Plugin tarballs the Pulumi way, pulumi-resource-readiness-v<version>-<os>-<arch>.tar.gz (the names
+# Pulumi downloads from a pluginDownloadURL), and their SHA256SUMS, in $(DIST).
+# `make dist PLATFORMS=host` builds only this machine's platform (what the tests use).
+PLATFORMS ?= linux-amd64 linux-arm64 darwin-amd64 darwin-arm64
+DIST      ?= dist
+HOST_PLATFORM = $(shell echo "$$(go env GOOS)-$$(go env GOARCH)")
 dist:
-	@mkdir -p dist
-	@for p in $(PLATFORMS); do \
-	  os=$${p%-*}; arch=$${p#*-}; d=dist/$$p; mkdir -p $$d; \
-	  echo "building $$os/$$arch"; \
+	@mkdir -p $(DIST) && rm -f $(DIST)/$(PROVIDER)-v*.tar.gz $(DIST)/SHA256SUMS
+	@stage=$$(mktemp -d); trap 'rm -rf "$$stage"' EXIT; \
+	for p in $(if $(filter host,$(PLATFORMS)),$(HOST_PLATFORM),$(PLATFORMS)); do \
+	  os=$${p%-*}; arch=$${p#*-}; d=$$stage/$$p; mkdir -p $$d; \
+	  echo "building $(PROVIDER) $(VERSION) for $$os/$$arch"; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $$d/$(PROVIDER) ./provider/cmd/$(PROVIDER) || exit 1; \
 	  cp README.md $$d/; \
-	  tar -C $$d -czf dist/$(PROVIDER)-v$(VERSION)-$$p.tar.gz $(PROVIDER) README.md || exit 1; \
-	  rm -rf $$d; \
-	done; ls -l dist
+	  tar -C $$d -czf $(DIST)/$(PROVIDER)-v$(VERSION)-$$p.tar.gz $(PROVIDER) README.md || exit 1; \
+	done
+	@cd $(DIST) && if command -v sha256sum >/dev/null; then sha256sum $(PROVIDER)-v*.tar.gz; else shasum -a 256 $(PROVIDER)-v*.tar.gz; fi > SHA256SUMS && cat SHA256SUMS
+
+# Release steps (.github/workflows/release.yml runs them at a tag v<version>; tests/install runs
+# them in a snapshot): the CHANGELOG section of this version, for the release notes ...
+release-notes:
+	@awk -v v="$(VERSION)" 'index($$0, "## [") == 1 { if (found) exit; if (index($$0, "## [" v "]") == 1) { found = 1; next } } \
+	  found { print } END { if (!found) { print "CHANGELOG.md has no section ## [" v "]" > "/dev/stderr"; exit 1 } }' CHANGELOG.md
+
+# ... and, after `make sdk` at the tag, the commit of the SDKs at that version (on no branch),
+# tagged sdk/v<version>: the Go module version users `go get`. The workflow pushes the tag.
+release-sdk-tag:
+	@test "$(VERSION)" != "$(DEV_VERSION)" || { echo "release-sdk-tag runs at a release tag v<version>"; exit 1; }
+	git add schema.json sdk
+	git commit -q -m "SDKs at version $(VERSION)"
+	git tag sdk/v$(VERSION)
 
 clean:
 	rm -rf bin dist sdk/nodejs/bin sdk/nodejs/node_modules

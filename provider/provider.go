@@ -11,8 +11,16 @@ import (
 // Name is the Pulumi package name.
 const Name = "readiness"
 
-// Version is stamped at build time with -ldflags "-X .../provider.Version=...".
+// Version is stamped at build time with -ldflags "-X .../provider.Version=...": the release tag
+// without its "v" (make dist, make build), else the development default below, which is also the
+// version of the committed schema.json and SDKs (Makefile DEV_VERSION).
 var Version = "0.1.0-dev"
+
+// PluginDownloadURL is where the Pulumi engine fetches this plugin when a program needs it: the
+// GitHub releases of readiness-io/pulumi-readiness, assets named
+// pulumi-resource-readiness-v<version>-<os>-<arch>.tar.gz (make dist). Mirrors rewrite it with
+// Pulumi's PULUMI_PLUGIN_DOWNLOAD_URL_OVERRIDES (see README, Install).
+const PluginDownloadURL = "github://api.github.com/readiness-io"
 
 // New builds the provider.
 func New() (p.Provider, error) {
@@ -25,6 +33,7 @@ func New() (p.Provider, error) {
 		WithPublisher("readiness-io").
 		WithLicense("Apache-2.0").
 		WithNamespace("readiness-io").
+		WithPluginDownloadURL(PluginDownloadURL).
 		WithLanguageMap(map[string]any{
 			"go": map[string]any{
 				"importBasePath":                 "github.com/readiness-io/pulumi-readiness/sdk/go/readiness",

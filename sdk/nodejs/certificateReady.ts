@@ -37,7 +37,7 @@ export class CertificateReady extends pulumi.CustomResource {
     }
 
     /**
-     * The public `ca.crt` from the Secret, PEM, when present (for CA bundles).
+     * The certificates of the Secret's `ca.crt`, PEM, when present (for CA bundles). Only CERTIFICATE blocks that parse as X.509 are kept; any other block (a private key appended by mistake) is dropped.
      */
     declare public /*out*/ readonly caCertificate: pulumi.Output<string>;
     /**

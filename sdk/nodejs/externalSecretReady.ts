@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
 
 /**
- * Waits until an ExternalSecret (external-secrets.io v1, or v1beta1 on older installs) has `Ready=True` for its current generation and its target Secret exists. Progress shows ESO's reason (e.g. `SecretSyncedError`). Secret values are never read into outputs, logs or errors.
+ * Waits until External Secrets has synced an ExternalSecret (external-secrets.io v1, or v1beta1 on older installs) as it is now, and its target exists. Proof: `Ready=True` and `status.syncedResourceVersion` naming the current metadata.generation (and the current labels/annotations, e.g. a `force-sync` annotation): ESO's conditions carry no observedGeneration, so after a spec change the old `Ready=True` is not proof. With `refreshPolicy: CreatedOnce` or `refreshInterval: 0` ESO never syncs changes by design, and one sync counts. The target Secret (spec.target.name, else the ExternalSecret's name; the spec.target.manifest kind when set) must exist, except with `creationPolicy: None`. Progress shows ESO's reason (e.g. `SecretSyncedError`). Secret values are never read into outputs, logs or errors.
  */
 export class ExternalSecretReady extends pulumi.CustomResource {
     /**
@@ -47,7 +47,7 @@ export class ExternalSecretReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly refreshTime: pulumi.Output<string>;
     /**
-     * The target Secret's name (spec.target.name, else the ExternalSecret's name).
+     * The target's name (spec.target.name, else the ExternalSecret's name).
      */
     declare public /*out*/ readonly secretName: pulumi.Output<string>;
     /**

@@ -7,7 +7,7 @@ import * as outputs from "./types/output";
 import * as utilities from "./utilities";
 
 /**
- * Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`; with none, by kstatus (`Current`), except that a custom resource with no status yet is not ready (kstatus would call it Current). A PersistentVolumeClaim that is Pending under a `WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.
+ * Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`. With none, the default rule: kstatus must say `Current` (kstatus `Failed`, e.g. a fresh `Stalled=True`, fails at once). For kinds kstatus has no rule for (custom resources, APIService, Node, ...), a condition of a positive type (`Ready`, `Available`, `Established`, `NamesAccepted`, `Synced`, `Healthy`, `Installed`, `Succeeded`, `Programmed`, `Accepted`, `ResolvedRefs`, `Reconciled`, `Released`) that is False or Unknown, or one of `Stalled`, `Degraded`, `Failed`, `Reconciling` that is True, means not ready; an APIService needs `Available=True`; and a custom resource needs its controller's word on the current generation: a positive condition that is True, or `status.observedGeneration` equal to `metadata.generation` (kstatus would call a custom resource with no status Current). Conditions whose observedGeneration is older than the object's generation do not count, and a stale positive one means its verdict is pending. A PersistentVolumeClaim that is Pending under a `WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.
  */
 export class ResourceReady extends pulumi.CustomResource {
     /**
@@ -41,7 +41,7 @@ export class ResourceReady extends pulumi.CustomResource {
      */
     declare public readonly apiVersion: pulumi.Output<string>;
     /**
-     * A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`.
+     * A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
      */
     declare public readonly cel: pulumi.Output<string | undefined>;
     /**
@@ -49,7 +49,7 @@ export class ResourceReady extends pulumi.CustomResource {
      */
     declare public readonly condition: pulumi.Output<outputs.Condition | undefined>;
     /**
-     * Ready once the object is gone (for teardown ordering).
+     * Ready once the object is gone (for teardown ordering). The kind is resolved at any version the server serves (an object is the same at every version). A kind served at no version is an error naming what the group serves, not "nothing exists"; only a CRD the gate saw defining the kind and then saw deleted proves its objects gone.
      */
     declare public readonly deleted: pulumi.Output<boolean | undefined>;
     /**
@@ -57,7 +57,7 @@ export class ResourceReady extends pulumi.CustomResource {
      */
     declare public readonly exists: pulumi.Output<boolean | undefined>;
     /**
-     * A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`).
+     * A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). It must return bool, checked as for `cel`.
      */
     declare public readonly failedCel: pulumi.Output<string | undefined>;
     /**
@@ -65,7 +65,7 @@ export class ResourceReady extends pulumi.CustomResource {
      */
     declare public readonly jsonPath: pulumi.Output<string | undefined>;
     /**
-     * The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for.
+     * The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.
      */
     declare public readonly kind: pulumi.Output<string>;
     /**
@@ -198,7 +198,7 @@ export interface ResourceReadyArgs {
      */
     apiVersion: pulumi.Input<string>;
     /**
-     * A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`.
+     * A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
      */
     cel?: pulumi.Input<string | undefined>;
     /**
@@ -206,7 +206,7 @@ export interface ResourceReadyArgs {
      */
     condition?: pulumi.Input<inputs.ConditionArgs | undefined>;
     /**
-     * Ready once the object is gone (for teardown ordering).
+     * Ready once the object is gone (for teardown ordering). The kind is resolved at any version the server serves (an object is the same at every version). A kind served at no version is an error naming what the group serves, not "nothing exists"; only a CRD the gate saw defining the kind and then saw deleted proves its objects gone.
      */
     deleted?: pulumi.Input<boolean | undefined>;
     /**
@@ -214,7 +214,7 @@ export interface ResourceReadyArgs {
      */
     exists?: pulumi.Input<boolean | undefined>;
     /**
-     * A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`).
+     * A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). It must return bool, checked as for `cel`.
      */
     failedCel?: pulumi.Input<string | undefined>;
     /**
@@ -222,7 +222,7 @@ export interface ResourceReadyArgs {
      */
     jsonPath?: pulumi.Input<string | undefined>;
     /**
-     * The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for.
+     * The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.
      */
     kind: pulumi.Input<string>;
     /**

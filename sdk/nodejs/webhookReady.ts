@@ -7,7 +7,7 @@ import * as outputs from "./types/output";
 import * as utilities from "./utilities";
 
 /**
- * Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints for the webhook's port. With `probe`: a server-side dry-run create of that object succeeds or is denied by the webhook itself, twice in a row (nothing is ever persisted). URL-backed webhooks are gated by the probe alone.
+ * Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. With `probe`: a server-side dry-run create of that object is admitted or is denied by one of the target's own webhooks (not by another webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.
  */
 export class WebhookReady extends pulumi.CustomResource {
     /**
@@ -57,7 +57,7 @@ export class WebhookReady extends pulumi.CustomResource {
      */
     declare public readonly mutatingWebhookConfiguration: pulumi.Output<string | undefined>;
     /**
-     * A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: success or a denial by the webhook proves it answers.
+     * A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
      */
     declare public readonly probe: pulumi.Output<{[key: string]: any} | undefined>;
     /**
@@ -93,7 +93,7 @@ export class WebhookReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly webhookNames: pulumi.Output<string[]>;
     /**
-     * Names of the webhooks inside the configuration to check (default: all).
+     * Names of the webhooks inside the configuration to check (default: all); every one must exist.
      */
     declare public readonly webhooks: pulumi.Output<string[] | undefined>;
 
@@ -160,7 +160,7 @@ export interface WebhookReadyArgs {
      */
     mutatingWebhookConfiguration?: pulumi.Input<string | undefined>;
     /**
-     * A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: success or a denial by the webhook proves it answers.
+     * A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
      */
     probe?: pulumi.Input<{[key: string]: any} | undefined>;
     /**
@@ -180,7 +180,7 @@ export interface WebhookReadyArgs {
      */
     validatingWebhookConfiguration?: pulumi.Input<string | undefined>;
     /**
-     * Names of the webhooks inside the configuration to check (default: all).
+     * Names of the webhooks inside the configuration to check (default: all); every one must exist.
      */
     webhooks?: pulumi.Input<pulumi.Input<string>[] | undefined>;
 }

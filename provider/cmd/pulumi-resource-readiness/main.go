@@ -12,6 +12,11 @@ import (
 )
 
 func main() {
+	// `pulumi-resource-readiness --version` prints the stamped version (the engine never passes it).
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version") {
+		fmt.Println(provider.Version)
+		return
+	}
 	prov, err := provider.New()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building the provider: %v\n", err)

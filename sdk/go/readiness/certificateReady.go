@@ -16,7 +16,7 @@ import (
 type CertificateReady struct {
 	pulumi.CustomResourceState
 
-	// The public `ca.crt` from the Secret, PEM, when present (for CA bundles).
+	// The certificates of the Secret's `ca.crt`, PEM, when present (for CA bundles). Only CERTIFICATE blocks that parse as X.509 are kept; any other block (a private key appended by mistake) is dropped.
 	CaCertificate pulumi.StringOutput `pulumi:"caCertificate"`
 	// The certificate's DNS names.
 	DnsNames pulumi.StringArrayOutput `pulumi:"dnsNames"`
@@ -216,7 +216,7 @@ func (o CertificateReadyOutput) ToCertificateReadyOutputWithContext(ctx context.
 	return o
 }
 
-// The public `ca.crt` from the Secret, PEM, when present (for CA bundles).
+// The certificates of the Secret's `ca.crt`, PEM, when present (for CA bundles). Only CERTIFICATE blocks that parse as X.509 are kept; any other block (a private key appended by mistake) is dropped.
 func (o CertificateReadyOutput) CaCertificate() pulumi.StringOutput {
 	return o.ApplyT(func(v *CertificateReady) pulumi.StringOutput { return v.CaCertificate }).(pulumi.StringOutput)
 }

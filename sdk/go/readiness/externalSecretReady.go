@@ -12,7 +12,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
-// Waits until an ExternalSecret (external-secrets.io v1, or v1beta1 on older installs) has `Ready=True` for its current generation and its target Secret exists. Progress shows ESO's reason (e.g. `SecretSyncedError`). Secret values are never read into outputs, logs or errors.
+// Waits until External Secrets has synced an ExternalSecret (external-secrets.io v1, or v1beta1 on older installs) as it is now, and its target exists. Proof: `Ready=True` and `status.syncedResourceVersion` naming the current metadata.generation (and the current labels/annotations, e.g. a `force-sync` annotation): ESO's conditions carry no observedGeneration, so after a spec change the old `Ready=True` is not proof. With `refreshPolicy: CreatedOnce` or `refreshInterval: 0` ESO never syncs changes by design, and one sync counts. The target Secret (spec.target.name, else the ExternalSecret's name; the spec.target.manifest kind when set) must exist, except with `creationPolicy: None`. Progress shows ESO's reason (e.g. `SecretSyncedError`). Secret values are never read into outputs, logs or errors.
 type ExternalSecretReady struct {
 	pulumi.CustomResourceState
 
@@ -22,7 +22,7 @@ type ExternalSecretReady struct {
 	Namespace pulumi.StringPtrOutput `pulumi:"namespace"`
 	// status.refreshTime: when ESO last synced it.
 	RefreshTime pulumi.StringOutput `pulumi:"refreshTime"`
-	// The target Secret's name (spec.target.name, else the ExternalSecret's name).
+	// The target's name (spec.target.name, else the ExternalSecret's name).
 	SecretName pulumi.StringOutput `pulumi:"secretName"`
 	// status.syncedResourceVersion.
 	SyncedResourceVersion pulumi.StringOutput `pulumi:"syncedResourceVersion"`
@@ -205,7 +205,7 @@ func (o ExternalSecretReadyOutput) RefreshTime() pulumi.StringOutput {
 	return o.ApplyT(func(v *ExternalSecretReady) pulumi.StringOutput { return v.RefreshTime }).(pulumi.StringOutput)
 }
 
-// The target Secret's name (spec.target.name, else the ExternalSecret's name).
+// The target's name (spec.target.name, else the ExternalSecret's name).
 func (o ExternalSecretReadyOutput) SecretName() pulumi.StringOutput {
 	return o.ApplyT(func(v *ExternalSecretReady) pulumi.StringOutput { return v.SecretName }).(pulumi.StringOutput)
 }

@@ -12,25 +12,25 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
-// Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`; with none, by kstatus (`Current`), except that a custom resource with no status yet is not ready (kstatus would call it Current). A PersistentVolumeClaim that is Pending under a `WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.
+// Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`. With none, the default rule: kstatus must say `Current` (kstatus `Failed`, e.g. a fresh `Stalled=True`, fails at once). For kinds kstatus has no rule for (custom resources, APIService, Node, ...), a condition of a positive type (`Ready`, `Available`, `Established`, `NamesAccepted`, `Synced`, `Healthy`, `Installed`, `Succeeded`, `Programmed`, `Accepted`, `ResolvedRefs`, `Reconciled`, `Released`) that is False or Unknown, or one of `Stalled`, `Degraded`, `Failed`, `Reconciling` that is True, means not ready; an APIService needs `Available=True`; and a custom resource needs its controller's word on the current generation: a positive condition that is True, or `status.observedGeneration` equal to `metadata.generation` (kstatus would call a custom resource with no status Current). Conditions whose observedGeneration is older than the object's generation do not count, and a stale positive one means its verdict is pending. A PersistentVolumeClaim that is Pending under a `WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.
 type ResourceReady struct {
 	pulumi.CustomResourceState
 
 	// The object's apiVersion, such as `apps/v1` or `gateway.networking.k8s.io/v1`.
 	ApiVersion pulumi.StringOutput `pulumi:"apiVersion"`
-	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`.
+	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
 	Cel pulumi.StringPtrOutput `pulumi:"cel"`
 	// Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
 	Condition ConditionPtrOutput `pulumi:"condition"`
-	// Ready once the object is gone (for teardown ordering).
+	// Ready once the object is gone (for teardown ordering). The kind is resolved at any version the server serves (an object is the same at every version). A kind served at no version is an error naming what the group serves, not "nothing exists"; only a CRD the gate saw defining the kind and then saw deleted proves its objects gone.
 	Deleted pulumi.BoolPtrOutput `pulumi:"deleted"`
 	// Ready as soon as the object exists.
 	Exists pulumi.BoolPtrOutput `pulumi:"exists"`
-	// A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`).
+	// A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). It must return bool, checked as for `cel`.
 	FailedCel pulumi.StringPtrOutput `pulumi:"failedCel"`
 	// A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.
 	JsonPath pulumi.StringPtrOutput `pulumi:"jsonPath"`
-	// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for.
+	// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.
 	Kind pulumi.StringOutput `pulumi:"kind"`
 	// Names (namespace/name for namespaced kinds) of the objects that satisfied the gate.
 	Matched pulumi.StringArrayOutput `pulumi:"matched"`
@@ -127,19 +127,19 @@ func (ResourceReadyState) ElementType() reflect.Type {
 type resourceReadyArgs struct {
 	// The object's apiVersion, such as `apps/v1` or `gateway.networking.k8s.io/v1`.
 	ApiVersion string `pulumi:"apiVersion"`
-	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`.
+	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
 	Cel *string `pulumi:"cel"`
 	// Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
 	Condition *Condition `pulumi:"condition"`
-	// Ready once the object is gone (for teardown ordering).
+	// Ready once the object is gone (for teardown ordering). The kind is resolved at any version the server serves (an object is the same at every version). A kind served at no version is an error naming what the group serves, not "nothing exists"; only a CRD the gate saw defining the kind and then saw deleted proves its objects gone.
 	Deleted *bool `pulumi:"deleted"`
 	// Ready as soon as the object exists.
 	Exists *bool `pulumi:"exists"`
-	// A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`).
+	// A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). It must return bool, checked as for `cel`.
 	FailedCel *string `pulumi:"failedCel"`
 	// A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.
 	JsonPath *string `pulumi:"jsonPath"`
-	// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for.
+	// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.
 	Kind string `pulumi:"kind"`
 	// With `selector`: how many objects must exist at least (default 1).
 	MinCount *int `pulumi:"minCount"`
@@ -165,19 +165,19 @@ type resourceReadyArgs struct {
 type ResourceReadyArgs struct {
 	// The object's apiVersion, such as `apps/v1` or `gateway.networking.k8s.io/v1`.
 	ApiVersion pulumi.StringInput
-	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`.
+	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
 	Cel pulumi.StringPtrInput
 	// Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
 	Condition ConditionPtrInput
-	// Ready once the object is gone (for teardown ordering).
+	// Ready once the object is gone (for teardown ordering). The kind is resolved at any version the server serves (an object is the same at every version). A kind served at no version is an error naming what the group serves, not "nothing exists"; only a CRD the gate saw defining the kind and then saw deleted proves its objects gone.
 	Deleted pulumi.BoolPtrInput
 	// Ready as soon as the object exists.
 	Exists pulumi.BoolPtrInput
-	// A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`).
+	// A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). It must return bool, checked as for `cel`.
 	FailedCel pulumi.StringPtrInput
 	// A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.
 	JsonPath pulumi.StringPtrInput
-	// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for.
+	// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.
 	Kind pulumi.StringInput
 	// With `selector`: how many objects must exist at least (default 1).
 	MinCount pulumi.IntPtrInput
@@ -291,7 +291,7 @@ func (o ResourceReadyOutput) ApiVersion() pulumi.StringOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringOutput { return v.ApiVersion }).(pulumi.StringOutput)
 }
 
-// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`.
+// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
 func (o ResourceReadyOutput) Cel() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.Cel }).(pulumi.StringPtrOutput)
 }
@@ -301,7 +301,7 @@ func (o ResourceReadyOutput) Condition() ConditionPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) ConditionPtrOutput { return v.Condition }).(ConditionPtrOutput)
 }
 
-// Ready once the object is gone (for teardown ordering).
+// Ready once the object is gone (for teardown ordering). The kind is resolved at any version the server serves (an object is the same at every version). A kind served at no version is an error naming what the group serves, not "nothing exists"; only a CRD the gate saw defining the kind and then saw deleted proves its objects gone.
 func (o ResourceReadyOutput) Deleted() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.BoolPtrOutput { return v.Deleted }).(pulumi.BoolPtrOutput)
 }
@@ -311,7 +311,7 @@ func (o ResourceReadyOutput) Exists() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.BoolPtrOutput { return v.Exists }).(pulumi.BoolPtrOutput)
 }
 
-// A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`).
+// A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). It must return bool, checked as for `cel`.
 func (o ResourceReadyOutput) FailedCel() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.FailedCel }).(pulumi.StringPtrOutput)
 }
@@ -321,7 +321,7 @@ func (o ResourceReadyOutput) JsonPath() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.JsonPath }).(pulumi.StringPtrOutput)
 }
 
-// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for.
+// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.
 func (o ResourceReadyOutput) Kind() pulumi.StringOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringOutput { return v.Kind }).(pulumi.StringOutput)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
-// Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints for the webhook's port. With `probe`: a server-side dry-run create of that object succeeds or is denied by the webhook itself, twice in a row (nothing is ever persisted). URL-backed webhooks are gated by the probe alone.
+// Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. With `probe`: a server-side dry-run create of that object is admitted or is denied by one of the target's own webhooks (not by another webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.
 type WebhookReady struct {
 	pulumi.CustomResourceState
 
@@ -25,7 +25,7 @@ type WebhookReady struct {
 	MinReadyEndpoints pulumi.IntPtrOutput `pulumi:"minReadyEndpoints"`
 	// The MutatingWebhookConfiguration's name.
 	MutatingWebhookConfiguration pulumi.StringPtrOutput `pulumi:"mutatingWebhookConfiguration"`
-	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: success or a denial by the webhook proves it answers.
+	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
 	Probe pulumi.MapOutput `pulumi:"probe"`
 	// Whether a dry-run probe proved the webhook answers.
 	Probed pulumi.BoolOutput `pulumi:"probed"`
@@ -43,7 +43,7 @@ type WebhookReady struct {
 	ValidatingWebhookConfiguration pulumi.StringPtrOutput `pulumi:"validatingWebhookConfiguration"`
 	// The webhooks checked.
 	WebhookNames pulumi.StringArrayOutput `pulumi:"webhookNames"`
-	// Names of the webhooks inside the configuration to check (default: all).
+	// Names of the webhooks inside the configuration to check (default: all); every one must exist.
 	Webhooks pulumi.StringArrayOutput `pulumi:"webhooks"`
 }
 
@@ -101,7 +101,7 @@ type webhookReadyArgs struct {
 	MinReadyEndpoints *int `pulumi:"minReadyEndpoints"`
 	// The MutatingWebhookConfiguration's name.
 	MutatingWebhookConfiguration *string `pulumi:"mutatingWebhookConfiguration"`
-	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: success or a denial by the webhook proves it answers.
+	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
 	Probe map[string]interface{} `pulumi:"probe"`
 	// A webhook Service to wait for directly (no configuration).
 	Service *ServiceRef `pulumi:"service"`
@@ -111,7 +111,7 @@ type webhookReadyArgs struct {
 	Triggers []interface{} `pulumi:"triggers"`
 	// The ValidatingWebhookConfiguration's name.
 	ValidatingWebhookConfiguration *string `pulumi:"validatingWebhookConfiguration"`
-	// Names of the webhooks inside the configuration to check (default: all).
+	// Names of the webhooks inside the configuration to check (default: all); every one must exist.
 	Webhooks []string `pulumi:"webhooks"`
 }
 
@@ -121,7 +121,7 @@ type WebhookReadyArgs struct {
 	MinReadyEndpoints pulumi.IntPtrInput
 	// The MutatingWebhookConfiguration's name.
 	MutatingWebhookConfiguration pulumi.StringPtrInput
-	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: success or a denial by the webhook proves it answers.
+	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
 	Probe pulumi.MapInput
 	// A webhook Service to wait for directly (no configuration).
 	Service ServiceRefPtrInput
@@ -131,7 +131,7 @@ type WebhookReadyArgs struct {
 	Triggers pulumi.ArrayInput
 	// The ValidatingWebhookConfiguration's name.
 	ValidatingWebhookConfiguration pulumi.StringPtrInput
-	// Names of the webhooks inside the configuration to check (default: all).
+	// Names of the webhooks inside the configuration to check (default: all); every one must exist.
 	Webhooks pulumi.StringArrayInput
 }
 
@@ -247,7 +247,7 @@ func (o WebhookReadyOutput) MutatingWebhookConfiguration() pulumi.StringPtrOutpu
 	return o.ApplyT(func(v *WebhookReady) pulumi.StringPtrOutput { return v.MutatingWebhookConfiguration }).(pulumi.StringPtrOutput)
 }
 
-// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: success or a denial by the webhook proves it answers.
+// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
 func (o WebhookReadyOutput) Probe() pulumi.MapOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.MapOutput { return v.Probe }).(pulumi.MapOutput)
 }
@@ -292,7 +292,7 @@ func (o WebhookReadyOutput) WebhookNames() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.StringArrayOutput { return v.WebhookNames }).(pulumi.StringArrayOutput)
 }
 
-// Names of the webhooks inside the configuration to check (default: all).
+// Names of the webhooks inside the configuration to check (default: all); every one must exist.
 func (o WebhookReadyOutput) Webhooks() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.StringArrayOutput { return v.Webhooks }).(pulumi.StringArrayOutput)
 }
