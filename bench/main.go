@@ -71,6 +71,7 @@ func run(c config) error {
 	var r report
 	r.date = time.Now().UTC().Format("2006-01-02 15:04 MST")
 	r.machine = machine()
+	r.loadStart = loadAverage()
 	r.config = c
 	r.cpStart = cp.StartTime
 	if c.on("detection") {
@@ -117,9 +118,19 @@ func run(c config) error {
 			return err
 		}
 	}
+	r.loadEnd = loadAverage()
 	text := r.markdown()
 	fmt.Print(text)
 	return os.WriteFile(c.out, []byte(text), 0o644)
+}
+
+// loadAverage is /proc/loadavg's first three fields ("" where there is none).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], ", ")
+	}
+	return ""
 }
 
 func machine() string {
