@@ -14,7 +14,7 @@ TOOLS_BIN     = $(shell go run ./internal/controlplane/cmd/localcluster tools)
 export PULUMI_HOME ?= $(CURDIR)/.cache/pulumi-home
 export PULUMI_SKIP_UPDATE_CHECK := true
 
-.PHONY: build tools schema sdk sdk-nodejs check-generated test test-all test-go test-nodejs test-install demo bench lint lint-workflows dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
+.PHONY: build tools schema sdk sdk-nodejs check-generated test test-all test-go test-nodejs test-install demo bench lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
@@ -38,6 +38,12 @@ sdk: schema
 	@jq --indent 4 --arg v "$(SDK_VERSION)" '.version = $$v | .packages[""].version = $$v' sdk/nodejs/package-lock.json > sdk/nodejs/package-lock.json.tmp && \
 	  mv sdk/nodejs/package-lock.json.tmp sdk/nodejs/package-lock.json
 	cd sdk && go build ./...
+	@$(MAKE) --no-print-directory docs
+
+# The Pulumi Registry docs (docs/): their resource and configuration tables and their examples are
+# generated from schema.json and examples/ (internal/docgen); `make sdk` runs this.
+docs:
+	go run ./internal/docgen -schema schema.json -docs docs
 
 # The Node.js package, packed: sdk/nodejs/bin/readiness-io-pulumi-readiness-<version>.tgz (what a
 # release publishes), copied to readiness-io-pulumi-readiness.tgz beside it for tests and examples.
@@ -45,12 +51,12 @@ sdk-nodejs:
 	cd sdk/nodejs && npm install --no-audit --no-fund --loglevel=error && npx tsc && cp package.json README.md bin/ 2>/dev/null || cp package.json sdk/nodejs/bin/
 	cd sdk/nodejs/bin && rm -f *.tgz && npm pack --silent >/dev/null && cp readiness-io-pulumi-readiness-*.tgz readiness-io-pulumi-readiness.tgz
 
-# Fails when schema.json or sdk/ differ from what the provider generates (at DEV_VERSION).
+# Fails when schema.json, sdk/ or docs/ differ from what the provider generates (at DEV_VERSION).
 check-generated: SDK_VERSION = $(DEV_VERSION)
 check-generated: sdk
-	@if [ -n "$$(git status --porcelain -- schema.json sdk)" ]; then \
-	  echo "schema.json or sdk/ is out of date: run 'make sdk' and commit the result"; \
-	  git status --porcelain -- schema.json sdk; git --no-pager diff --stat -- schema.json sdk; exit 1; fi
+	@if [ -n "$$(git status --porcelain -- schema.json sdk docs)" ]; then \
+	  echo "schema.json, sdk/ or docs/ is out of date: run 'make sdk' and commit the result"; \
+	  git status --porcelain -- schema.json sdk docs; git --no-pager diff --stat -- schema.json sdk docs; exit 1; fi
 
 # The GitHub workflows, checked by actionlint (built from the Go module proxy, cached after).
 ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
