@@ -41,8 +41,8 @@ type CertManagerReady struct {
 
 func (c *CertManagerReady) Annotate(a infer.Annotator) {
 	a.Describe(c, "One line for \"cert-manager is usable\": its CRDs Established and served (`CrdReady`), its validating and "+
-		"mutating webhooks serving a dry-run Issuer with their caBundle injected (`WebhookReady` ×2, what `cmctl check api` "+
-		"does). Each step is its own child resource.")
+		"mutating webhooks serving with their caBundle injected (`WebhookReady` ×2: a dry-run Issuer, what `cmctl check api` "+
+		"does, and a dry-run CertificateRequest, the one kind the mutating webhook intercepts). Each step is its own child resource.")
 	a.Describe(&c.ServedVersions, "The group/versions cert-manager's CRDs serve.")
 	a.Describe(&c.WebhookConfigurations, "The webhook configurations that were checked, as Kind/name.")
 }
@@ -64,12 +64,20 @@ func NewCertManagerReady(ctx *pulumi.Context, name string, args CertManagerReady
 		"names": pulumi.ToStringArray(certManagerCRDs), "timeout": timeout}, crds, pulumi.Parent(comp)); err != nil {
 		return nil, err
 	}
-	probe := pulumi.Map{"apiVersion": pulumi.String("cert-manager.io/v1"), "kind": pulumi.String("Issuer"),
-		"metadata": pulumi.Map{"generateName": pulumi.String("readiness-probe-"), "namespace": pulumi.String(ns)},
-		"spec":     pulumi.Map{"selfSigned": pulumi.Map{}}}
+	meta := pulumi.Map{"generateName": pulumi.String("readiness-probe-"), "namespace": pulumi.String(ns)}
+	// One probe per configuration, one its webhook intercepts: the validating webhook takes every
+	// cert-manager.io kind, the mutating one only CertificateRequests (an Issuer would be admitted
+	// without ever reaching it). The request is not a CSR: the validating webhook denies it, after
+	// the mutating one answered.
+	probes := map[string]pulumi.Map{
+		"validating": {"apiVersion": pulumi.String("cert-manager.io/v1"), "kind": pulumi.String("Issuer"), "metadata": meta,
+			"spec": pulumi.Map{"selfSigned": pulumi.Map{}}},
+		"mutating": {"apiVersion": pulumi.String("cert-manager.io/v1"), "kind": pulumi.String("CertificateRequest"), "metadata": meta,
+			"spec": pulumi.Map{"request": pulumi.String("cmVhZGluZXNzLXByb2Jl"), "issuerRef": pulumi.Map{"name": pulumi.String("readiness-probe")}}},
+	}
 	for _, kind := range []string{"validating", "mutating"} {
 		if err := ctx.RegisterResource("readiness:index:WebhookReady", name+"-"+kind+"-webhook", pulumi.Map{
-			kind + "WebhookConfiguration": pulumi.String(cfg), "probe": probe, "timeout": timeout,
+			kind + "WebhookConfiguration": pulumi.String(cfg), "probe": probes[kind], "timeout": timeout,
 		}, &childGate{}, pulumi.Parent(comp), pulumi.DependsOn([]pulumi.Resource{crds})); err != nil {
 			return nil, err
 		}

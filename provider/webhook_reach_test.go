@@ -47,6 +47,7 @@ func TestWebhookReadyAdmittedProbeProvesOnlyWebhooksItReaches(t *testing.T) {
 		extra string // YAML appended to the down webhook's entry
 		other bool   // the down webhook handles gadgets, not widgets (rules)
 		pair  bool   // a second webhook, serving, that the probe does reach
+		deny  bool   // the second webhook denies the probe (its answer, not the down webhook's)
 		want  []string
 	}{
 		{name: "objectSelector", extra: "  objectSelector: {matchLabels: {tier: never}}\n",
@@ -57,6 +58,9 @@ func TestWebhookReadyAdmittedProbeProvesOnlyWebhooksItReaches(t *testing.T) {
 		{name: "matchConditions", extra: "  matchConditions: [{name: never, expression: \"false\"}]\n",
 			want: []string{"matchConditions", "not evaluated"}},
 		{name: "two webhooks", other: true, pair: true, want: []string{"its rules", "widgets"}},
+		// Both intercept the probe; the validating webhooks are called in parallel and the API
+		// server reports one error: the other's denial says nothing of the down one.
+		{name: "denial by the other webhook", pair: true, deny: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -72,13 +76,16 @@ func TestWebhookReadyAdmittedProbeProvesOnlyWebhooksItReaches(t *testing.T) {
 			hooks := []string{reachHook(down, hook, group, resource, tc.extra)}
 			if tc.pair {
 				up := testenv.NewWebhook(t)
+				if tc.deny {
+					up.Mode.Store("deny")
+				}
 				up.Start(t)
 				hooks = append([]string{reachHook(up, "up."+group, group, "widgets", "")}, hooks...)
 			}
 			applyReachConfig(t, cfg, hooks...)
 			// The trap: the API server admits the dry-run although the webhook's server is down.
 			w := testenv.Object(t, widget(group, "trap"))
-			if _, err := testenv.Resource(t, w).Create(context.Background(), w, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			if _, err := testenv.Resource(t, w).Create(context.Background(), w, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil && !tc.deny {
 				t.Fatalf("the API server was expected to admit a probe the webhook does not intercept: %v", err)
 			}
 			s := newServer(t)
@@ -89,7 +96,11 @@ func TestWebhookReadyAdmittedProbeProvesOnlyWebhooksItReaches(t *testing.T) {
 			if r.err == nil {
 				t.Fatalf("passed on an admitted dry-run that never reached webhook %s (its server is down): %v", hook, r.resp.Properties)
 			}
-			for _, want := range append([]string{fmt.Sprintf("the probe is not intercepted by webhook %q", hook), "connection refused"}, tc.want...) {
+			want := []string{"connection refused"}
+			if !tc.deny {
+				want = append(want, fmt.Sprintf("the probe is not intercepted by webhook %q", hook))
+			}
+			for _, want := range append(want, tc.want...) {
 				if !strings.Contains(r.err.Error(), want) {
 					t.Errorf("error lacks %q: %v", want, r.err)
 				}
