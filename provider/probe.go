@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/rest"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
@@ -455,17 +456,29 @@ func (p *prober) callDirect(ctx context.Context, h *admissionHook, need, remedy 
 			return false, "POST " + h.url + ": " + err.Error(), nil
 		}
 	} else {
-		res := p.r.clients.Typed.CoreV1().RESTClient().Post().Namespace(h.svcNamespace).Resource("services").
-			Name(fmt.Sprintf("https:%s:%d", h.svcName, h.svcPort)).SubResource("proxy").Suffix(h.path).
-			SetHeader("Content-Type", "application/json").Body(body).Do(ctx)
-		answer, err = res.Raw()
-		res.StatusCode(&status)
+		// Made by hand (as HttpReady's): the exact status and body tell the API server's own
+		// answers (Forbidden, no endpoints) from the webhook's.
+		rc, ok := p.r.clients.Typed.CoreV1().RESTClient().(*rest.RESTClient)
+		if !ok || rc.Client == nil {
+			return false, "", errors.New("no HTTP client for the Kubernetes API")
+		}
+		u := rc.Post().Namespace(h.svcNamespace).Resource("services").SubResource("proxy").
+			Name(fmt.Sprintf("https:%s:%d", h.svcName, h.svcPort)).Suffix(h.path).URL()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 		if err != nil {
-			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot create resource") || apierrors.IsUnauthorized(err) {
-				return false, "", fmt.Errorf("%s, and calling it through the API server's service proxy is forbidden: %v; "+
-					"grant verb `create` on resource \"services/proxy\" in namespace %s to the provider's identity, or %s", need, err, h.svcNamespace, remedy)
-			}
+			return false, "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		status, answer, err = readAnswer(rc.Client.Do(req))
+		if err != nil {
 			return false, "through the API server's service proxy: " + err.Error(), nil
+		}
+		if st, ok := apiServerAnswer(answer); ok {
+			if st.Code == http.StatusUnauthorized || st.Code == http.StatusForbidden && strings.Contains(st.Message, "services/proxy") {
+				return false, "", fmt.Errorf("%s, and calling it through the API server's service proxy is forbidden: %s; "+
+					"grant verb `create` on resource \"services/proxy\" in namespace %s to the provider's identity, or %s", need, st.Message, h.svcNamespace, remedy)
+			}
+			return false, fmt.Sprintf("through the API server's service proxy: HTTP %d: %s", st.Code, st.Message), nil
 		}
 	}
 	return checkReview(answer, status, uid)

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
@@ -219,5 +221,86 @@ webhooks:
 		*m.MatchPolicy != admissionregistrationv1.Exact || m.ObjectSelector.MatchLabels["app"] != "x" ||
 		m.NamespaceSelector.MatchExpressions[0].Key != "team" || len(m.MatchConditions) != 1 {
 		t.Errorf("match = %+v", m)
+	}
+}
+
+// A Service-backed webhook the probe does not reach needs a direct call through the API server's
+// service proxy; a provider that may not make it cannot prove the webhook answers: fail at once
+// naming the webhook, why the probe does not reach it, and what to do. (The objectSelector keeps
+// the API server from ever calling the Service, and the proxy call is refused before any dial.)
+func TestWebhookReadyUnreachedServiceWebhookWithoutServiceProxyFailsAtOnce(t *testing.T) {
+	ns := testenv.Namespace(t, "unreached")
+	group := widgetCRD(t)
+	cfg := "unreached-" + ns
+	hook := "validate." + group
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: hook, namespace: %[1]s}
+spec:
+  selector: {app: hook}
+  ports: [{name: https, port: 443, targetPort: https}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: %[2]s}
+webhooks:
+- name: %[3]s
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  objectSelector: {matchLabels: {tier: never}}
+  clientConfig: {service: {name: hook, namespace: %[1]s, port: 443, path: /validate}, caBundle: %[5]s}
+  rules: [{apiGroups: ["%[4]s"], apiVersions: ["*"], operations: [CREATE], resources: [widgets]}]`,
+		ns, cfg, hook, group, base64.StdEncoding.EncodeToString(testenv.IssueCertificate(t, "hook."+ns+".svc", time.Hour).CAPEM)))
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+	})
+	testenv.Apply(t, deployment(ns, "hook", "registry.local/hook:1", 1))
+	user := "unreached-" + ns
+	// The README's role for WebhookReady, without services/proxy.
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: %[1]s}
+rules:
+- {apiGroups: [admissionregistration.k8s.io], resources: [validatingwebhookconfigurations], verbs: [list, watch]}
+- {apiGroups: [""], resources: [services], verbs: [list, watch]}
+- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [list, watch]}
+- {apiGroups: ["%[2]s"], resources: [widgets], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s}
+subjects: [{kind: User, name: %[1]s}]`, user, group))
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = testenv.CP.Client.RbacV1().ClusterRoleBindings().Delete(ctx, user, metav1.DeleteOptions{})
+		_ = testenv.CP.Client.RbacV1().ClusterRoles().Delete(ctx, user, metav1.DeleteOptions{})
+	})
+	kc, err := clientcmd.Load(testenv.CP.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range kc.AuthInfos {
+		a.Impersonate = user
+	}
+	b, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, createAsync(t, newServer(t, string(b)), "WebhookReady",
+		props("validatingWebhookConfiguration", cfg, "probe", probeOf(group), "timeout", "20s")), 60*time.Second)
+	if r.err == nil {
+		t.Fatalf("passed on an admitted dry-run that never reached webhook %s: %v", hook, r.resp.Properties)
+	}
+	for _, want := range []string{fmt.Sprintf(`the probe is not intercepted by webhook %q: its objectSelector {tier=never} does not match the probe's labels {}`, hook),
+		`cannot create resource "services/proxy"`, "grant verb `create` on resource \"services/proxy\" in namespace " + ns,
+		"give a probe it intercepts, or list only the webhooks you need in `webhooks`"} {
+		if !strings.Contains(r.err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, r.err)
+		}
+	}
+	if strings.Contains(r.err.Error(), "timed out") {
+		t.Errorf("waited for the timeout instead of failing at once: %v", r.err)
 	}
 }
