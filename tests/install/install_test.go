@@ -152,7 +152,7 @@ func TestReleaseAndInstall(t *testing.T) {
 	writeFile(t, kubeconfig, testenv.CP.Kubeconfig)
 
 	goApp := filepath.Join(t.TempDir(), "app")
-	step("Go program: go get the tagged SDK module and build outside the repository", func(t *testing.T) {
+	step("Go program: the tagged SDK module from a module proxy, built outside the repository", func(t *testing.T) {
 		buildGoApp(t, goProxy(t, snap), goApp)
 	})
 
