@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
 
 /**
- * One line for "cert-manager is usable": its CRDs Established and served (`CrdReady`), its validating and mutating webhooks serving a dry-run Issuer with their caBundle injected (`WebhookReady` ×2, what `cmctl check api` does). Each step is its own child resource.
+ * One line for "cert-manager is usable": its CRDs Established and served (`CrdReady`), its validating and mutating webhooks serving with their caBundle injected (`WebhookReady` ×2: a dry-run Issuer, what `cmctl check api` does, and a dry-run CertificateRequest, the one kind the mutating webhook intercepts). Each step is its own child resource.
  */
 export class CertManagerReady extends pulumi.ComponentResource {
     /** @internal */
