@@ -122,3 +122,7 @@ func (*HelmReleaseReady) Diff(_ context.Context, r infer.DiffRequest[HelmRelease
 func (*HttpReady) Diff(_ context.Context, r infer.DiffRequest[HttpReadyArgs, HttpReadyState]) (infer.DiffResponse, error) {
 	return diffGate(r.State.HttpReadyArgs, r.Inputs), nil
 }
+
+func (*AdmissionReady) Diff(_ context.Context, r infer.DiffRequest[AdmissionReadyArgs, AdmissionReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.AdmissionReadyArgs, r.Inputs), nil
+}

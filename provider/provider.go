@@ -62,6 +62,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&WebhookReady{}),
 			infer.Resource(&HttpReady{}),
 			infer.Resource(&HelmReleaseReady{}),
+			infer.Resource(&AdmissionReady{}),
 		).
 		WithComponents(
 			infer.ComponentF(NewCertManagerReady),

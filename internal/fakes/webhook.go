@@ -34,7 +34,7 @@ type Webhook struct {
 	mu     sync.Mutex
 	caPEM  []byte
 	tlsCfg *tls.Config
-	Mode   atomic.Value // "allow", "deny", "deny-named", "error", "stranger", "other-uid"
+	Mode   atomic.Value // "allow", "deny", "deny-named", "deny-echo", "patch", "error", "stranger", "other-uid"
 	Calls  atomic.Int64 // requests served
 	srv    *http.Server
 }
@@ -148,7 +148,9 @@ func (w *Webhook) Close() {
 }
 
 // serve answers as the mode says: "allow" and "deny" as a webhook; "deny-named" denies quoting
-// the object's name and the request's uid (a message that changes every time); "error" answers 500; "stranger" is some other server on the webhook's
+// the object's name and the request's uid (a message that changes every time); "deny-echo" denies
+// quoting the whole object (as a careless webhook might); "patch" admits with a JSONPatch adding the
+// label readiness.test/mutated=yes (a mutating webhook); "error" answers 500; "stranger" is some other server on the webhook's
 // address (200, JSON that is no AdmissionReview); "other-uid" answers another request's uid.
 func (w *Webhook) serve(rw http.ResponseWriter, r *http.Request) {
 	w.Calls.Add(1)
@@ -168,8 +170,21 @@ func (w *Webhook) serve(rw http.ResponseWriter, r *http.Request) {
 	if w.Mode.Load() == "other-uid" {
 		uid = "00000000-0000-0000-0000-000000000000"
 	}
-	resp := map[string]any{"uid": uid, "allowed": w.Mode.Load() == "allow" || w.Mode.Load() == "other-uid"}
+	resp := map[string]any{"uid": uid, "allowed": w.Mode.Load() == "allow" || w.Mode.Load() == "other-uid" || w.Mode.Load() == "patch"}
 	switch w.Mode.Load() {
+	case "patch":
+		obj, _ := req["object"].(map[string]any)
+		meta, _ := obj["metadata"].(map[string]any)
+		op := map[string]any{"op": "add", "path": "/metadata/labels", "value": map[string]any{"readiness.test/mutated": "yes"}}
+		if _, ok := meta["labels"].(map[string]any); ok {
+			op = map[string]any{"op": "add", "path": "/metadata/labels/readiness.test~1mutated", "value": "yes"}
+		}
+		patch, _ := json.Marshal([]any{op})
+		resp["patchType"] = "JSONPatch"
+		resp["patch"] = base64.StdEncoding.EncodeToString(patch)
+	case "deny-echo":
+		obj, _ := json.Marshal(req["object"])
+		resp["status"] = map[string]any{"code": 403, "message": "rejected " + string(obj)}
 	case "deny":
 		resp["status"] = map[string]any{"code": 403, "message": "spec.secretStoreRef is required"}
 	case "deny-named":

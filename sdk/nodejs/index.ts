@@ -5,6 +5,11 @@ import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
 
 // Export members:
+export { AdmissionReadyArgs } from "./admissionReady";
+export type AdmissionReady = import("./admissionReady").AdmissionReady;
+export const AdmissionReady: typeof import("./admissionReady").AdmissionReady = null as any;
+utilities.lazyLoad(exports, ["AdmissionReady"], () => require("./admissionReady"));
+
 export { CertManagerReadyArgs } from "./certManagerReady";
 export type CertManagerReady = import("./certManagerReady").CertManagerReady;
 export const CertManagerReady: typeof import("./certManagerReady").CertManagerReady = null as any;
@@ -89,6 +94,8 @@ const _module = {
     version: utilities.getVersion(),
     construct: (name: string, type: string, urn: string): pulumi.Resource => {
         switch (type) {
+            case "readiness:index:AdmissionReady":
+                return new AdmissionReady(name, <any>undefined, { urn })
             case "readiness:index:CertManagerReady":
                 return new CertManagerReady(name, <any>undefined, { urn })
             case "readiness:index:CertificateReady":

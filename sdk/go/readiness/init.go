@@ -21,6 +21,8 @@ func (m *module) Version() semver.Version {
 
 func (m *module) Construct(ctx *pulumi.Context, name, typ, urn string) (r pulumi.Resource, err error) {
 	switch typ {
+	case "readiness:index:AdmissionReady":
+		r = &AdmissionReady{}
 	case "readiness:index:CertManagerReady":
 		r = &CertManagerReady{}
 	case "readiness:index:CertificateReady":

@@ -1,0 +1,403 @@
+package provider
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+)
+
+// toProperty converts a decoded manifest value to a Pulumi property value, as the engine sends it.
+func toProperty(v any) property.Value {
+	switch x := v.(type) {
+	case map[string]any:
+		m := map[string]property.Value{}
+		for k, e := range x {
+			m[k] = toProperty(e)
+		}
+		return property.New(property.NewMap(m))
+	case []any:
+		a := make([]property.Value, len(x))
+		for i, e := range x {
+			a[i] = toProperty(e)
+		}
+		return property.New(a)
+	case string:
+		return property.New(x)
+	case bool:
+		return property.New(x)
+	case int64:
+		return property.New(float64(x))
+	case float64:
+		return property.New(x)
+	case nil:
+		return property.New(property.Null)
+	}
+	panic(fmt.Sprintf("toProperty: %T", v))
+}
+
+// manifests is the `objects` input for YAML documents.
+func manifests(t *testing.T, docs ...string) property.Value {
+	t.Helper()
+	var out []property.Value
+	for _, d := range docs {
+		out = append(out, toProperty(testenv.Object(t, d).Object))
+	}
+	return property.New(out)
+}
+
+func widgetIn(group, ns, name string) string {
+	return fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: %s, namespace: %s}\nspec: {size: 1, secretStoreRef: {name: vault}}", group, name, ns)
+}
+
+func assertNotPersisted(t *testing.T, doc string) {
+	t.Helper()
+	o := testenv.Object(t, doc)
+	if _, err := testenv.Resource(t, o).Get(context.Background(), o.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("%s %s: want NotFound (a dry-run persists nothing), got %v", o.GetKind(), o.GetName(), err)
+	}
+}
+
+// Field report 001 with AdmissionReady: the ExternalSecrets are dry-run before they are created.
+// While the webhook does not serve (connection refused) the gate waits; once it serves, both
+// objects are admitted twice in a row and nothing was persisted.
+func TestAdmissionReadyWaitsForALateWebhook(t *testing.T) {
+	group := widgetCRD(t)
+	wh := testenv.NewWebhook(t)
+	cfg := "adm-" + strings.Split(group, ".")[0]
+	wh.Register(t, cfg, group)
+	hook := "validating." + cfg + "." + group
+	docs := []string{widgetIn(group, "default", "db"), widgetIn(group, "default", "api")}
+
+	s := newServer(t)
+	ch := createAsync(t, s, "AdmissionReady", props("objects", manifests(t, docs...), "timeout", "60s"))
+	mustNotReturn(t, ch, 1500*time.Millisecond) // failed calling webhook: connection refused
+	wh.Mode.Store("error")
+	wh.Start(t)
+	mustNotReturn(t, ch, time.Second) // failed calling webhook: it answers 500
+	wh.Mode.Store("allow")
+	r := await(t, ch, 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	out := r.resp.Properties
+	if got := out.Get("admitted").AsNumber(); got != 2 {
+		t.Errorf("admitted = %v", got)
+	}
+	if got := outStrings(t, out, "mutated"); len(got) != 0 {
+		t.Errorf("mutated = %v, want none (no mutating webhook)", got)
+	}
+	if got := outStrings(t, out, "deniers"); !reflect.DeepEqual(got, []string{hook}) {
+		t.Errorf("deniers = %v, want the webhook that could not be called while the gate waited", got)
+	}
+	if wh.Calls.Load() < 4 {
+		t.Errorf("the webhook answered %d calls; two rounds of two objects need 4", wh.Calls.Load())
+	}
+	for _, d := range docs {
+		assertNotPersisted(t, d)
+	}
+
+	// The webhook stops answering properly (500): refresh drops the gate; near miss of the above.
+	inputs := props("objects", manifests(t, docs...), "timeout", "60s")
+	wh.Mode.Store("error")
+	read, err := s.Read(p.ReadRequest{ID: r.resp.ID, Urn: urn("AdmissionReady"), Properties: r.resp.Properties, Inputs: property.NewMap(inputs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read.ID != "" {
+		t.Errorf("refresh kept a gate whose webhook answers 500: %v", read.Properties)
+	}
+	wh.Mode.Store("allow")
+	read, err = s.Read(p.ReadRequest{ID: r.resp.ID, Urn: urn("AdmissionReady"), Properties: r.resp.Properties, Inputs: property.NewMap(inputs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read.ID != r.resp.ID {
+		t.Errorf("refresh dropped a gate whose objects are admitted")
+	}
+}
+
+// A denial is a verdict: the gate fails at once, quoting it and naming the webhook.
+func TestAdmissionReadyDenialFailsAtOnce(t *testing.T) {
+	group := widgetCRD(t)
+	wh := testenv.NewWebhook(t)
+	cfg := "admdeny-" + strings.Split(group, ".")[0]
+	wh.Register(t, cfg, group)
+	wh.Mode.Store("deny")
+	wh.Start(t)
+	s := newServer(t)
+	r := await(t, createAsync(t, s, "AdmissionReady", props("objects", manifests(t, widgetIn(group, "default", "db")), "timeout", "60s")), 15*time.Second)
+	if r.err == nil {
+		t.Fatal("a denied object passed")
+	}
+	for _, want := range []string{`admission webhook "validating.` + cfg + "." + group + `"`, "spec.secretStoreRef is required", "objects[0] (Widget default/db)"} {
+		if !strings.Contains(r.err.Error(), want) {
+			t.Errorf("error %q does not say %q", r.err, want)
+		}
+	}
+	if strings.Contains(r.err.Error(), "timed out") {
+		t.Errorf("a denial must fail at once, not time out: %v", r.err)
+	}
+}
+
+// An invalid object is a verdict too; a kind whose CRD comes later and a namespace created
+// later are waited for.
+func TestAdmissionReadyInvalidFailsLateKindAndNamespaceWait(t *testing.T) {
+	s := newServer(t)
+	bad := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Not_A_Name, namespace: default}\ndata: {a: b}"
+	r := await(t, createAsync(t, s, "AdmissionReady", props("objects", manifests(t, bad), "timeout", "60s")), 15*time.Second)
+	if r.err == nil || !strings.Contains(r.err.Error(), "invalid") || !strings.Contains(r.err.Error(), "objects[0] (ConfigMap default/Not_A_Name)") ||
+		strings.Contains(r.err.Error(), "timed out") {
+		t.Fatalf("want an at-once failure naming the invalid object, got %v", r.err)
+	}
+
+	group := uniqueGroup(t)
+	ns := fmt.Sprintf("adm-late-%d", time.Now().UnixNano()%1_000_000_000)
+	docs := []string{widgetIn(group, ns, "w"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: " + ns + "}\ndata: {a: b}"}
+	ch := createAsync(t, s, "AdmissionReady", props("objects", manifests(t, docs...), "consecutive", 1, "timeout", "60s"))
+	mustNotReturn(t, ch, time.Second) // no matches for kind Widget; namespace not found
+	testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
+	mustNotReturn(t, ch, 1500*time.Millisecond) // the namespace does not exist yet
+	testenv.Apply(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	r = await(t, ch, 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := r.resp.Properties.Get("admitted").AsNumber(); got != 2 {
+		t.Errorf("admitted = %v", got)
+	}
+	for _, d := range docs {
+		assertNotPersisted(t, d)
+	}
+}
+
+// `expect` false waits (and times out saying so); a mutating webhook that adds the label makes it
+// true, and the object is reported in `mutated`.
+func TestAdmissionReadyExpectAndMutation(t *testing.T) {
+	group := widgetCRD(t)
+	expect := "has(object.metadata.labels) && object.metadata.labels['readiness.test/mutated'] == 'yes'"
+	s := newServer(t)
+	obj := manifests(t, widgetIn(group, "default", "m"))
+	// The first request for a new CRD's objects may take the API server a couple of seconds.
+	r := await(t, createAsync(t, s, "AdmissionReady", props("objects", obj, "expect", expect, "timeout", "6s")), 15*time.Second)
+	if r.err == nil || !strings.Contains(r.err.Error(), "timed out") || !strings.Contains(r.err.Error(), "expect is false") {
+		t.Fatalf("want a timeout saying expect is false, got %v", r.err)
+	}
+
+	wh := testenv.NewWebhook(t)
+	wh.RegisterAs(t, "MutatingWebhookConfiguration", "admmut-"+strings.Split(group, ".")[0], "Fail", group, "widgets")
+	wh.Mode.Store("patch")
+	wh.Start(t)
+	r = await(t, createAsync(t, s, "AdmissionReady", props("objects", obj, "expect", expect, "timeout", "30s")), 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := outStrings(t, r.resp.Properties, "mutated"); !reflect.DeepEqual(got, []string{"Widget/default/m"}) {
+		t.Errorf("mutated = %v", got)
+	}
+	assertNotPersisted(t, widgetIn(group, "default", "m"))
+}
+
+// A Secret's data never appears in errors, status lines or outputs, even when a webhook's denial
+// quotes the whole object.
+func TestAdmissionReadySecretDataNeverLeaks(t *testing.T) {
+	ns := testenv.Namespace(t, "admsec")
+	const marker = "s3cr3t-marker-value"
+	wh := testenv.NewWebhook(t)
+	cfg := "admsec-" + ns
+	doc := strings.Replace(wh.ConfigurationFor("ValidatingWebhookConfiguration", cfg, "", "secrets"),
+		"  rules:", "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: "+ns+"}}\n  rules:", 1)
+	doc = strings.Replace(doc, "- name: validating."+cfg+".\n", "- name: validating."+cfg+".secrets.test\n", 1)
+	testenv.Apply(t, doc)
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+	})
+	lines := statusLines(t)
+	secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: %s}\nstringData: {password: %s}\ndata: {token: %s}",
+		ns, marker, base64.StdEncoding.EncodeToString([]byte(marker+"-2")))
+	leaks := func(s string) bool {
+		return strings.Contains(s, marker) || strings.Contains(s, base64.StdEncoding.EncodeToString([]byte(marker)))
+	}
+	wh.Mode.Store("deny-echo")
+	wh.Start(t)
+	s := newServer(t)
+	r := await(t, createAsync(t, s, "AdmissionReady", props("objects", manifests(t, secret), "timeout", "30s")), 15*time.Second)
+	if r.err == nil || !strings.Contains(r.err.Error(), "denied") {
+		t.Fatalf("want the denial, got %v", r.err)
+	}
+	if leaks(r.err.Error()) {
+		t.Errorf("the error quotes the Secret's data: %v", r.err)
+	}
+	if !strings.Contains(r.err.Error(), "<redacted>") {
+		t.Errorf("the echoed object should be in the error with its data redacted: %v", r.err)
+	}
+	wh.Mode.Store("allow")
+	r = await(t, createAsync(t, s, "AdmissionReady", props("objects", manifests(t, secret), "expect", "object.data.password != ''", "timeout", "30s")), 15*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	for _, k := range []string{"admitted", "mutated", "deniers"} {
+		if v := fmt.Sprint(r.resp.Properties.Get(k)); leaks(v) {
+			t.Errorf("output %s leaks the Secret's data: %s", k, v)
+		}
+	}
+	if got := outStrings(t, r.resp.Properties, "mutated"); len(got) != 0 {
+		t.Errorf("mutated = %v: stringData turned into data is not a mutation", got)
+	}
+	for _, l := range lines() {
+		if leaks(l) {
+			t.Errorf("a log line leaks the Secret's data: %s", l)
+		}
+	}
+	assertNotPersisted(t, secret)
+}
+
+func TestAdmissionReadyCheck(t *testing.T) {
+	s := newServer(t)
+	cm := func(name string) property.Value {
+		return toProperty(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}})
+	}
+	for _, tc := range []struct {
+		name   string
+		inputs map[string]property.Value
+		field  string
+		reason string
+	}{
+		{"no objects", props("objects", property.New([]property.Value{})), "objects", "at least one"},
+		{"no name", props("objects", property.New([]property.Value{cm("a"), toProperty(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{}})})), "objects[1]", "objects[1]: metadata.name"},
+		{"no apiVersion", props("objects", property.New([]property.Value{toProperty(map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": "a"}})})), "objects[0]", "apiVersion"},
+		{"no kind", props("objects", property.New([]property.Value{toProperty(map[string]any{"apiVersion": "v1", "metadata": map[string]any{"name": "a"}})})), "objects[0]", "kind"},
+		{"consecutive 0", props("objects", property.New([]property.Value{cm("a")}), "consecutive", 0), "consecutive", "at least 1"},
+		{"expect not bool", props("objects", property.New([]property.Value{cm("a")}), "expect", "object.metadata.name"), "expect", "must return bool"},
+		{"expect syntax", props("objects", property.New([]property.Value{cm("a")}), "expect", "object.("), "expect", "invalid CEL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			chk, err := s.Check(p.CheckRequest{Urn: urn("AdmissionReady"), Inputs: property.NewMap(tc.inputs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(chk.Failures) != 1 || chk.Failures[0].Property != tc.field || !strings.Contains(chk.Failures[0].Reason, tc.reason) {
+				t.Errorf("failures = %v, want one on %s saying %q", chk.Failures, tc.field, tc.reason)
+			}
+		})
+	}
+	// generateName is a name; a computed object is judged when known.
+	chk, err := s.Check(p.CheckRequest{Urn: urn("AdmissionReady"), Inputs: property.NewMap(props("objects", property.New([]property.Value{
+		toProperty(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"generateName": "a-"}}),
+		property.New(property.Computed),
+	})))})
+	if err != nil || len(chk.Failures) != 0 {
+		t.Errorf("check = %v, %v", chk.Failures, err)
+	}
+}
+
+func TestClassifyAdmission(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1beta1", Resource: "externalsecrets"}
+	gr := gvr.GroupResource()
+	for _, tc := range []struct {
+		err      error
+		terminal bool
+		denier   string
+		say      string
+	}{
+		{apierrors.NewForbidden(gr, "db", errors.New(`admission webhook "validate.externalsecret.external-secrets.io" denied the request: spec.secretStoreRef is required`)),
+			true, "validate.externalsecret.external-secrets.io", "spec.secretStoreRef is required"},
+		{apierrors.NewInvalid(gvr.GroupVersion().WithKind("ExternalSecret").GroupKind(), "db", nil), true, "", "invalid"},
+		{errors.New(`externalsecrets.external-secrets.io "db" is forbidden: ValidatingAdmissionPolicy 'require-store' with binding 'b' denied request: failed expression: has(object.spec.secretStoreRef)`),
+			true, "require-store", "ValidatingAdmissionPolicy"}, // a plain error: not a Forbidden status, but the policy is still named
+		{apierrors.NewForbidden(gr, "db", errors.New(`ValidatingAdmissionPolicy 'require-store' with binding 'b' denied request: failed expression`)), true, "require-store", "require-store"},
+		{apierrors.NewForbidden(gr, "db", errors.New(`User "x" cannot create resource "externalsecrets" in API group "external-secrets.io"`)), true, "", "grant verb `create`"},
+		{apierrors.NewInternalError(errors.New(`failed calling webhook "validate.externalsecret.external-secrets.io": failed to call webhook: Post "https://x:443/v": dial tcp 127.0.0.1:1: connect: connection refused`)),
+			false, "validate.externalsecret.external-secrets.io", "connection refused"},
+		{apierrors.NewInternalError(errors.New(`failed calling webhook "v.x": failed to call webhook: Post "https://x:443/v": tls: failed to verify certificate: x509: certificate signed by unknown authority`)),
+			false, "v.x", "TLS error"},
+		{apierrors.NewInternalError(errors.New(`failed calling webhook "v.x": failed to call webhook: Post "https://x:443/v": no endpoints available for service "x"`)), false, "v.x", "no ready pods"},
+		{apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "apps"), false, "", "namespace does not exist yet"},
+		{apierrors.NewServiceUnavailable("the server is currently unable to handle the request"), false, "", "unable to handle"},
+		{apierrors.NewForbidden(gr, "db", errors.New(`unable to create new content in namespace apps because it is being terminated`)), false, "", "terminated"},
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New(`violates PodSecurity "restricted:latest": runAsNonRoot != true`)), true, "PodSecurity", "PodSecurity"},
+		{apierrors.NewBadRequest(`json: cannot unmarshal string into Go struct field`), true, "", "malformed"},
+	} {
+		a := classifyAdmission(tc.err, "create", gvr, " in namespace apps")
+		got := a.terminal + a.why
+		if (a.terminal != "") != tc.terminal || a.denier != tc.denier || !strings.Contains(got, tc.say) {
+			t.Errorf("classifyAdmission(%v) = %+v; want terminal=%v denier=%q saying %q", tc.err, a, tc.terminal, tc.denier, tc.say)
+		}
+	}
+}
+
+func TestMutatedBy(t *testing.T) {
+	u := func(m map[string]any) *unstructured.Unstructured { return &unstructured.Unstructured{Object: m} }
+	in := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "labels": map[string]any{"app": "web"}},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "web:1", "resources": map[string]any{"limits": map[string]any{"cpu": "0.5"}}}}, "priority": float64(0)}}
+	defaulted := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "default", "uid": "x", "labels": map[string]any{"app": "web"}},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "web:1", "imagePullPolicy": "IfNotPresent", "resources": map[string]any{"limits": map[string]any{"cpu": "500m"}}}},
+			"priority": int64(0), "restartPolicy": "Always"}, "status": map[string]any{"phase": "Pending"}}
+	if mutatedBy(u(in), u(defaulted), false) {
+		t.Error("defaults filled in by the API server are not a mutation")
+	}
+	sidecar := u(defaulted).DeepCopy()
+	cs := sidecar.Object["spec"].(map[string]any)["containers"].([]any)
+	sidecar.Object["spec"].(map[string]any)["containers"] = append(cs, map[string]any{"name": "istio-proxy"})
+	if !mutatedBy(u(in), sidecar, false) {
+		t.Error("an injected container is a mutation")
+	}
+	image := u(defaulted).DeepCopy()
+	image.Object["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"] = "registry/web:1@sha256:abc"
+	if !mutatedBy(u(in), image, false) {
+		t.Error("a rewritten image is a mutation")
+	}
+	label := u(defaulted).DeepCopy()
+	label.SetLabels(map[string]string{"app": "web", "injected": "yes"})
+	if !mutatedBy(u(in), label, false) {
+		t.Error("an added label is a mutation")
+	}
+	if mutatedBy(u(in), label, true) {
+		t.Error("on an update, a label the existing object has is not the webhook's")
+	}
+	ns := u(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a"}})
+	nsOut := ns.DeepCopy()
+	nsOut.SetLabels(map[string]string{"kubernetes.io/metadata.name": "a"})
+	if mutatedBy(ns, nsOut, false) {
+		t.Error("the API server's own namespace label is not a mutation")
+	}
+	sec := u(map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}, "stringData": map[string]any{"k": "v"}, "type": "Opaque"})
+	secOut := u(map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}, "data": map[string]any{"k": base64.StdEncoding.EncodeToString([]byte("v"))}, "type": "Opaque"})
+	if mutatedBy(sec, secOut, false) {
+		t.Error("stringData turned into data is not a mutation")
+	}
+	secOut.Object["data"].(map[string]any)["k"] = base64.StdEncoding.EncodeToString([]byte("w"))
+	if !mutatedBy(sec, secOut, false) {
+		t.Error("a changed Secret value is a mutation")
+	}
+}
+
+func TestSecretRedactor(t *testing.T) {
+	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"data": map[string]any{"a": base64.StdEncoding.EncodeToString([]byte("plain-a"))}, "stringData": map[string]any{"b": "plain-b"}}}
+	red := secretRedactor(o)
+	msg := red(fmt.Sprintf("denied: %s %s %s %s", base64.StdEncoding.EncodeToString([]byte("plain-a")), "plain-a", "plain-b", base64.StdEncoding.EncodeToString([]byte("plain-b"))))
+	if strings.Contains(msg, "plain") || strings.Contains(msg, "cGxha") {
+		t.Errorf("redacted message still holds data: %s", msg)
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"a": "plain-a"}}}
+	if got := secretRedactor(cm)("plain-a"); got != "plain-a" {
+		t.Errorf("a ConfigMap's data is not secret: %s", got)
+	}
+}
