@@ -47,16 +47,13 @@ type prober struct {
 
 	// Set by the evaluation before each step.
 	target ProbeTarget
-	// hooks are the checked webhooks of a configuration target (nil for a `service` target):
+	// hooks are the checked webhooks (a configuration's, or those a `service` target backs):
 	// each needs its own proof (see unproven).
 	hooks []*admissionHook
 	// nsLabels are the labels of the probe's namespace when a webhook's namespaceSelector needs
 	// them; nsErr says why they are unknown.
 	nsLabels map[string]string
 	nsErr    string
-	// owner resolves, when target.Webhooks is unknown (a `service` target), whether a webhook
-	// named in a denial is served by the target; nil when it cannot tell.
-	owner func(name string) (owned bool, note string)
 
 	good    int
 	seen    string // the watched state the last probe ran in
@@ -287,18 +284,6 @@ func (p *prober) once(ctx context.Context) ProbeOutcome {
 		}
 		return ProbeOutcome{Terminal: fmt.Errorf("the provider may not dry-run create the probe %s%s: %s; grant verb `create` on resource %q%s "+
 			"to the provider's identity (a dry-run persists nothing)", obj.GetKind(), where, p.stable(obj, err.Error()), res, where)}
-	}
-	if p.target.Webhooks == nil && p.owner != nil {
-		if name := deniedBy(err); name != "" {
-			owned, note := p.owner(name)
-			if note != "" {
-				return ProbeOutcome{Why: note}
-			}
-			p.target.Webhooks = []string{} // known now: a denial by another webhook is not proof
-			if owned {
-				p.target.Webhooks = append(p.target.Webhooks, name)
-			}
-		}
 	}
 	o := ClassifyProbe(err, p.target)
 	o.Why = p.stable(obj, o.Why)

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,8 +173,10 @@ type webhookEval struct {
 	configName, serviceName, caSum, policy string
 	names                                  []string
 	hooks                                  []*admissionHook
-	endpoints                              int
-	warnedIgnore                           bool
+	// ambiguous names webhooks (of a `service` target) whose name another webhook also has.
+	ambiguous    map[string]bool
+	endpoints    int
+	warnedIgnore bool
 	// state fingerprints what the gate watches (the configuration's and Services' versions,
 	// ready endpoint counts): a change probes at once.
 	state strings.Builder
@@ -210,7 +213,11 @@ func (e *webhookEval) checkObjects() wait.Result {
 		if e.args.Service.Port != nil {
 			port = *e.args.Service.Port
 		}
-		return e.serviceReady(e.args.Service.Namespace, e.args.Service.Name, port)
+		res := e.serviceReady(e.args.Service.Namespace, e.args.Service.Name, port)
+		if !res.Ready || e.probe == nil {
+			return res // without a probe: the Service's endpoints only
+		}
+		return e.serviceHooks(e.args.Service.Namespace, e.args.Service.Name, port)
 	}
 	kind, name := "ValidatingWebhookConfiguration", deref(e.args.ValidatingWebhookConfiguration)
 	if e.args.MutatingWebhookConfiguration != nil {
@@ -277,13 +284,68 @@ func (e *webhookEval) checkObjects() wait.Result {
 	if len(e.names) == 0 {
 		return wait.Result{Message: fmt.Sprintf("%s %s has no webhooks yet", kind, name)}
 	}
-	sum := sha256.Sum256([]byte(strings.Join(sums, "\n")))
+	e.checked(sums)
+	return wait.Result{Ready: true}
+}
+
+// checked records the checked webhooks' caBundles and warns once about failurePolicy Ignore.
+func (e *webhookEval) checked(caBundles []string) {
+	sum := sha256.Sum256([]byte(strings.Join(caBundles, "\n")))
 	e.caSum = hex.EncodeToString(sum[:])
 	if e.policy == "Ignore" && !e.warnedIgnore {
 		e.warnedIgnore = true
 		e.r.log.Warningf("%s has failurePolicy: Ignore: the API server admits objects even when it does not answer, so this gate "+
 			"proves it serves with a direct call, and it protects less afterwards", e.what())
 	}
+}
+
+// serviceHooks finds, for a `service` target with a probe, the webhooks the Service backs (its
+// namespace, name and port) in every Validating- and MutatingWebhookConfiguration (through
+// cluster-wide watches of both kinds): the probe must prove each of them exactly as for a
+// configuration target (see prober.unproven). A webhook name also used by a webhook the Service
+// does not back is ambiguous: a denial naming it proves nothing.
+func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
+	e.names, e.hooks, e.ambiguous = nil, nil, map[string]bool{}
+	var sums []string
+	seen := map[string]bool{}
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		cfgs, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: kind}})
+		if pending != nil {
+			if pending.Failed != nil {
+				pending.Failed = fmt.Errorf("%w: with `service` and a probe, the gate reads every %s to find the webhooks %s backs; "+
+					"grant verbs list, watch on it cluster-wide", pending.Failed, kind, e.what())
+			}
+			return *pending
+		}
+		slices.SortFunc(cfgs, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+		for _, cfg := range cfgs {
+			for _, h := range webhooksOf(cfg) {
+				if seen[h.name] {
+					e.ambiguous[h.name] = true
+				}
+				seen[h.name] = true
+				if h.url != "" || h.svcNamespace != ns || h.svcName != name || h.svcPort != port {
+					continue
+				}
+				fmt.Fprintf(&e.state, ";%s/%s@%s", kind, cfg.GetName(), cfg.GetResourceVersion())
+				if len(h.caBundle) == 0 {
+					return wait.Result{Message: fmt.Sprintf("webhook %s (%s %s): caBundle is empty", h.name, kind, cfg.GetName()),
+						Hint: "is cert-manager's cainjector (or the chart's certificate job) running?"}
+				}
+				e.names = append(e.names, h.name)
+				e.hooks = append(e.hooks, h)
+				if h.policy == "Ignore" {
+					e.policy = "Ignore"
+				}
+				sums = append(sums, string(h.caBundle))
+			}
+		}
+	}
+	if len(e.hooks) == 0 {
+		return wait.Result{Message: fmt.Sprintf("no webhook configuration points at Service %s/%s:%d yet, so no probe can prove it serves", ns, name, port),
+			Hint: "is the chart that registers the webhook part of the stack? its clientConfig.service must name this Service and port"}
+	}
+	e.checked(sums)
 	return wait.Result{Ready: true}
 }
 
@@ -373,21 +435,18 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 		return wait.Result{Ready: true}
 	}
 	t := ProbeTarget{What: e.what(), Mutating: e.args.MutatingWebhookConfiguration != nil}
-	e.probe.hooks = nil
-	if e.args.Service == nil {
-		t.Webhooks = e.names
-		for _, h := range e.hooks {
-			if h.policy == "Ignore" {
-				t.Ignore = append(t.Ignore, h.name)
-			}
+	t.Webhooks = []string{}
+	for _, h := range e.hooks {
+		if !e.ambiguous[h.name] {
+			t.Webhooks = append(t.Webhooks, h.name)
 		}
-		e.probe.hooks = e.hooks
-		e.probe.owner = nil
-		if res := e.namespaceLabels(); res != nil {
-			return *res
+		if h.policy == "Ignore" {
+			t.Ignore = append(t.Ignore, h.name)
 		}
-	} else {
-		e.probe.owner = e.servedByService
+	}
+	e.probe.hooks = e.hooks
+	if res := e.namespaceLabels(); res != nil {
+		return *res
 	}
 	e.probe.target = t
 	return e.probe.step(ctx, e.state.String())
@@ -426,29 +485,6 @@ func (e *webhookEval) namespaceLabels() *wait.Result {
 	e.probe.nsLabels = ns.GetLabels()
 	fmt.Fprintf(&e.state, ";namespace/%s@%s", q.namespace, ns.GetResourceVersion())
 	return nil
-}
-
-// servedByService says whether a webhook named in a denial is served by the gate's `service`:
-// only a configuration can tell, so it looks them up (this needs list/watch on them).
-func (e *webhookEval) servedByService(hook string) (bool, string) {
-	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
-		cfgs, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: kind}})
-		if pending != nil {
-			msg := pending.Message
-			if pending.Failed != nil {
-				msg = pending.Failed.Error()
-			}
-			return false, fmt.Sprintf("probe denied by webhook %q; cannot tell whether %s serves it (%s): target its configuration instead", hook, e.what(), msg)
-		}
-		for _, c := range cfgs {
-			for _, h := range webhooksOf(c) {
-				if h.name == hook && h.url == "" && h.svcNamespace == e.args.Service.Namespace && h.svcName == e.args.Service.Name {
-					return true, ""
-				}
-			}
-		}
-	}
-	return false, ""
 }
 
 func (e *webhookEval) fill(s *WebhookReadyState) {

@@ -1,0 +1,143 @@
+package provider
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+)
+
+// With the `service` target, an admitted dry-run proves only the webhooks backed by that Service
+// that the API server provably called for the probe, found in the webhook configurations. No
+// probe here is ever intercepted by a Service-backed webhook: the API server would dial its
+// ClusterIP (10.0.0.x), which only provider/netns_test.go's harness may do.
+
+// serviceHookUser is an impersonated provider identity with the README's role for WebhookReady
+// with `service` and a probe, without services/proxy, that may list and watch the webhook
+// configuration resources configs; it returns a kubeconfig for it.
+func serviceHookUser(t *testing.T, name, group, configs string) string {
+	t.Helper()
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: %[1]s}
+rules:
+- {apiGroups: [admissionregistration.k8s.io], resources: [%[3]s], verbs: [list, watch]}
+- {apiGroups: [""], resources: [services], verbs: [list, watch]}
+- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [list, watch]}
+- {apiGroups: ["%[2]s"], resources: [widgets], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s}
+subjects: [{kind: User, name: %[1]s}]`, name, group, configs))
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = testenv.CP.Client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = testenv.CP.Client.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	kc, err := clientcmd.Load(testenv.CP.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range kc.AuthInfos {
+		a.Impersonate = name
+	}
+	b, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A Service with ready endpoints whose webhooks do not intercept the probe: an admitted dry-run
+// says nothing about them (the near miss that passed as soon as the endpoints were ready). A
+// provider without services/proxy cannot call them directly: fail at once naming the webhook.
+// Before a configuration points at the Service, the gate waits, saying so.
+func TestWebhookReadyServiceTargetProvesOnlyItsWebhooks(t *testing.T) {
+	ns := testenv.Namespace(t, "svctarget")
+	group := widgetCRD(t)
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: hook, namespace: %[1]s}
+spec:
+  selector: {app: hook}
+  ports: [{name: https, port: 443, targetPort: https}]`, ns))
+	testenv.Apply(t, deployment(ns, "hook", "registry.local/hook:1", 1))
+	service := props("namespace", ns, "name", "hook")
+
+	// A provider that may not read the MutatingWebhookConfigurations cannot find the Service's
+	// webhooks: fail at once, naming what it may not do.
+	user := "svctarget-vwc-" + ns
+	r := await(t, createAsync(t, newServer(t, serviceHookUser(t, user, group, "validatingwebhookconfigurations")), "WebhookReady",
+		props("service", service, "probe", probeOf(group), "timeout", "20s")), 60*time.Second)
+	if r.err == nil {
+		t.Fatalf("passed without reading the MutatingWebhookConfigurations: %v", r.resp.Properties)
+	}
+	for _, want := range []string{fmt.Sprintf(`User %q cannot list resource "mutatingwebhookconfigurations"`, user),
+		"grant verbs list, watch on it cluster-wide"} {
+		if !strings.Contains(r.err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, r.err)
+		}
+	}
+	if strings.Contains(r.err.Error(), "timed out") {
+		t.Errorf("waited for the timeout instead of failing at once: %v", r.err)
+	}
+
+	s := newServer(t, serviceHookUser(t, "svctarget-"+ns, group, "validatingwebhookconfigurations, mutatingwebhookconfigurations"))
+
+	// No configuration points at the Service: wait, saying so.
+	r = await(t, createAsync(t, s, "WebhookReady", props("service", service, "probe", probeOf(group), "timeout", "3s")), 60*time.Second)
+	if r.err == nil || !strings.Contains(r.err.Error(), fmt.Sprintf("no webhook configuration points at Service %s/hook:443 yet", ns)) ||
+		!strings.Contains(r.err.Error(), "timed out") {
+		t.Fatalf("want a wait for a configuration pointing at the Service, got err=%v outputs=%v", r.err, r.resp.Properties)
+	}
+
+	// A configuration points at the Service, but its webhooks never intercept the probe: one for
+	// another resource, one whose objectSelector leaves the probe out.
+	cfg := "svctarget-" + ns
+	ca := base64.StdEncoding.EncodeToString(testenv.IssueCertificate(t, "hook."+ns+".svc", time.Hour).CAPEM)
+	ch := createAsync(t, s, "WebhookReady", props("service", service, "probe", probeOf(group), "timeout", "30s"))
+	mustNotReturn(t, ch, time.Second)
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: %[2]s}
+webhooks:
+- name: gadgets.%[3]s
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  clientConfig: {service: {name: hook, namespace: %[1]s, port: 443, path: /gadgets}, caBundle: %[4]s}
+  rules: [{apiGroups: ["%[3]s"], apiVersions: ["*"], operations: [CREATE], resources: [gadgets]}]
+- name: selected.%[3]s
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  objectSelector: {matchLabels: {tier: never}}
+  clientConfig: {service: {name: hook, namespace: %[1]s, port: 443, path: /widgets}, caBundle: %[4]s}
+  rules: [{apiGroups: ["%[3]s"], apiVersions: ["*"], operations: [CREATE], resources: [widgets]}]`, ns, cfg, group, ca))
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+	})
+	r = await(t, ch, 60*time.Second)
+	if r.err == nil {
+		t.Fatalf("passed on an admitted dry-run that reached no webhook of the Service: %v", r.resp.Properties)
+	}
+	hook := "gadgets." + group
+	for _, want := range []string{fmt.Sprintf(`the probe is not intercepted by webhook %q: its rules`, hook), "do not match the probe's CREATE of widgets." + group,
+		`cannot create resource "services/proxy"`, "grant verb `create` on resource \"services/proxy\" in namespace " + ns} {
+		if !strings.Contains(r.err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, r.err)
+		}
+	}
+	if strings.Contains(r.err.Error(), "timed out") {
+		t.Errorf("waited for the timeout instead of failing at once: %v", r.err)
+	}
+}
