@@ -77,7 +77,7 @@ func (g *WebhookReady) Annotate(a infer.Annotator) {
 func (a *WebhookReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.ValidatingWebhookConfiguration, "The ValidatingWebhookConfiguration's name.")
 	an.Describe(&a.MutatingWebhookConfiguration, "The MutatingWebhookConfiguration's name.")
-	an.Describe(&a.Service, "A webhook Service to wait for directly (no configuration).")
+	an.Describe(&a.Service, "A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.")
 	an.Describe(&a.Webhooks, "Names of the webhooks inside the configuration to check (default: all); every one must exist.")
 	an.Describe(&a.MinReadyEndpoints, "Ready endpoints the webhook Service needs (default 1).")
 	an.Describe(&a.Probe, "A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: "+

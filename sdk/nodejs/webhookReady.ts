@@ -69,7 +69,7 @@ export class WebhookReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly readyEndpoints: pulumi.Output<number>;
     /**
-     * A webhook Service to wait for directly (no configuration).
+     * A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
      */
     declare public readonly service: pulumi.Output<outputs.ServiceRef | undefined>;
     /**
@@ -164,7 +164,7 @@ export interface WebhookReadyArgs {
      */
     probe?: pulumi.Input<{[key: string]: any} | undefined>;
     /**
-     * A webhook Service to wait for directly (no configuration).
+     * A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
      */
     service?: pulumi.Input<inputs.ServiceRefArgs | undefined>;
     /**

@@ -31,7 +31,7 @@ type WebhookReady struct {
 	Probed pulumi.BoolOutput `pulumi:"probed"`
 	// Ready endpoints of the backing Service.
 	ReadyEndpoints pulumi.IntOutput `pulumi:"readyEndpoints"`
-	// A webhook Service to wait for directly (no configuration).
+	// A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
 	Service ServiceRefPtrOutput `pulumi:"service"`
 	// The backing Service as namespace/name:port (empty for URL webhooks).
 	ServiceName pulumi.StringOutput `pulumi:"serviceName"`
@@ -103,7 +103,7 @@ type webhookReadyArgs struct {
 	MutatingWebhookConfiguration *string `pulumi:"mutatingWebhookConfiguration"`
 	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
 	Probe map[string]interface{} `pulumi:"probe"`
-	// A webhook Service to wait for directly (no configuration).
+	// A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
 	Service *ServiceRef `pulumi:"service"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
@@ -123,7 +123,7 @@ type WebhookReadyArgs struct {
 	MutatingWebhookConfiguration pulumi.StringPtrInput
 	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
 	Probe pulumi.MapInput
-	// A webhook Service to wait for directly (no configuration).
+	// A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
 	Service ServiceRefPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
@@ -262,7 +262,7 @@ func (o WebhookReadyOutput) ReadyEndpoints() pulumi.IntOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.IntOutput { return v.ReadyEndpoints }).(pulumi.IntOutput)
 }
 
-// A webhook Service to wait for directly (no configuration).
+// A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
 func (o WebhookReadyOutput) Service() ServiceRefPtrOutput {
 	return o.ApplyT(func(v *WebhookReady) ServiceRefPtrOutput { return v.Service }).(ServiceRefPtrOutput)
 }
