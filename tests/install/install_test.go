@@ -431,6 +431,9 @@ func buildGoApp(t *testing.T, proxy, out string) {
 		"GOPROXY=file://"+filepath.ToSlash(proxy)+",off",
 		"GOSUMDB=off", // every other module comes from the local module cache, verified when downloaded
 		"GOFLAGS=-mod=mod",
+		// The go command indexes the module cache per module@version, assuming a version never
+		// changes; this throwaway one is rebuilt each run, so a stale index would list old files.
+		"GODEBUG=goindex=0",
 	)
 	mustRun(t, dir, env, "go", "build", "-o", out, ".")
 	if gomod := readFile(t, filepath.Join(dir, "go.mod")); strings.Contains(gomod, "replace") || !strings.Contains(gomod, sdkModule+" "+releaseTag) {
