@@ -30,7 +30,7 @@ import (
 type AdmissionReady struct{}
 
 type AdmissionReadyArgs struct {
-	Objects     []map[string]any `pulumi:"objects" provider:"replaceOnChanges"`
+	Objects     []map[string]any `pulumi:"objects" provider:"replaceOnChanges,secret"`
 	Expect      *string          `pulumi:"expect,optional" provider:"replaceOnChanges"`
 	Consecutive *int             `pulumi:"consecutive,optional" provider:"replaceOnChanges"`
 	GateArgs
@@ -354,6 +354,16 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 	if err != nil {
 		a := classifyAdmission(err, verb, m.Resource, where)
 		a.terminal, a.why = red(a.terminal), red(a.why)
+		if a.terminal != "" && isSecret(in) {
+			// A verdict's text (a webhook's denial, a field error) may quote the Secret in any
+			// escaping; name who refused it and why, never what it said.
+			by := ""
+			if a.denier != "" {
+				by = fmt.Sprintf(" by %q", a.denier)
+			}
+			a.terminal = fmt.Sprintf("%s was refused%s (%s, HTTP %d); the message is not shown, as it may quote the Secret's values",
+				admittedName(obj, obj), by, apierrors.ReasonForError(err), statusCode(err))
+		}
 		return a
 	}
 	a := admission{name: admittedName(obj, out), mutated: mutatedBy(in, out, update)}
@@ -609,4 +619,13 @@ func number(v any) (float64, bool) {
 		return float64(n), true
 	}
 	return 0, false
+}
+
+// statusCode is the HTTP status of an API error (0 when it carries none).
+func statusCode(err error) int32 {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return st.Status().Code
+	}
+	return 0
 }

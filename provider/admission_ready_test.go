@@ -238,14 +238,16 @@ func TestAdmissionReadySecretDataNeverLeaks(t *testing.T) {
 	wh.Start(t)
 	s := newServer(t)
 	r := await(t, createAsync(t, s, "AdmissionReady", props("objects", manifests(t, secret), "timeout", "30s")), 15*time.Second)
-	if r.err == nil || !strings.Contains(r.err.Error(), "denied") {
-		t.Fatalf("want the denial, got %v", r.err)
+	if r.err == nil || !strings.Contains(r.err.Error(), "was refused by \"validating."+cfg+".secrets.test\"") {
+		t.Fatalf("want the denial naming the webhook, got %v", r.err)
 	}
 	if leaks(r.err.Error()) {
 		t.Errorf("the error quotes the Secret's data: %v", r.err)
 	}
-	if !strings.Contains(r.err.Error(), "<redacted>") {
-		t.Errorf("the echoed object should be in the error with its data redacted: %v", r.err)
+	// A denial's text may quote the Secret in any escaping (a PEM key as \n-joined JSON): it is
+	// never shown for a Secret, only who refused it and why.
+	if !strings.Contains(r.err.Error(), "the message is not shown") || strings.Contains(r.err.Error(), "<redacted>") {
+		t.Errorf("the denial's text should be left out for a Secret: %v", r.err)
 	}
 	wh.Mode.Store("allow")
 	r = await(t, createAsync(t, s, "AdmissionReady", props("objects", manifests(t, secret), "expect", "object.data.password != ''", "timeout", "30s")), 15*time.Second)

@@ -188,7 +188,7 @@ func httpBuilder(a HttpReadyArgs) builder[HttpReadyState] {
 			pool.AppendCertsFromPEM([]byte(*a.CACertificate))
 			tlsCfg.RootCAs = pool
 		}
-		e.client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+		e.client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}, CheckRedirect: noRedirects}
 		return e, func(s *HttpReadyState) { s.StatusCode, s.Attempts = e.code, e.attempts }, nil
 	}
 }
@@ -298,7 +298,9 @@ func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	code, body, err := readAnswer(rc.Client.Do(req))
+	client := *rc.Client // a shallow copy: the shared client follows redirects, the gate must not
+	client.CheckRedirect = noRedirects
+	code, body, err := readAnswer(client.Do(req))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -380,3 +382,7 @@ func (p *proxyError) hint() string {
 	}
 	return "the API server could not proxy to the backend: kubectl get service,endpointslices -n <namespace>"
 }
+
+// noRedirects keeps the answer of the endpoint asked: a /healthz that redirects to a login page
+// answering 200 is not healthy. A redirect is judged by its own status against expectedStatus.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

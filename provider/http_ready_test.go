@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -205,5 +206,26 @@ func TestHttpReadyRefreshRunsTheFullProof(t *testing.T) {
 	mode.Store("down")
 	if id := read(); id != "" {
 		t.Errorf("refresh kept a gate whose endpoint answers 503")
+	}
+}
+
+// TestHttpReadyDoesNotFollowRedirects: a health path that redirects to a login page answering 200
+// is not healthy; the redirect is judged by its own status.
+func TestHttpReadyDoesNotFollowRedirects(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/login" {
+			_, _ = w.Write([]byte("please log in"))
+			return
+		}
+		http.Redirect(w, r, "/login", http.StatusFound)
+	}))
+	defer srv.Close()
+	s := newServer(t)
+	r := await(t, createAsync(t, s, "HttpReady", props("url", srv.URL+"/healthz", "expectedStatus", "200", "timeout", "2s")), 30*time.Second)
+	if r.err == nil || !strings.Contains(r.err.Error(), "302") {
+		t.Fatalf("a redirect to a page answering 200 must not pass with expectedStatus 200; got %v", r.err)
+	}
+	if r := await(t, createAsync(t, s, "HttpReady", props("url", srv.URL+"/healthz", "expectedStatus", "200-399", "timeout", "10s")), 30*time.Second); r.err != nil {
+		t.Fatalf("a 302 within expectedStatus is an answer: %v", r.err)
 	}
 }

@@ -365,6 +365,14 @@ func ClassifyProbe(err error, t ProbeTarget) ProbeOutcome {
 		return ProbeOutcome{Why: fmt.Sprintf("probe denied by an admission policy before reaching %s: %s", what, msg)}
 	case apierrors.IsAlreadyExists(err):
 		return ProbeOutcome{Answered: true, Why: "admitted (the object already exists)"}
+	// An Invalid answer is judged by its reason, before any text match: its message may well
+	// mention a Certificate kind or a timeoutSeconds field.
+	case apierrors.IsInvalid(err) && t.Mutating && len(t.Webhooks) > len(t.Ignore):
+		// Schema validation runs after the mutating webhooks: a Fail-policy one that did not
+		// answer would have failed the request before.
+		return ProbeOutcome{Answered: true, Why: "admitted by the mutating webhooks, then rejected by schema validation: " + msg}
+	case apierrors.IsInvalid(err):
+		return ProbeOutcome{Invalid: true, Why: fmt.Sprintf("the probe object is invalid: schema validation rejects it before it reaches %s: %s", what, msg)}
 	case strings.Contains(msg, "no endpoints available for service"):
 		return ProbeOutcome{Why: "no ready pods behind the webhook Service: " + msg}
 	case strings.Contains(msg, "connection refused"):
@@ -377,12 +385,6 @@ func ClassifyProbe(err error, t ProbeTarget) ProbeOutcome {
 		return ProbeOutcome{Why: "the webhook Service is not created yet: " + msg}
 	case strings.Contains(msg, "failed calling webhook"):
 		return ProbeOutcome{Why: "the API server could not call the webhook: " + msg}
-	case apierrors.IsInvalid(err) && t.Mutating && len(t.Webhooks) > len(t.Ignore):
-		// Schema validation runs after the mutating webhooks: a Fail-policy one that did not
-		// answer would have failed the request before.
-		return ProbeOutcome{Answered: true, Why: "admitted by the mutating webhooks, then rejected by schema validation: " + msg}
-	case apierrors.IsInvalid(err):
-		return ProbeOutcome{Invalid: true, Why: fmt.Sprintf("the probe object is invalid: schema validation rejects it before it reaches %s: %s", what, msg)}
 	}
 	return ProbeOutcome{Why: msg}
 }

@@ -214,8 +214,8 @@ func (e *webhookEval) checkObjects() wait.Result {
 			port = *e.args.Service.Port
 		}
 		res := e.serviceReady(e.args.Service.Namespace, e.args.Service.Name, port)
-		if !res.Ready || e.probe == nil {
-			return res // without a probe: the Service's endpoints only
+		if !res.Ready || (e.probe == nil && len(e.args.Webhooks) == 0) {
+			return res // without a probe or named webhooks: the Service's endpoints only
 		}
 		return e.serviceHooks(e.args.Service.Namespace, e.args.Service.Name, port)
 	}
@@ -324,7 +324,8 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 					e.ambiguous[h.name] = true
 				}
 				seen[h.name] = true
-				if h.url != "" || h.svcNamespace != ns || h.svcName != name || h.svcPort != port {
+				if h.url != "" || h.svcNamespace != ns || h.svcName != name || h.svcPort != port ||
+					(len(e.args.Webhooks) > 0 && !slices.Contains(e.args.Webhooks, h.name)) {
 					continue
 				}
 				fmt.Fprintf(&e.state, ";%s/%s@%s", kind, cfg.GetName(), cfg.GetResourceVersion())
@@ -340,6 +341,17 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 				sums = append(sums, string(h.caBundle))
 			}
 		}
+	}
+	// With `webhooks`, every one named must be among them (as for a configuration target).
+	var missing []string
+	for _, w := range e.args.Webhooks {
+		if !slices.Contains(e.names, w) {
+			missing = append(missing, w)
+		}
+	}
+	if len(missing) > 0 {
+		return wait.Result{Message: fmt.Sprintf("webhooks %s not in any configuration pointing at Service %s/%s:%d yet (it has: %s)",
+			strings.Join(missing, ", "), ns, name, port, strings.Join(e.names, ", "))}
 	}
 	if len(e.hooks) == 0 {
 		return wait.Result{Message: fmt.Sprintf("no webhook configuration points at Service %s/%s:%d yet, so no probe can prove it serves", ns, name, port),

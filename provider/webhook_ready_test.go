@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
@@ -143,6 +145,15 @@ func TestClassifyProbe(t *testing.T) {
 	if o := ClassifyProbe(fmt.Errorf(`admission webhook "mutate.kyverno.svc-fail" denied the request: no`), target); !strings.Contains(o.Why,
 		`probe denied by policy webhook "mutate.kyverno.svc-fail" before reaching ValidatingWebhookConfiguration externalsecret-validate`) {
 		t.Errorf("progress for another webhook's denial: %s", o.Why)
+	}
+	// An Invalid verdict is judged by its reason, whatever words its message holds.
+	for _, msg := range []string{`Certificate.cert-manager.io "p" is invalid: spec.secretName: Required value`,
+		`Widget.x "p" is invalid: spec.timeoutSeconds: Invalid value: -1`} {
+		invalid := apierrors.NewInvalid(schema.GroupKind{Group: "x", Kind: "Widget"}, "p", nil)
+		invalid.ErrStatus.Message = msg
+		if o := ClassifyProbe(invalid, target); !o.Invalid {
+			t.Errorf("ClassifyProbe(Invalid %q) = %+v, want Invalid", msg, o)
+		}
 	}
 	if o := ClassifyProbe(nil, target); !o.Answered {
 		t.Error("a successful dry-run is an answer")

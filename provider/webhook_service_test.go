@@ -141,3 +141,44 @@ webhooks:
 		t.Errorf("waited for the timeout instead of failing at once: %v", r.err)
 	}
 }
+
+// TestWebhookReadyServiceTargetNamedWebhooksMustExist: with `service` and `webhooks`, every named
+// webhook must point at the Service; another webhook of the Service does not stand in for it.
+func TestWebhookReadyServiceTargetNamedWebhooksMustExist(t *testing.T) {
+	ns := testenv.Namespace(t, "whsvcn")
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: hook, namespace: %[1]s}
+spec:
+  ports: [{name: https, port: 443, targetPort: 8443}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: hook-1, namespace: %[1]s, labels: {kubernetes.io/service-name: hook}}
+addressType: IPv4
+ports: [{name: https, port: 8443, protocol: TCP}]
+endpoints: [{addresses: [10.0.0.77], conditions: {ready: true}}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: named-%[1]s}
+webhooks:
+- name: present.%[1]s.test
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  objectSelector: {matchLabels: {never: match}}
+  clientConfig: {caBundle: Y2E=, service: {namespace: %[1]s, name: hook}}
+  rules: [{operations: [CREATE], apiGroups: [nope.test], apiVersions: [v1], resources: [nothings]}]`, ns))
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), "named-"+ns, metav1.DeleteOptions{})
+	})
+	s := newServer(t)
+	service := props("namespace", ns, "name", "hook")
+	r := await(t, createAsync(t, s, "WebhookReady", props("service", service, "webhooks", strs("present."+ns+".test", "absent."+ns+".test"), "timeout", "2s")), 30*time.Second)
+	if r.err == nil || !strings.Contains(r.err.Error(), "absent."+ns+".test not in any configuration pointing at Service") {
+		t.Fatalf("a named webhook that does not exist must not pass; got %v", r.err)
+	}
+	if r := await(t, createAsync(t, s, "WebhookReady", props("service", service, "webhooks", strs("present."+ns+".test"), "timeout", "20s")), 30*time.Second); r.err != nil {
+		t.Fatalf("the named webhook exists and the Service has a ready endpoint: %v", r.err)
+	}
+}

@@ -83,7 +83,7 @@ export class AdmissionReady extends pulumi.CustomResource {
             }
             resourceInputs["consecutive"] = args?.consecutive;
             resourceInputs["expect"] = args?.expect;
-            resourceInputs["objects"] = args?.objects;
+            resourceInputs["objects"] = args?.objects ? pulumi.secret(args.objects) : undefined;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["admitted"] = undefined /*out*/;
@@ -100,6 +100,8 @@ export class AdmissionReady extends pulumi.CustomResource {
             resourceInputs["triggers"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
+        const secretOpts = { additionalSecretOutputs: ["objects"] };
+        opts = pulumi.mergeOptions(opts, secretOpts);
         const replaceOnChanges = { replaceOnChanges: ["consecutive", "expect", "objects[*]", "triggers[*]"] };
         opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(AdmissionReady.__pulumiType, name, resourceInputs, opts);

@@ -44,6 +44,13 @@ func NewAdmissionReady(ctx *pulumi.Context,
 	if args.Objects == nil {
 		return nil, errors.New("invalid value for required argument 'Objects'")
 	}
+	if args.Objects != nil {
+		args.Objects = pulumi.ToSecret(args.Objects).(pulumi.MapArrayInput)
+	}
+	secrets := pulumi.AdditionalSecretOutputs([]string{
+		"objects",
+	})
+	opts = append(opts, secrets)
 	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
 		"consecutive",
 		"expect",
