@@ -403,3 +403,48 @@ func TestSecretRedactor(t *testing.T) {
 		t.Errorf("a ConfigMap's data is not secret: %s", got)
 	}
 }
+
+// TestWebhookReadySecretProbeLeaksNothing: a WebhookReady probe may be a Secret; a webhook whose
+// denial quotes the object must not put its data into progress lines, errors or outputs.
+func TestWebhookReadySecretProbeLeaksNothing(t *testing.T) {
+	ns := testenv.Namespace(t, "whsec")
+	const marker = "pr0be-s3cr3t-marker"
+	wh := testenv.NewWebhook(t)
+	cfg := "whsec-" + ns
+	hook := "validating." + cfg + ".secrets.test"
+	doc := strings.Replace(wh.ConfigurationFor("ValidatingWebhookConfiguration", cfg, "", "secrets"),
+		"  rules:", "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: "+ns+"}}\n  rules:", 1)
+	doc = strings.Replace(doc, "- name: validating."+cfg+".\n", "- name: "+hook+"\n", 1)
+	testenv.Apply(t, doc)
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+	})
+	lines := statusLines(t)
+	probe := toProperty(map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": "probe", "namespace": ns}, "stringData": map[string]any{"password": marker}})
+	leaks := func(s string) bool {
+		return strings.Contains(s, marker) || strings.Contains(s, base64.StdEncoding.EncodeToString([]byte(marker)))
+	}
+	wh.Mode.Store("deny-echo")
+	wh.Start(t)
+	r := await(t, createAsync(t, newServer(t), "WebhookReady", props("validatingWebhookConfiguration", cfg, "probe", probe, "timeout", "30s")), 40*time.Second)
+	if r.err != nil {
+		t.Fatalf("the target's own denial proves it serves: %v", r.err)
+	}
+	for k, v := range r.resp.Properties.All {
+		if k == "probe" { // the input, echoed: stored as a Pulumi secret
+			if !v.Secret() {
+				t.Errorf("the probe input is echoed into the state without being a secret")
+			}
+			continue
+		}
+		if leaks(fmt.Sprint(v)) {
+			t.Errorf("output %s leaks the probe's data", k)
+		}
+	}
+	for _, l := range lines() {
+		if leaks(l) {
+			t.Errorf("a log line leaks the Secret probe's data: %s", l)
+		}
+	}
+}

@@ -286,6 +286,10 @@ func (p *prober) once(ctx context.Context) ProbeOutcome {
 			"to the provider's identity (a dry-run persists nothing)", obj.GetKind(), where, p.stable(obj, err.Error()), res, where)}
 	}
 	o := ClassifyProbe(err, p.target)
+	if err != nil && isSecret(obj) {
+		// A webhook's answer may quote the Secret probe in any escaping: keep only its verdict.
+		o.Why = strings.ReplaceAll(o.Why, err.Error(), "(the API server's message is not shown: the probe is a Secret)")
+	}
 	o.Why = p.stable(obj, o.Why)
 	if o.Invalid {
 		why := "give a `probe` that passes schema validation"

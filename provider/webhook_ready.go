@@ -46,7 +46,7 @@ type WebhookReadyArgs struct {
 	Service                        *ServiceRef    `pulumi:"service,optional" provider:"replaceOnChanges"`
 	Webhooks                       []string       `pulumi:"webhooks,optional" provider:"replaceOnChanges"`
 	MinReadyEndpoints              *int           `pulumi:"minReadyEndpoints,optional" provider:"replaceOnChanges"`
-	Probe                          map[string]any `pulumi:"probe,optional" provider:"replaceOnChanges"`
+	Probe                          map[string]any `pulumi:"probe,optional" provider:"replaceOnChanges,secret"`
 	GateArgs
 }
 

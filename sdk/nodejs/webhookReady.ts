@@ -110,7 +110,7 @@ export class WebhookReady extends pulumi.CustomResource {
         if (!opts.id) {
             resourceInputs["minReadyEndpoints"] = args?.minReadyEndpoints;
             resourceInputs["mutatingWebhookConfiguration"] = args?.mutatingWebhookConfiguration;
-            resourceInputs["probe"] = args?.probe;
+            resourceInputs["probe"] = args?.probe ? pulumi.secret(args.probe) : undefined;
             resourceInputs["service"] = args?.service;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
@@ -141,6 +141,8 @@ export class WebhookReady extends pulumi.CustomResource {
             resourceInputs["webhooks"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
+        const secretOpts = { additionalSecretOutputs: ["probe"] };
+        opts = pulumi.mergeOptions(opts, secretOpts);
         const replaceOnChanges = { replaceOnChanges: ["minReadyEndpoints", "mutatingWebhookConfiguration", "probe.*", "service", "triggers[*]", "validatingWebhookConfiguration", "webhooks[*]"] };
         opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(WebhookReady.__pulumiType, name, resourceInputs, opts);

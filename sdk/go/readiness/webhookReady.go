@@ -54,6 +54,13 @@ func NewWebhookReady(ctx *pulumi.Context,
 		args = &WebhookReadyArgs{}
 	}
 
+	if args.Probe != nil {
+		args.Probe = pulumi.ToSecret(args.Probe).(pulumi.MapInput)
+	}
+	secrets := pulumi.AdditionalSecretOutputs([]string{
+		"probe",
+	})
+	opts = append(opts, secrets)
 	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
 		"minReadyEndpoints",
 		"mutatingWebhookConfiguration",
