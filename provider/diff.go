@@ -14,7 +14,7 @@ import (
 // (`triggers[0]`, `probe.metadata.namespace`), finds none for nested paths and plans an in-place
 // update: the gate would never wait again. A client's own replaceOnChanges (the SDKs') hides
 // that, raw registrations (Pulumi YAML, a component's children) do not. Here any change of any
-// input but `timeout` replaces the gate, so it waits again.
+// input but `timeout`, `stableFor` and `failureGrace` replaces the gate, so it waits again.
 func diffGate[I any](olds, news I) p.DiffResponse {
 	detailed := map[string]p.PropertyDiff{}
 	for key, pair := range inputFields(reflect.ValueOf(olds), reflect.ValueOf(news)) {
@@ -29,13 +29,17 @@ func diffGate[I any](olds, news I) p.DiffResponse {
 		case isEmptyInput(n):
 			kind = p.DeleteReplace
 		}
-		if key == "timeout" { // a new time budget for a gate that already passed: nothing to wait for
+		if inPlace[key] { // how to wait, not what for: a gate that already passed has nothing to wait for
 			kind = map[p.DiffKind]p.DiffKind{p.UpdateReplace: p.Update, p.AddReplace: p.Add, p.DeleteReplace: p.Delete}[kind]
 		}
 		detailed[key] = p.PropertyDiff{Kind: kind, InputDiff: true}
 	}
 	return p.DiffResponse{HasChanges: len(detailed) > 0, DetailedDiff: detailed}
 }
+
+// inPlace are the inputs that say how long to wait, not what for: changing them updates a gate
+// that already passed in place.
+var inPlace = map[string]bool{"timeout": true, "stableFor": true, "failureGrace": true}
 
 // inputFields pairs the old and new value of every input, keyed by its Pulumi name; embedded
 // structs (GateArgs) contribute their fields.

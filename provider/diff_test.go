@@ -32,6 +32,8 @@ func TestDiffGateReplacesOnAnyNestedChange(t *testing.T) {
 		"name added":            {func(a *ResourceReadyArgs) { a.Namespace = str("apps") }, map[string]p.DiffKind{"namespace": p.AddReplace}},
 		"trigger list removed":  {func(a *ResourceReadyArgs) { a.Triggers = nil }, map[string]p.DiffKind{"triggers": p.DeleteReplace}},
 		"timeout only":          {func(a *ResourceReadyArgs) { a.Timeout = str("5m") }, map[string]p.DiffKind{"timeout": p.Update}},
+		"stableFor added":       {func(a *ResourceReadyArgs) { a.StableFor = str("10s") }, map[string]p.DiffKind{"stableFor": p.Add}},
+		"failureGrace only":     {func(a *ResourceReadyArgs) { a.FailureGrace = str("30s") }, map[string]p.DiffKind{"failureGrace": p.Add}},
 		"empty and unset alike": {func(a *ResourceReadyArgs) { a.Triggers = []any{"v1", map[string]any{"rev": 3.0}}; a.Regex = nil }, map[string]p.DiffKind{}},
 	} {
 		t.Run(name, func(t *testing.T) {

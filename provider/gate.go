@@ -22,8 +22,10 @@ const DefaultTimeout = 10 * time.Minute
 
 // GateArgs are the inputs every gate takes.
 type GateArgs struct {
-	Timeout  *string `pulumi:"timeout,optional"`
-	Triggers []any   `pulumi:"triggers,optional" provider:"replaceOnChanges"`
+	Timeout      *string `pulumi:"timeout,optional"`
+	Triggers     []any   `pulumi:"triggers,optional" provider:"replaceOnChanges"`
+	StableFor    *string `pulumi:"stableFor,optional"`
+	FailureGrace *string `pulumi:"failureGrace,optional"`
 }
 
 func (g *GateArgs) Annotate(a infer.Annotator) {
@@ -31,6 +33,37 @@ func (g *GateArgs) Annotate(a infer.Annotator) {
 		"Default `10m`. `customTimeouts.create` applies too; the shorter wins.")
 	a.Describe(&g.Triggers, "Arbitrary values (a Helm release's revision, a chart version, an image tag). "+
 		"When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.")
+	a.Describe(&g.StableFor, "How long the condition must hold without interruption before the gate passes, as a Go "+
+		"duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. "+
+		"Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.")
+	a.Describe(&g.FailureGrace, "How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist "+
+		"before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. "+
+		"Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.")
+}
+
+// windows are the stableFor and failureGrace durations (zero when unset); Check has validated them.
+func (g GateArgs) windows() (stableFor, failureGrace time.Duration, err error) {
+	if stableFor, err = optionalDuration(g.StableFor); err != nil {
+		return 0, 0, fmt.Errorf("stableFor: %w", err)
+	}
+	if failureGrace, err = optionalDuration(g.FailureGrace); err != nil {
+		return 0, 0, fmt.Errorf("failureGrace: %w", err)
+	}
+	return stableFor, failureGrace, nil
+}
+
+func optionalDuration(s *string) (time.Duration, error) {
+	if s == nil || *s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(*s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as \"10s\" or \"1m\"", *s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q must be positive", *s)
+	}
+	return d, nil
 }
 
 func (g GateArgs) timeout() (time.Duration, error) {
@@ -50,13 +83,28 @@ func (g GateArgs) timeout() (time.Duration, error) {
 // checkFailures validates the shared inputs; known reports whether an input is known at preview
 // (an output of another resource is not, and must not be judged yet).
 func (g GateArgs) checkFailures(inputs property.Map) []p.CheckFailure {
-	if !isKnown(inputs, "timeout") {
-		return nil
+	var failures []p.CheckFailure
+	timeout, timeoutErr := g.timeout()
+	if isKnown(inputs, "timeout") && timeoutErr != nil {
+		failures = append(failures, p.CheckFailure{Property: "timeout", Reason: timeoutErr.Error()})
 	}
-	if _, err := g.timeout(); err != nil {
-		return []p.CheckFailure{{Property: "timeout", Reason: err.Error()}}
+	for _, w := range []struct {
+		key string
+		val *string
+	}{{"stableFor", g.StableFor}, {"failureGrace", g.FailureGrace}} {
+		if !isKnown(inputs, w.key) {
+			continue
+		}
+		d, err := optionalDuration(w.val)
+		switch {
+		case err != nil:
+			failures = append(failures, p.CheckFailure{Property: w.key, Reason: err.Error()})
+		case d > 0 && timeoutErr == nil && isKnown(inputs, "timeout") && d >= timeout:
+			failures = append(failures, p.CheckFailure{Property: w.key, Reason: fmt.Sprintf(
+				"%s must be shorter than the gate's timeout (%s), or the gate could never pass or fail on it", d, timeout)})
+		}
 	}
-	return nil
+	return failures
 }
 
 // isKnown reports whether the input key is set to a fully known value, or is absent.
@@ -154,17 +202,12 @@ func (r *run) close() {
 }
 
 // wait runs the shared wait loop, reporting progress on the resource's status line.
-func (r *run) wait(ctx context.Context, what string, timeout, maxBackoff time.Duration, check func(context.Context) wait.Result) (wait.Result, error) {
+func (r *run) wait(ctx context.Context, spec wait.Spec) (wait.Result, error) {
 	defer r.log.InfoStatus("")
-	res, err := wait.Until(ctx, wait.Spec{
-		What:       what,
-		Timeout:    wait.EffectiveTimeout(ctx, timeout),
-		Wake:       r.wake,
-		Check:      check,
-		Progress:   func(msg string) { r.log.InfoStatus(msg) },
-		MaxBackoff: maxBackoff,
-	})
-	return res, err
+	spec.Timeout = wait.EffectiveTimeout(ctx, spec.Timeout)
+	spec.Wake = r.wake
+	spec.Progress = func(msg string) { r.log.InfoStatus(msg) }
+	return wait.Until(ctx, spec)
 }
 
 // gateID is the ID a created gate gets: stable for its inputs' target, unique per creation.
@@ -230,6 +273,10 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 	if err != nil {
 		return infer.CreateResponse[O]{}, fmt.Errorf("timeout: %w", err)
 	}
+	stableFor, failureGrace, err := args.windows()
+	if err != nil {
+		return infer.CreateResponse[O]{}, err
+	}
 	r, err := newRun(ctx)
 	if err != nil {
 		return infer.CreateResponse[O]{}, err
@@ -243,7 +290,9 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 	if err != nil {
 		return infer.CreateResponse[O]{}, err
 	}
-	if _, err := r.wait(ctx, e.what(), max(timeout-took, time.Millisecond), maxBackoffOf(e), e.check); err != nil {
+	spec := wait.Spec{What: e.what(), Timeout: max(timeout-took, time.Millisecond), Check: e.check, MaxBackoff: maxBackoffOf(e),
+		StableFor: stableFor, FailureGrace: failureGrace, Recheck: maxBackoffOf(e)}
+	if _, err := r.wait(ctx, spec); err != nil {
 		var te *wait.TimeoutError
 		if es, ok := e.(eventSubject); ok && errors.As(err, &te) {
 			ns, name := es.subject()

@@ -185,3 +185,163 @@ func TestUntilJudgesTheLatestStateNotTheEvent(t *testing.T) {
 		t.Fatal("a gate passed on a state that was no longer current")
 	}
 }
+
+// flipper is a state the test flips, waking the wait as a watch event would.
+type flipper struct {
+	mu    sync.Mutex
+	state Result
+	calls int
+	wake  chan struct{}
+}
+
+func newFlipper(r Result) *flipper { return &flipper{state: r, wake: make(chan struct{}, 1)} }
+
+func (f *flipper) set(r Result) {
+	f.mu.Lock()
+	f.state = r
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *flipper) check(context.Context) Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return f.state
+}
+
+func TestStableForWaitsForAnUninterruptedWindow(t *testing.T) {
+	const window = 300 * time.Millisecond
+	f := newFlipper(Result{Ready: true})
+	var rec recorder
+	start := time.Now()
+	done := make(chan time.Time)
+	go func() {
+		_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: f.wake, Check: f.check, Progress: rec.add, StableFor: window})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- time.Now()
+	}()
+	// Flap: not ready for a moment, then ready again; the window restarts from the last ready.
+	time.Sleep(100 * time.Millisecond)
+	f.set(Result{Message: "replicas 1/2"})
+	time.Sleep(50 * time.Millisecond)
+	lastReady := time.Now()
+	f.set(Result{Ready: true})
+	end := <-done
+	if held := end.Sub(lastReady); held < window {
+		t.Errorf("passed %s after the condition came back, before it held for %s (started %s before)", held, window, end.Sub(start))
+	}
+	joined := strings.Join(rec.msgs, "\n")
+	if !strings.Contains(joined, "must hold for stableFor 300ms") || !strings.Contains(joined, "interrupted 1 times") {
+		t.Errorf("progress does not show the window and its interruption:\n%s", joined)
+	}
+}
+
+func TestStableForTimesOutOnAFlappingStateSayingSo(t *testing.T) {
+	f := newFlipper(Result{Ready: true})
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // flaps every 40 ms: never holds for 200 ms
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(40 * time.Millisecond):
+			}
+			if i%2 == 0 {
+				f.set(Result{Message: "Available=False"})
+			} else {
+				f.set(Result{Ready: true})
+			}
+		}
+	}()
+	_, err := Until(context.Background(), Spec{What: "Deployment default/web", Timeout: 700 * time.Millisecond, Wake: f.wake, Check: f.check, StableFor: 200 * time.Millisecond})
+	var te *TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("want a timeout, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "never the stableFor 200ms") && !strings.Contains(err.Error(), "must hold for stableFor 200ms") {
+		t.Errorf("timeout does not say the state flapped: %v", err)
+	}
+}
+
+func TestStableForRechecksAProbedStateWithinTheWindow(t *testing.T) {
+	f := newFlipper(Result{Ready: true})
+	_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: f.wake, Check: f.check,
+		StableFor: 250 * time.Millisecond, Recheck: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.calls < 4 {
+		t.Errorf("a probed state was evaluated %d times within the window, want a recheck every 50ms", f.calls)
+	}
+	// Without Recheck and without events: once at the start, once when the window closes.
+	g := newFlipper(Result{Ready: true})
+	if _, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: g.wake, Check: g.check, StableFor: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if g.calls != 2 {
+		t.Errorf("a watched state was evaluated %d times, want 2 (no polling)", g.calls)
+	}
+}
+
+func TestFailureGraceForgivesAMomentaryFailure(t *testing.T) {
+	denied := errors.New(`admission webhook "v.example.com" denied the request: not yet`)
+	f := newFlipper(Result{Failed: denied})
+	done := make(chan error)
+	var rec recorder
+	go func() {
+		_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: f.wake, Check: f.check, Progress: rec.add, FailureGrace: time.Minute})
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	f.set(Result{Ready: true})
+	if err := <-done; err != nil {
+		t.Fatalf("a failure that recovered within the grace failed the wait: %v", err)
+	}
+	if joined := strings.Join(rec.msgs, "\n"); !strings.Contains(joined, "within failureGrace 1m0s") || !strings.Contains(joined, "denied the request") {
+		t.Errorf("progress does not say a failure is being forgiven:\n%s", joined)
+	}
+}
+
+func TestFailureGraceFailsWhenTheFailurePersists(t *testing.T) {
+	denied := errors.New("Job failed: BackoffLimitExceeded")
+	f := newFlipper(Result{Failed: denied})
+	start := time.Now()
+	_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: f.wake, Check: f.check, FailureGrace: 150 * time.Millisecond})
+	if !errors.Is(err, denied) {
+		t.Fatalf("want the failure itself, got %v", err)
+	}
+	if took := time.Since(start); took < 150*time.Millisecond {
+		t.Errorf("failed after %s, within the grace", took)
+	}
+	if !strings.Contains(err.Error(), "failureGrace 150ms") {
+		t.Errorf("the error does not say the grace ran out: %v", err)
+	}
+}
+
+func TestFailureGraceRestartsAfterARecovery(t *testing.T) {
+	failed := errors.New("Failed")
+	f := newFlipper(Result{Failed: failed})
+	done := make(chan time.Time)
+	go func() {
+		_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: f.wake, Check: f.check, FailureGrace: 300 * time.Millisecond})
+		if !errors.Is(err, failed) {
+			t.Errorf("want the failure, got %v", err)
+		}
+		done <- time.Now()
+	}()
+	time.Sleep(200 * time.Millisecond)
+	f.set(Result{Message: "Reconciling"})
+	time.Sleep(50 * time.Millisecond)
+	failedAgain := time.Now()
+	f.set(Result{Failed: failed})
+	if end := <-done; end.Sub(failedAgain) < 300*time.Millisecond {
+		t.Errorf("failed %s after the failure came back: the earlier failing run was not forgiven", end.Sub(failedAgain))
+	}
+}
