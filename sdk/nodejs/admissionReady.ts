@@ -51,6 +51,10 @@ export class AdmissionReady extends pulumi.CustomResource {
      */
     declare public readonly expect: pulumi.Output<string | undefined>;
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * Objects (`Kind/namespace/name`, `Kind/name` when cluster-scoped) whose dry-run result differs from the input in a value the input sets (spec and other top-level fields, labels, annotations) or gained labels or annotations: a mutating webhook changed them. Defaults the API server fills in for fields the input leaves out do not count.
      */
     declare public /*out*/ readonly mutated: pulumi.Output<string[]>;
@@ -58,6 +62,10 @@ export class AdmissionReady extends pulumi.CustomResource {
      * The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
      */
     declare public readonly objects: pulumi.Output<{[key: string]: any}[]>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */
@@ -83,7 +91,9 @@ export class AdmissionReady extends pulumi.CustomResource {
             }
             resourceInputs["consecutive"] = args?.consecutive;
             resourceInputs["expect"] = args?.expect;
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["objects"] = args?.objects ? pulumi.secret(args.objects) : undefined;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["admitted"] = undefined /*out*/;
@@ -94,8 +104,10 @@ export class AdmissionReady extends pulumi.CustomResource {
             resourceInputs["consecutive"] = undefined /*out*/;
             resourceInputs["deniers"] = undefined /*out*/;
             resourceInputs["expect"] = undefined /*out*/;
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["mutated"] = undefined /*out*/;
             resourceInputs["objects"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
         }
@@ -121,9 +133,17 @@ export interface AdmissionReadyArgs {
      */
     expect?: pulumi.Input<string | undefined>;
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
+    /**
      * The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
      */
     objects: pulumi.Input<pulumi.Input<{[key: string]: any}>[]>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */

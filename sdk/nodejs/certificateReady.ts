@@ -45,6 +45,10 @@ export class CertificateReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly dnsNames: pulumi.Output<string[]>;
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * The issuer the Certificate names.
      */
     declare public /*out*/ readonly issuerRef: pulumi.Output<outputs.IssuerRef>;
@@ -89,6 +93,10 @@ export class CertificateReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly serialNumber: pulumi.Output<string>;
     /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
+    /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */
     declare public readonly timeout: pulumi.Output<string | undefined>;
@@ -111,10 +119,12 @@ export class CertificateReady extends pulumi.CustomResource {
             if (args?.name === undefined && !opts.urn) {
                 throw new Error("Missing required property 'name'");
             }
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["minValidity"] = args?.minValidity;
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["requiredKeys"] = args?.requiredKeys;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["caCertificate"] = undefined /*out*/;
@@ -129,6 +139,7 @@ export class CertificateReady extends pulumi.CustomResource {
         } else {
             resourceInputs["caCertificate"] = undefined /*out*/;
             resourceInputs["dnsNames"] = undefined /*out*/;
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["issuerRef"] = undefined /*out*/;
             resourceInputs["minValidity"] = undefined /*out*/;
             resourceInputs["name"] = undefined /*out*/;
@@ -140,6 +151,7 @@ export class CertificateReady extends pulumi.CustomResource {
             resourceInputs["revision"] = undefined /*out*/;
             resourceInputs["secretName"] = undefined /*out*/;
             resourceInputs["serialNumber"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
         }
@@ -154,6 +166,10 @@ export class CertificateReady extends pulumi.CustomResource {
  * The set of arguments for constructing a CertificateReady resource.
  */
 export interface CertificateReadyArgs {
+    /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
     /**
      * How long the issued certificate must stay valid from now, as a Go duration (`720h`).
      */
@@ -170,6 +186,10 @@ export interface CertificateReadyArgs {
      * Secret keys that must be present and non-empty (default `tls.crt`, `tls.key`).
      */
     requiredKeys?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */

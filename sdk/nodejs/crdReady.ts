@@ -35,6 +35,10 @@ export class CrdReady extends pulumi.CustomResource {
     }
 
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * An API group such as `cert-manager.io`: wait for every CRD of that group present when the wait runs (at least one must appear).
      */
     declare public readonly group: pulumi.Output<string | undefined>;
@@ -50,6 +54,10 @@ export class CrdReady extends pulumi.CustomResource {
      * Every served group/version, such as `cert-manager.io/v1`.
      */
     declare public /*out*/ readonly servedVersions: pulumi.Output<string[]>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */
@@ -70,17 +78,21 @@ export class CrdReady extends pulumi.CustomResource {
         let resourceInputs: pulumi.Inputs = {};
         opts = opts || {};
         if (!opts.id) {
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["group"] = args?.group;
             resourceInputs["names"] = args?.names;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["kinds"] = undefined /*out*/;
             resourceInputs["servedVersions"] = undefined /*out*/;
         } else {
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["group"] = undefined /*out*/;
             resourceInputs["kinds"] = undefined /*out*/;
             resourceInputs["names"] = undefined /*out*/;
             resourceInputs["servedVersions"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
         }
@@ -96,6 +108,10 @@ export class CrdReady extends pulumi.CustomResource {
  */
 export interface CrdReadyArgs {
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
+    /**
      * An API group such as `cert-manager.io`: wait for every CRD of that group present when the wait runs (at least one must appear).
      */
     group?: pulumi.Input<string | undefined>;
@@ -103,6 +119,10 @@ export interface CrdReadyArgs {
      * CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD the gate checked, including those found through `group`.
      */
     names?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */

@@ -35,6 +35,10 @@ export class ExternalSecretReady extends pulumi.CustomResource {
     }
 
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * The ExternalSecret's name.
      */
     declare public readonly name: pulumi.Output<string>;
@@ -50,6 +54,10 @@ export class ExternalSecretReady extends pulumi.CustomResource {
      * The target's name (spec.target.name, else the ExternalSecret's name).
      */
     declare public /*out*/ readonly secretName: pulumi.Output<string>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
     /**
      * status.syncedResourceVersion.
      */
@@ -77,18 +85,22 @@ export class ExternalSecretReady extends pulumi.CustomResource {
             if (args?.name === undefined && !opts.urn) {
                 throw new Error("Missing required property 'name'");
             }
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["refreshTime"] = undefined /*out*/;
             resourceInputs["secretName"] = undefined /*out*/;
             resourceInputs["syncedResourceVersion"] = undefined /*out*/;
         } else {
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["name"] = undefined /*out*/;
             resourceInputs["namespace"] = undefined /*out*/;
             resourceInputs["refreshTime"] = undefined /*out*/;
             resourceInputs["secretName"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["syncedResourceVersion"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
@@ -105,6 +117,10 @@ export class ExternalSecretReady extends pulumi.CustomResource {
  */
 export interface ExternalSecretReadyArgs {
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
+    /**
      * The ExternalSecret's name.
      */
     name: pulumi.Input<string>;
@@ -112,6 +128,10 @@ export interface ExternalSecretReadyArgs {
      * The namespace; the provider's default namespace if unset.
      */
     namespace?: pulumi.Input<string | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */

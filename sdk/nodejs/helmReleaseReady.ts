@@ -43,6 +43,10 @@ export class HelmReleaseReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly chart: pulumi.Output<string>;
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * The release name.
      */
     declare public readonly name: pulumi.Output<string>;
@@ -62,6 +66,10 @@ export class HelmReleaseReady extends pulumi.CustomResource {
      * The release revision that was waited for.
      */
     declare public /*out*/ readonly revision: pulumi.Output<number>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */
@@ -89,9 +97,11 @@ export class HelmReleaseReady extends pulumi.CustomResource {
             if (args?.name === undefined && !opts.urn) {
                 throw new Error("Missing required property 'name'");
             }
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["probe"] = args?.probe;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["appVersion"] = undefined /*out*/;
@@ -102,11 +112,13 @@ export class HelmReleaseReady extends pulumi.CustomResource {
         } else {
             resourceInputs["appVersion"] = undefined /*out*/;
             resourceInputs["chart"] = undefined /*out*/;
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["name"] = undefined /*out*/;
             resourceInputs["namespace"] = undefined /*out*/;
             resourceInputs["objects"] = undefined /*out*/;
             resourceInputs["probe"] = undefined /*out*/;
             resourceInputs["revision"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
             resourceInputs["webhooks"] = undefined /*out*/;
@@ -123,6 +135,10 @@ export class HelmReleaseReady extends pulumi.CustomResource {
  */
 export interface HelmReleaseReadyArgs {
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
+    /**
      * The release name.
      */
     name: pulumi.Input<string>;
@@ -134,6 +150,10 @@ export interface HelmReleaseReadyArgs {
      * An object (manifest map) the release's webhooks intercept, used instead of a probe derived from their rules.
      */
     probe?: pulumi.Input<{[key: string]: any} | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */

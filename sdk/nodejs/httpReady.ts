@@ -57,6 +57,10 @@ export class HttpReady extends pulumi.CustomResource {
      */
     declare public readonly expectedStatus: pulumi.Output<string | undefined>;
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * Skip TLS verification for `url` (not recommended).
      */
     declare public readonly insecureSkipVerify: pulumi.Output<boolean | undefined>;
@@ -64,6 +68,10 @@ export class HttpReady extends pulumi.CustomResource {
      * A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
      */
     declare public readonly service: pulumi.Output<outputs.HttpService | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
     /**
      * The last status code.
      */
@@ -96,8 +104,10 @@ export class HttpReady extends pulumi.CustomResource {
             resourceInputs["caCertificate"] = args?.caCertificate;
             resourceInputs["consecutiveSuccesses"] = args?.consecutiveSuccesses;
             resourceInputs["expectedStatus"] = args?.expectedStatus;
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["insecureSkipVerify"] = args?.insecureSkipVerify;
             resourceInputs["service"] = args?.service;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["url"] = args?.url;
@@ -109,8 +119,10 @@ export class HttpReady extends pulumi.CustomResource {
             resourceInputs["caCertificate"] = undefined /*out*/;
             resourceInputs["consecutiveSuccesses"] = undefined /*out*/;
             resourceInputs["expectedStatus"] = undefined /*out*/;
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["insecureSkipVerify"] = undefined /*out*/;
             resourceInputs["service"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["statusCode"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
@@ -144,6 +156,10 @@ export interface HttpReadyArgs {
      */
     expectedStatus?: pulumi.Input<string | undefined>;
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
+    /**
      * Skip TLS verification for `url` (not recommended).
      */
     insecureSkipVerify?: pulumi.Input<boolean | undefined>;
@@ -151,6 +167,10 @@ export interface HttpReadyArgs {
      * A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
      */
     service?: pulumi.Input<inputs.HttpServiceArgs | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */

@@ -35,6 +35,10 @@ export class NodesReady extends pulumi.CustomResource {
     }
 
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * How many Ready nodes are needed (default 1).
      */
     declare public readonly minCount: pulumi.Output<number | undefined>;
@@ -50,6 +54,10 @@ export class NodesReady extends pulumi.CustomResource {
      * A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
      */
     declare public readonly selector: pulumi.Output<string | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */
@@ -70,17 +78,21 @@ export class NodesReady extends pulumi.CustomResource {
         let resourceInputs: pulumi.Inputs = {};
         opts = opts || {};
         if (!opts.id) {
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["minCount"] = args?.minCount;
             resourceInputs["selector"] = args?.selector;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["names"] = undefined /*out*/;
             resourceInputs["readyNodes"] = undefined /*out*/;
         } else {
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["minCount"] = undefined /*out*/;
             resourceInputs["names"] = undefined /*out*/;
             resourceInputs["readyNodes"] = undefined /*out*/;
             resourceInputs["selector"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
         }
@@ -96,6 +108,10 @@ export class NodesReady extends pulumi.CustomResource {
  */
 export interface NodesReadyArgs {
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
+    /**
      * How many Ready nodes are needed (default 1).
      */
     minCount?: pulumi.Input<number | undefined>;
@@ -103,6 +119,10 @@ export interface NodesReadyArgs {
      * A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
      */
     selector?: pulumi.Input<string | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */

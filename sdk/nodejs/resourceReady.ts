@@ -61,6 +61,10 @@ export class ResourceReady extends pulumi.CustomResource {
      */
     declare public readonly failedCel: pulumi.Output<string | undefined>;
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.
      */
     declare public readonly jsonPath: pulumi.Output<string | undefined>;
@@ -100,6 +104,10 @@ export class ResourceReady extends pulumi.CustomResource {
      * A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.
      */
     declare public readonly selector: pulumi.Output<string | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
     /**
      * For PersistentVolumeClaims: require `Bound` even under a `WaitForFirstConsumer` StorageClass.
      */
@@ -144,6 +152,7 @@ export class ResourceReady extends pulumi.CustomResource {
             resourceInputs["deleted"] = args?.deleted;
             resourceInputs["exists"] = args?.exists;
             resourceInputs["failedCel"] = args?.failedCel;
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["jsonPath"] = args?.jsonPath;
             resourceInputs["kind"] = args?.kind;
             resourceInputs["minCount"] = args?.minCount;
@@ -151,6 +160,7 @@ export class ResourceReady extends pulumi.CustomResource {
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["regex"] = args?.regex;
             resourceInputs["selector"] = args?.selector;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["strictPvc"] = args?.strictPvc;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
@@ -166,6 +176,7 @@ export class ResourceReady extends pulumi.CustomResource {
             resourceInputs["deleted"] = undefined /*out*/;
             resourceInputs["exists"] = undefined /*out*/;
             resourceInputs["failedCel"] = undefined /*out*/;
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["jsonPath"] = undefined /*out*/;
             resourceInputs["kind"] = undefined /*out*/;
             resourceInputs["matched"] = undefined /*out*/;
@@ -176,6 +187,7 @@ export class ResourceReady extends pulumi.CustomResource {
             resourceInputs["regex"] = undefined /*out*/;
             resourceInputs["resourceVersion"] = undefined /*out*/;
             resourceInputs["selector"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["strictPvc"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
@@ -218,6 +230,10 @@ export interface ResourceReadyArgs {
      */
     failedCel?: pulumi.Input<string | undefined>;
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
+    /**
      * A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.
      */
     jsonPath?: pulumi.Input<string | undefined>;
@@ -245,6 +261,10 @@ export interface ResourceReadyArgs {
      * A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.
      */
     selector?: pulumi.Input<string | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * For PersistentVolumeClaims: require `Bound` even under a `WaitForFirstConsumer` StorageClass.
      */

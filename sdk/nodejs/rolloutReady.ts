@@ -39,6 +39,10 @@ export class RolloutReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly availableReplicas: pulumi.Output<number>;
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * `Deployment`, `StatefulSet`, `DaemonSet` or `Job`.
      */
     declare public readonly kind: pulumi.Output<string>;
@@ -62,6 +66,10 @@ export class RolloutReady extends pulumi.CustomResource {
      * The rolled-out revision (Deployment revision annotation, StatefulSet updateRevision).
      */
     declare public /*out*/ readonly revision: pulumi.Output<string>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */
@@ -92,9 +100,11 @@ export class RolloutReady extends pulumi.CustomResource {
             if (args?.name === undefined && !opts.urn) {
                 throw new Error("Missing required property 'name'");
             }
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["kind"] = args?.kind;
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["availableReplicas"] = undefined /*out*/;
@@ -104,12 +114,14 @@ export class RolloutReady extends pulumi.CustomResource {
             resourceInputs["updatedReplicas"] = undefined /*out*/;
         } else {
             resourceInputs["availableReplicas"] = undefined /*out*/;
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["kind"] = undefined /*out*/;
             resourceInputs["name"] = undefined /*out*/;
             resourceInputs["namespace"] = undefined /*out*/;
             resourceInputs["readyReplicas"] = undefined /*out*/;
             resourceInputs["replicas"] = undefined /*out*/;
             resourceInputs["revision"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
             resourceInputs["updatedReplicas"] = undefined /*out*/;
@@ -126,6 +138,10 @@ export class RolloutReady extends pulumi.CustomResource {
  */
 export interface RolloutReadyArgs {
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
+    /**
      * `Deployment`, `StatefulSet`, `DaemonSet` or `Job`.
      */
     kind: pulumi.Input<string>;
@@ -137,6 +153,10 @@ export interface RolloutReadyArgs {
      * The namespace; the provider's default namespace if unset.
      */
     namespace?: pulumi.Input<string | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */

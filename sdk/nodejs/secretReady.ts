@@ -35,6 +35,10 @@ export class SecretReady extends pulumi.CustomResource {
     }
 
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * The Secret's key names (never values).
      */
     declare public /*out*/ readonly keys: pulumi.Output<string[]>;
@@ -58,6 +62,10 @@ export class SecretReady extends pulumi.CustomResource {
      * The Secret's type.
      */
     declare public /*out*/ readonly secretType: pulumi.Output<string>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */
@@ -85,9 +93,11 @@ export class SecretReady extends pulumi.CustomResource {
             if (args?.name === undefined && !opts.urn) {
                 throw new Error("Missing required property 'name'");
             }
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["requiredKeys"] = args?.requiredKeys;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["type"] = args?.type;
@@ -95,12 +105,14 @@ export class SecretReady extends pulumi.CustomResource {
             resourceInputs["resourceVersion"] = undefined /*out*/;
             resourceInputs["secretType"] = undefined /*out*/;
         } else {
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["keys"] = undefined /*out*/;
             resourceInputs["name"] = undefined /*out*/;
             resourceInputs["namespace"] = undefined /*out*/;
             resourceInputs["requiredKeys"] = undefined /*out*/;
             resourceInputs["resourceVersion"] = undefined /*out*/;
             resourceInputs["secretType"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
             resourceInputs["type"] = undefined /*out*/;
@@ -117,6 +129,10 @@ export class SecretReady extends pulumi.CustomResource {
  */
 export interface SecretReadyArgs {
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
+    /**
      * The Secret's name.
      */
     name: pulumi.Input<string>;
@@ -128,6 +144,10 @@ export interface SecretReadyArgs {
      * Keys that must be present and non-empty (default: at least one key of any name).
      */
     requiredKeys?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */

@@ -35,6 +35,10 @@ export class ServiceReady extends pulumi.CustomResource {
     }
 
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * How many ready endpoints are needed (default 1).
      */
     declare public readonly minReadyEndpoints: pulumi.Output<number | undefined>;
@@ -59,6 +63,10 @@ export class ServiceReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly readyEndpoints: pulumi.Output<number>;
     /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
+    /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */
     declare public readonly timeout: pulumi.Output<string | undefined>;
@@ -81,21 +89,25 @@ export class ServiceReady extends pulumi.CustomResource {
             if (args?.name === undefined && !opts.urn) {
                 throw new Error("Missing required property 'name'");
             }
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["minReadyEndpoints"] = args?.minReadyEndpoints;
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["port"] = args?.port;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["ports"] = undefined /*out*/;
             resourceInputs["readyEndpoints"] = undefined /*out*/;
         } else {
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["minReadyEndpoints"] = undefined /*out*/;
             resourceInputs["name"] = undefined /*out*/;
             resourceInputs["namespace"] = undefined /*out*/;
             resourceInputs["port"] = undefined /*out*/;
             resourceInputs["ports"] = undefined /*out*/;
             resourceInputs["readyEndpoints"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
         }
@@ -110,6 +122,10 @@ export class ServiceReady extends pulumi.CustomResource {
  * The set of arguments for constructing a ServiceReady resource.
  */
 export interface ServiceReadyArgs {
+    /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
     /**
      * How many ready endpoints are needed (default 1).
      */
@@ -126,6 +142,10 @@ export interface ServiceReadyArgs {
      * Count only endpoints serving this port (its name, or its target port number).
      */
     port?: pulumi.Input<string | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */

@@ -45,6 +45,10 @@ export class WebhookReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly configurationName: pulumi.Output<string>;
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    declare public readonly failureGrace: pulumi.Output<string | undefined>;
+    /**
      * `Fail`, or `Ignore` when any checked webhook ignores failures: such a webhook never blocks creation, so the gate protects less.
      */
     declare public /*out*/ readonly failurePolicy: pulumi.Output<string>;
@@ -77,6 +81,10 @@ export class WebhookReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly serviceName: pulumi.Output<string>;
     /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    declare public readonly stableFor: pulumi.Output<string | undefined>;
+    /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */
     declare public readonly timeout: pulumi.Output<string | undefined>;
@@ -108,10 +116,12 @@ export class WebhookReady extends pulumi.CustomResource {
         let resourceInputs: pulumi.Inputs = {};
         opts = opts || {};
         if (!opts.id) {
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["minReadyEndpoints"] = args?.minReadyEndpoints;
             resourceInputs["mutatingWebhookConfiguration"] = args?.mutatingWebhookConfiguration;
             resourceInputs["probe"] = args?.probe ? pulumi.secret(args.probe) : undefined;
             resourceInputs["service"] = args?.service;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["validatingWebhookConfiguration"] = args?.validatingWebhookConfiguration;
@@ -126,6 +136,7 @@ export class WebhookReady extends pulumi.CustomResource {
         } else {
             resourceInputs["caBundleSha256"] = undefined /*out*/;
             resourceInputs["configurationName"] = undefined /*out*/;
+            resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["failurePolicy"] = undefined /*out*/;
             resourceInputs["minReadyEndpoints"] = undefined /*out*/;
             resourceInputs["mutatingWebhookConfiguration"] = undefined /*out*/;
@@ -134,6 +145,7 @@ export class WebhookReady extends pulumi.CustomResource {
             resourceInputs["readyEndpoints"] = undefined /*out*/;
             resourceInputs["service"] = undefined /*out*/;
             resourceInputs["serviceName"] = undefined /*out*/;
+            resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
             resourceInputs["validatingWebhookConfiguration"] = undefined /*out*/;
@@ -154,6 +166,10 @@ export class WebhookReady extends pulumi.CustomResource {
  */
 export interface WebhookReadyArgs {
     /**
+     * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
+    /**
      * Ready endpoints the webhook Service needs (default 1).
      */
     minReadyEndpoints?: pulumi.Input<number | undefined>;
@@ -169,6 +185,10 @@ export interface WebhookReadyArgs {
      * A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
      */
     service?: pulumi.Input<inputs.ServiceRefArgs | undefined>;
+    /**
+     * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
     /**
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */

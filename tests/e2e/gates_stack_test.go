@@ -119,6 +119,7 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 		}
 		gate, err := readiness.NewCertificateReady(ctx, "ai-ops-agent-tls", &readiness.CertificateReadyArgs{
 			Name: pulumi.String("ai-ops-agent"), Namespace: pulumi.String(ns), Timeout: pulumi.String("2m"),
+			StableFor: pulumi.String("1s"), // issued, and still issued a second later
 		}, pulumi.DependsOn([]pulumi.Resource{cert}))
 		if err != nil {
 			return err
@@ -188,8 +189,8 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !depAt.After(secretAt) {
-		t.Errorf("the Deployment (%s) was created before its TLS Secret (%s)", depAt, secretAt)
+	if !depAt.After(secretAt.Add(time.Second)) {
+		t.Errorf("the Deployment (%s) was created before its TLS Secret (%s) held for stableFor 1s", depAt, secretAt)
 	}
 	if res.Outputs["secretName"].Value != "ai-ops-agent-tls" {
 		t.Errorf("secretName = %v", res.Outputs["secretName"].Value)

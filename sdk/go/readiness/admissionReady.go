@@ -24,10 +24,14 @@ type AdmissionReady struct {
 	Deniers pulumi.StringArrayOutput `pulumi:"deniers"`
 	// A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false the gate waits. Compiled at preview with the cost limits of ResourceReady's `cel`.
 	Expect pulumi.StringPtrOutput `pulumi:"expect"`
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// Objects (`Kind/namespace/name`, `Kind/name` when cluster-scoped) whose dry-run result differs from the input in a value the input sets (spec and other top-level fields, labels, annotations) or gained labels or annotations: a mutating webhook changed them. Defaults the API server fills in for fields the input leaves out do not count.
 	Mutated pulumi.StringArrayOutput `pulumi:"mutated"`
 	// The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
 	Objects pulumi.MapArrayOutput `pulumi:"objects"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -95,8 +99,12 @@ type admissionReadyArgs struct {
 	Consecutive *int `pulumi:"consecutive"`
 	// A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false the gate waits. Compiled at preview with the cost limits of ResourceReady's `cel`.
 	Expect *string `pulumi:"expect"`
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
 	Objects []map[string]interface{} `pulumi:"objects"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -109,8 +117,12 @@ type AdmissionReadyArgs struct {
 	Consecutive pulumi.IntPtrInput
 	// A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false the gate waits. Compiled at preview with the cost limits of ResourceReady's `cel`.
 	Expect pulumi.StringPtrInput
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
 	Objects pulumi.MapArrayInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -224,6 +236,11 @@ func (o AdmissionReadyOutput) Expect() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *AdmissionReady) pulumi.StringPtrOutput { return v.Expect }).(pulumi.StringPtrOutput)
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o AdmissionReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AdmissionReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // Objects (`Kind/namespace/name`, `Kind/name` when cluster-scoped) whose dry-run result differs from the input in a value the input sets (spec and other top-level fields, labels, annotations) or gained labels or annotations: a mutating webhook changed them. Defaults the API server fills in for fields the input leaves out do not count.
 func (o AdmissionReadyOutput) Mutated() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *AdmissionReady) pulumi.StringArrayOutput { return v.Mutated }).(pulumi.StringArrayOutput)
@@ -232,6 +249,11 @@ func (o AdmissionReadyOutput) Mutated() pulumi.StringArrayOutput {
 // The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
 func (o AdmissionReadyOutput) Objects() pulumi.MapArrayOutput {
 	return o.ApplyT(func(v *AdmissionReady) pulumi.MapArrayOutput { return v.Objects }).(pulumi.MapArrayOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o AdmissionReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AdmissionReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.

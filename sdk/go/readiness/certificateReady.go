@@ -20,6 +20,8 @@ type CertificateReady struct {
 	CaCertificate pulumi.StringOutput `pulumi:"caCertificate"`
 	// The certificate's DNS names.
 	DnsNames pulumi.StringArrayOutput `pulumi:"dnsNames"`
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// The issuer the Certificate names.
 	IssuerRef IssuerRefOutput `pulumi:"issuerRef"`
 	// How long the issued certificate must stay valid from now, as a Go duration (`720h`).
@@ -42,6 +44,8 @@ type CertificateReady struct {
 	SecretName pulumi.StringOutput `pulumi:"secretName"`
 	// The certificate's serial number, hex.
 	SerialNumber pulumi.StringOutput `pulumi:"serialNumber"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -99,6 +103,8 @@ func (CertificateReadyState) ElementType() reflect.Type {
 }
 
 type certificateReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// How long the issued certificate must stay valid from now, as a Go duration (`720h`).
 	MinValidity *string `pulumi:"minValidity"`
 	// The Certificate's name.
@@ -107,6 +113,8 @@ type certificateReadyArgs struct {
 	Namespace *string `pulumi:"namespace"`
 	// Secret keys that must be present and non-empty (default `tls.crt`, `tls.key`).
 	RequiredKeys []string `pulumi:"requiredKeys"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -115,6 +123,8 @@ type certificateReadyArgs struct {
 
 // The set of arguments for constructing a CertificateReady resource.
 type CertificateReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// How long the issued certificate must stay valid from now, as a Go duration (`720h`).
 	MinValidity pulumi.StringPtrInput
 	// The Certificate's name.
@@ -123,6 +133,8 @@ type CertificateReadyArgs struct {
 	Namespace pulumi.StringPtrInput
 	// Secret keys that must be present and non-empty (default `tls.crt`, `tls.key`).
 	RequiredKeys pulumi.StringArrayInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -226,6 +238,11 @@ func (o CertificateReadyOutput) DnsNames() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *CertificateReady) pulumi.StringArrayOutput { return v.DnsNames }).(pulumi.StringArrayOutput)
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o CertificateReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *CertificateReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // The issuer the Certificate names.
 func (o CertificateReadyOutput) IssuerRef() IssuerRefOutput {
 	return o.ApplyT(func(v *CertificateReady) IssuerRefOutput { return v.IssuerRef }).(IssuerRefOutput)
@@ -279,6 +296,11 @@ func (o CertificateReadyOutput) SecretName() pulumi.StringOutput {
 // The certificate's serial number, hex.
 func (o CertificateReadyOutput) SerialNumber() pulumi.StringOutput {
 	return o.ApplyT(func(v *CertificateReady) pulumi.StringOutput { return v.SerialNumber }).(pulumi.StringOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o CertificateReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *CertificateReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.

@@ -15,6 +15,8 @@ import (
 type CrdReady struct {
 	pulumi.CustomResourceState
 
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// An API group such as `cert-manager.io`: wait for every CRD of that group present when the wait runs (at least one must appear).
 	Group pulumi.StringPtrOutput `pulumi:"group"`
 	// The kinds the CRDs define, such as `Certificate`.
@@ -23,6 +25,8 @@ type CrdReady struct {
 	Names pulumi.StringArrayOutput `pulumi:"names"`
 	// Every served group/version, such as `cert-manager.io/v1`.
 	ServedVersions pulumi.StringArrayOutput `pulumi:"servedVersions"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -75,10 +79,14 @@ func (CrdReadyState) ElementType() reflect.Type {
 }
 
 type crdReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// An API group such as `cert-manager.io`: wait for every CRD of that group present when the wait runs (at least one must appear).
 	Group *string `pulumi:"group"`
 	// CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD the gate checked, including those found through `group`.
 	Names []string `pulumi:"names"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -87,10 +95,14 @@ type crdReadyArgs struct {
 
 // The set of arguments for constructing a CrdReady resource.
 type CrdReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// An API group such as `cert-manager.io`: wait for every CRD of that group present when the wait runs (at least one must appear).
 	Group pulumi.StringPtrInput
 	// CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD the gate checked, including those found through `group`.
 	Names pulumi.StringArrayInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -184,6 +196,11 @@ func (o CrdReadyOutput) ToCrdReadyOutputWithContext(ctx context.Context) CrdRead
 	return o
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o CrdReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *CrdReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // An API group such as `cert-manager.io`: wait for every CRD of that group present when the wait runs (at least one must appear).
 func (o CrdReadyOutput) Group() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *CrdReady) pulumi.StringPtrOutput { return v.Group }).(pulumi.StringPtrOutput)
@@ -202,6 +219,11 @@ func (o CrdReadyOutput) Names() pulumi.StringArrayOutput {
 // Every served group/version, such as `cert-manager.io/v1`.
 func (o CrdReadyOutput) ServedVersions() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *CrdReady) pulumi.StringArrayOutput { return v.ServedVersions }).(pulumi.StringArrayOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o CrdReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *CrdReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.

@@ -16,6 +16,8 @@ import (
 type ExternalSecretReady struct {
 	pulumi.CustomResourceState
 
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// The ExternalSecret's name.
 	Name pulumi.StringOutput `pulumi:"name"`
 	// The namespace; the provider's default namespace if unset.
@@ -24,6 +26,8 @@ type ExternalSecretReady struct {
 	RefreshTime pulumi.StringOutput `pulumi:"refreshTime"`
 	// The target's name (spec.target.name, else the ExternalSecret's name).
 	SecretName pulumi.StringOutput `pulumi:"secretName"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// status.syncedResourceVersion.
 	SyncedResourceVersion pulumi.StringOutput `pulumi:"syncedResourceVersion"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -81,10 +85,14 @@ func (ExternalSecretReadyState) ElementType() reflect.Type {
 }
 
 type externalSecretReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// The ExternalSecret's name.
 	Name string `pulumi:"name"`
 	// The namespace; the provider's default namespace if unset.
 	Namespace *string `pulumi:"namespace"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -93,10 +101,14 @@ type externalSecretReadyArgs struct {
 
 // The set of arguments for constructing a ExternalSecretReady resource.
 type ExternalSecretReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// The ExternalSecret's name.
 	Name pulumi.StringInput
 	// The namespace; the provider's default namespace if unset.
 	Namespace pulumi.StringPtrInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -190,6 +202,11 @@ func (o ExternalSecretReadyOutput) ToExternalSecretReadyOutputWithContext(ctx co
 	return o
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o ExternalSecretReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ExternalSecretReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // The ExternalSecret's name.
 func (o ExternalSecretReadyOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v *ExternalSecretReady) pulumi.StringOutput { return v.Name }).(pulumi.StringOutput)
@@ -208,6 +225,11 @@ func (o ExternalSecretReadyOutput) RefreshTime() pulumi.StringOutput {
 // The target's name (spec.target.name, else the ExternalSecret's name).
 func (o ExternalSecretReadyOutput) SecretName() pulumi.StringOutput {
 	return o.ApplyT(func(v *ExternalSecretReady) pulumi.StringOutput { return v.SecretName }).(pulumi.StringOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o ExternalSecretReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ExternalSecretReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // status.syncedResourceVersion.

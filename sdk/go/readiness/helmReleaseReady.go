@@ -20,6 +20,8 @@ type HelmReleaseReady struct {
 	AppVersion pulumi.StringOutput `pulumi:"appVersion"`
 	// The chart as `name-version`.
 	Chart pulumi.StringOutput `pulumi:"chart"`
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// The release name.
 	Name pulumi.StringOutput `pulumi:"name"`
 	// The release's namespace; the provider's default namespace if unset.
@@ -30,6 +32,8 @@ type HelmReleaseReady struct {
 	Probe pulumi.MapOutput `pulumi:"probe"`
 	// The release revision that was waited for.
 	Revision pulumi.IntOutput `pulumi:"revision"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -88,12 +92,16 @@ func (HelmReleaseReadyState) ElementType() reflect.Type {
 }
 
 type helmReleaseReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// The release name.
 	Name string `pulumi:"name"`
 	// The release's namespace; the provider's default namespace if unset.
 	Namespace *string `pulumi:"namespace"`
 	// An object (manifest map) the release's webhooks intercept, used instead of a probe derived from their rules.
 	Probe map[string]interface{} `pulumi:"probe"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -102,12 +110,16 @@ type helmReleaseReadyArgs struct {
 
 // The set of arguments for constructing a HelmReleaseReady resource.
 type HelmReleaseReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// The release name.
 	Name pulumi.StringInput
 	// The release's namespace; the provider's default namespace if unset.
 	Namespace pulumi.StringPtrInput
 	// An object (manifest map) the release's webhooks intercept, used instead of a probe derived from their rules.
 	Probe pulumi.MapInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -211,6 +223,11 @@ func (o HelmReleaseReadyOutput) Chart() pulumi.StringOutput {
 	return o.ApplyT(func(v *HelmReleaseReady) pulumi.StringOutput { return v.Chart }).(pulumi.StringOutput)
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o HelmReleaseReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HelmReleaseReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // The release name.
 func (o HelmReleaseReadyOutput) Name() pulumi.StringOutput {
 	return o.ApplyT(func(v *HelmReleaseReady) pulumi.StringOutput { return v.Name }).(pulumi.StringOutput)
@@ -234,6 +251,11 @@ func (o HelmReleaseReadyOutput) Probe() pulumi.MapOutput {
 // The release revision that was waited for.
 func (o HelmReleaseReadyOutput) Revision() pulumi.IntOutput {
 	return o.ApplyT(func(v *HelmReleaseReady) pulumi.IntOutput { return v.Revision }).(pulumi.IntOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o HelmReleaseReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HelmReleaseReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.

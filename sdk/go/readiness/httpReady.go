@@ -25,10 +25,14 @@ type HttpReady struct {
 	ConsecutiveSuccesses pulumi.IntPtrOutput `pulumi:"consecutiveSuccesses"`
 	// Accepted status codes: a code, a range or a list (`200`, `200-399`, `200,204`). Default `200-399`.
 	ExpectedStatus pulumi.StringPtrOutput `pulumi:"expectedStatus"`
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// Skip TLS verification for `url` (not recommended).
 	InsecureSkipVerify pulumi.BoolPtrOutput `pulumi:"insecureSkipVerify"`
 	// A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
 	Service HttpServicePtrOutput `pulumi:"service"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// The last status code.
 	StatusCode pulumi.IntOutput `pulumi:"statusCode"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -98,10 +102,14 @@ type httpReadyArgs struct {
 	ConsecutiveSuccesses *int `pulumi:"consecutiveSuccesses"`
 	// Accepted status codes: a code, a range or a list (`200`, `200-399`, `200,204`). Default `200-399`.
 	ExpectedStatus *string `pulumi:"expectedStatus"`
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// Skip TLS verification for `url` (not recommended).
 	InsecureSkipVerify *bool `pulumi:"insecureSkipVerify"`
 	// A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
 	Service *HttpService `pulumi:"service"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -120,10 +128,14 @@ type HttpReadyArgs struct {
 	ConsecutiveSuccesses pulumi.IntPtrInput
 	// Accepted status codes: a code, a range or a list (`200`, `200-399`, `200,204`). Default `200-399`.
 	ExpectedStatus pulumi.StringPtrInput
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// Skip TLS verification for `url` (not recommended).
 	InsecureSkipVerify pulumi.BoolPtrInput
 	// A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
 	Service HttpServicePtrInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -244,6 +256,11 @@ func (o HttpReadyOutput) ExpectedStatus() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *HttpReady) pulumi.StringPtrOutput { return v.ExpectedStatus }).(pulumi.StringPtrOutput)
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o HttpReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HttpReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // Skip TLS verification for `url` (not recommended).
 func (o HttpReadyOutput) InsecureSkipVerify() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *HttpReady) pulumi.BoolPtrOutput { return v.InsecureSkipVerify }).(pulumi.BoolPtrOutput)
@@ -252,6 +269,11 @@ func (o HttpReadyOutput) InsecureSkipVerify() pulumi.BoolPtrOutput {
 // A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
 func (o HttpReadyOutput) Service() HttpServicePtrOutput {
 	return o.ApplyT(func(v *HttpReady) HttpServicePtrOutput { return v.Service }).(HttpServicePtrOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o HttpReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HttpReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // The last status code.

@@ -15,6 +15,8 @@ import (
 type NodesReady struct {
 	pulumi.CustomResourceState
 
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// How many Ready nodes are needed (default 1).
 	MinCount pulumi.IntPtrOutput `pulumi:"minCount"`
 	// The Ready nodes' names.
@@ -23,6 +25,8 @@ type NodesReady struct {
 	ReadyNodes pulumi.IntOutput `pulumi:"readyNodes"`
 	// A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
 	Selector pulumi.StringPtrOutput `pulumi:"selector"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -75,10 +79,14 @@ func (NodesReadyState) ElementType() reflect.Type {
 }
 
 type nodesReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// How many Ready nodes are needed (default 1).
 	MinCount *int `pulumi:"minCount"`
 	// A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
 	Selector *string `pulumi:"selector"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -87,10 +95,14 @@ type nodesReadyArgs struct {
 
 // The set of arguments for constructing a NodesReady resource.
 type NodesReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// How many Ready nodes are needed (default 1).
 	MinCount pulumi.IntPtrInput
 	// A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
 	Selector pulumi.StringPtrInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -184,6 +196,11 @@ func (o NodesReadyOutput) ToNodesReadyOutputWithContext(ctx context.Context) Nod
 	return o
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o NodesReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *NodesReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // How many Ready nodes are needed (default 1).
 func (o NodesReadyOutput) MinCount() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *NodesReady) pulumi.IntPtrOutput { return v.MinCount }).(pulumi.IntPtrOutput)
@@ -202,6 +219,11 @@ func (o NodesReadyOutput) ReadyNodes() pulumi.IntOutput {
 // A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
 func (o NodesReadyOutput) Selector() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *NodesReady) pulumi.StringPtrOutput { return v.Selector }).(pulumi.StringPtrOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o NodesReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *NodesReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.

@@ -28,6 +28,8 @@ type ResourceReady struct {
 	Exists pulumi.BoolPtrOutput `pulumi:"exists"`
 	// A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). It must return bool, checked as for `cel`.
 	FailedCel pulumi.StringPtrOutput `pulumi:"failedCel"`
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.
 	JsonPath pulumi.StringPtrOutput `pulumi:"jsonPath"`
 	// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.
@@ -48,6 +50,8 @@ type ResourceReady struct {
 	ResourceVersion pulumi.StringOutput `pulumi:"resourceVersion"`
 	// A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.
 	Selector pulumi.StringPtrOutput `pulumi:"selector"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// For PersistentVolumeClaims: require `Bound` even under a `WaitForFirstConsumer` StorageClass.
 	StrictPvc pulumi.BoolPtrOutput `pulumi:"strictPvc"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -137,6 +141,8 @@ type resourceReadyArgs struct {
 	Exists *bool `pulumi:"exists"`
 	// A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). It must return bool, checked as for `cel`.
 	FailedCel *string `pulumi:"failedCel"`
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.
 	JsonPath *string `pulumi:"jsonPath"`
 	// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.
@@ -151,6 +157,8 @@ type resourceReadyArgs struct {
 	Regex *string `pulumi:"regex"`
 	// A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.
 	Selector *string `pulumi:"selector"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// For PersistentVolumeClaims: require `Bound` even under a `WaitForFirstConsumer` StorageClass.
 	StrictPvc *bool `pulumi:"strictPvc"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -175,6 +183,8 @@ type ResourceReadyArgs struct {
 	Exists pulumi.BoolPtrInput
 	// A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). It must return bool, checked as for `cel`.
 	FailedCel pulumi.StringPtrInput
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.
 	JsonPath pulumi.StringPtrInput
 	// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.
@@ -189,6 +199,8 @@ type ResourceReadyArgs struct {
 	Regex pulumi.StringPtrInput
 	// A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.
 	Selector pulumi.StringPtrInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// For PersistentVolumeClaims: require `Bound` even under a `WaitForFirstConsumer` StorageClass.
 	StrictPvc pulumi.BoolPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -316,6 +328,11 @@ func (o ResourceReadyOutput) FailedCel() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.FailedCel }).(pulumi.StringPtrOutput)
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o ResourceReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.
 func (o ResourceReadyOutput) JsonPath() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.JsonPath }).(pulumi.StringPtrOutput)
@@ -364,6 +381,11 @@ func (o ResourceReadyOutput) ResourceVersion() pulumi.StringOutput {
 // A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.
 func (o ResourceReadyOutput) Selector() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.Selector }).(pulumi.StringPtrOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o ResourceReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // For PersistentVolumeClaims: require `Bound` even under a `WaitForFirstConsumer` StorageClass.

@@ -18,6 +18,8 @@ type RolloutReady struct {
 
 	// Available replicas.
 	AvailableReplicas pulumi.IntOutput `pulumi:"availableReplicas"`
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// `Deployment`, `StatefulSet`, `DaemonSet` or `Job`.
 	Kind pulumi.StringOutput `pulumi:"kind"`
 	// The workload's name.
@@ -30,6 +32,8 @@ type RolloutReady struct {
 	Replicas pulumi.IntOutput `pulumi:"replicas"`
 	// The rolled-out revision (Deployment revision annotation, StatefulSet updateRevision).
 	Revision pulumi.StringOutput `pulumi:"revision"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -91,12 +95,16 @@ func (RolloutReadyState) ElementType() reflect.Type {
 }
 
 type rolloutReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// `Deployment`, `StatefulSet`, `DaemonSet` or `Job`.
 	Kind string `pulumi:"kind"`
 	// The workload's name.
 	Name string `pulumi:"name"`
 	// The namespace; the provider's default namespace if unset.
 	Namespace *string `pulumi:"namespace"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -105,12 +113,16 @@ type rolloutReadyArgs struct {
 
 // The set of arguments for constructing a RolloutReady resource.
 type RolloutReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// `Deployment`, `StatefulSet`, `DaemonSet` or `Job`.
 	Kind pulumi.StringInput
 	// The workload's name.
 	Name pulumi.StringInput
 	// The namespace; the provider's default namespace if unset.
 	Namespace pulumi.StringPtrInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -209,6 +221,11 @@ func (o RolloutReadyOutput) AvailableReplicas() pulumi.IntOutput {
 	return o.ApplyT(func(v *RolloutReady) pulumi.IntOutput { return v.AvailableReplicas }).(pulumi.IntOutput)
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o RolloutReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // `Deployment`, `StatefulSet`, `DaemonSet` or `Job`.
 func (o RolloutReadyOutput) Kind() pulumi.StringOutput {
 	return o.ApplyT(func(v *RolloutReady) pulumi.StringOutput { return v.Kind }).(pulumi.StringOutput)
@@ -237,6 +254,11 @@ func (o RolloutReadyOutput) Replicas() pulumi.IntOutput {
 // The rolled-out revision (Deployment revision annotation, StatefulSet updateRevision).
 func (o RolloutReadyOutput) Revision() pulumi.StringOutput {
 	return o.ApplyT(func(v *RolloutReady) pulumi.StringOutput { return v.Revision }).(pulumi.StringOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o RolloutReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.

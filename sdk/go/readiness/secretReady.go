@@ -16,6 +16,8 @@ import (
 type SecretReady struct {
 	pulumi.CustomResourceState
 
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// The Secret's key names (never values).
 	Keys pulumi.StringArrayOutput `pulumi:"keys"`
 	// The Secret's name.
@@ -28,6 +30,8 @@ type SecretReady struct {
 	ResourceVersion pulumi.StringOutput `pulumi:"resourceVersion"`
 	// The Secret's type.
 	SecretType pulumi.StringOutput `pulumi:"secretType"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -87,12 +91,16 @@ func (SecretReadyState) ElementType() reflect.Type {
 }
 
 type secretReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// The Secret's name.
 	Name string `pulumi:"name"`
 	// The namespace; the provider's default namespace if unset.
 	Namespace *string `pulumi:"namespace"`
 	// Keys that must be present and non-empty (default: at least one key of any name).
 	RequiredKeys []string `pulumi:"requiredKeys"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -103,12 +111,16 @@ type secretReadyArgs struct {
 
 // The set of arguments for constructing a SecretReady resource.
 type SecretReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// The Secret's name.
 	Name pulumi.StringInput
 	// The namespace; the provider's default namespace if unset.
 	Namespace pulumi.StringPtrInput
 	// Keys that must be present and non-empty (default: at least one key of any name).
 	RequiredKeys pulumi.StringArrayInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -204,6 +216,11 @@ func (o SecretReadyOutput) ToSecretReadyOutputWithContext(ctx context.Context) S
 	return o
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o SecretReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *SecretReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // The Secret's key names (never values).
 func (o SecretReadyOutput) Keys() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *SecretReady) pulumi.StringArrayOutput { return v.Keys }).(pulumi.StringArrayOutput)
@@ -232,6 +249,11 @@ func (o SecretReadyOutput) ResourceVersion() pulumi.StringOutput {
 // The Secret's type.
 func (o SecretReadyOutput) SecretType() pulumi.StringOutput {
 	return o.ApplyT(func(v *SecretReady) pulumi.StringOutput { return v.SecretType }).(pulumi.StringOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o SecretReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *SecretReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.

@@ -16,6 +16,8 @@ import (
 type ServiceReady struct {
 	pulumi.CustomResourceState
 
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// How many ready endpoints are needed (default 1).
 	MinReadyEndpoints pulumi.IntPtrOutput `pulumi:"minReadyEndpoints"`
 	// The Service's name.
@@ -28,6 +30,8 @@ type ServiceReady struct {
 	Ports pulumi.StringArrayOutput `pulumi:"ports"`
 	// Ready endpoint addresses seen when the gate passed.
 	ReadyEndpoints pulumi.IntOutput `pulumi:"readyEndpoints"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -85,6 +89,8 @@ func (ServiceReadyState) ElementType() reflect.Type {
 }
 
 type serviceReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// How many ready endpoints are needed (default 1).
 	MinReadyEndpoints *int `pulumi:"minReadyEndpoints"`
 	// The Service's name.
@@ -93,6 +99,8 @@ type serviceReadyArgs struct {
 	Namespace *string `pulumi:"namespace"`
 	// Count only endpoints serving this port (its name, or its target port number).
 	Port *string `pulumi:"port"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -101,6 +109,8 @@ type serviceReadyArgs struct {
 
 // The set of arguments for constructing a ServiceReady resource.
 type ServiceReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// How many ready endpoints are needed (default 1).
 	MinReadyEndpoints pulumi.IntPtrInput
 	// The Service's name.
@@ -109,6 +119,8 @@ type ServiceReadyArgs struct {
 	Namespace pulumi.StringPtrInput
 	// Count only endpoints serving this port (its name, or its target port number).
 	Port pulumi.StringPtrInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -202,6 +214,11 @@ func (o ServiceReadyOutput) ToServiceReadyOutputWithContext(ctx context.Context)
 	return o
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o ServiceReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ServiceReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // How many ready endpoints are needed (default 1).
 func (o ServiceReadyOutput) MinReadyEndpoints() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *ServiceReady) pulumi.IntPtrOutput { return v.MinReadyEndpoints }).(pulumi.IntPtrOutput)
@@ -230,6 +247,11 @@ func (o ServiceReadyOutput) Ports() pulumi.StringArrayOutput {
 // Ready endpoint addresses seen when the gate passed.
 func (o ServiceReadyOutput) ReadyEndpoints() pulumi.IntOutput {
 	return o.ApplyT(func(v *ServiceReady) pulumi.IntOutput { return v.ReadyEndpoints }).(pulumi.IntOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o ServiceReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ServiceReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.

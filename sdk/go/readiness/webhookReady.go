@@ -19,6 +19,8 @@ type WebhookReady struct {
 	CaBundleSha256 pulumi.StringOutput `pulumi:"caBundleSha256"`
 	// The configuration checked (empty with `service`).
 	ConfigurationName pulumi.StringOutput `pulumi:"configurationName"`
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// `Fail`, or `Ignore` when any checked webhook ignores failures: such a webhook never blocks creation, so the gate protects less.
 	FailurePolicy pulumi.StringOutput `pulumi:"failurePolicy"`
 	// Ready endpoints the webhook Service needs (default 1).
@@ -35,6 +37,8 @@ type WebhookReady struct {
 	Service ServiceRefPtrOutput `pulumi:"service"`
 	// The backing Service as namespace/name:port (empty for URL webhooks).
 	ServiceName pulumi.StringOutput `pulumi:"serviceName"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -104,6 +108,8 @@ func (WebhookReadyState) ElementType() reflect.Type {
 }
 
 type webhookReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace *string `pulumi:"failureGrace"`
 	// Ready endpoints the webhook Service needs (default 1).
 	MinReadyEndpoints *int `pulumi:"minReadyEndpoints"`
 	// The MutatingWebhookConfiguration's name.
@@ -112,6 +118,8 @@ type webhookReadyArgs struct {
 	Probe map[string]interface{} `pulumi:"probe"`
 	// A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
 	Service *ServiceRef `pulumi:"service"`
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -124,6 +132,8 @@ type webhookReadyArgs struct {
 
 // The set of arguments for constructing a WebhookReady resource.
 type WebhookReadyArgs struct {
+	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+	FailureGrace pulumi.StringPtrInput
 	// Ready endpoints the webhook Service needs (default 1).
 	MinReadyEndpoints pulumi.IntPtrInput
 	// The MutatingWebhookConfiguration's name.
@@ -132,6 +142,8 @@ type WebhookReadyArgs struct {
 	Probe pulumi.MapInput
 	// A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
 	Service ServiceRefPtrInput
+	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -239,6 +251,11 @@ func (o WebhookReadyOutput) ConfigurationName() pulumi.StringOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.StringOutput { return v.ConfigurationName }).(pulumi.StringOutput)
 }
 
+// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+func (o WebhookReadyOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *WebhookReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
 // `Fail`, or `Ignore` when any checked webhook ignores failures: such a webhook never blocks creation, so the gate protects less.
 func (o WebhookReadyOutput) FailurePolicy() pulumi.StringOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.StringOutput { return v.FailurePolicy }).(pulumi.StringOutput)
@@ -277,6 +294,11 @@ func (o WebhookReadyOutput) Service() ServiceRefPtrOutput {
 // The backing Service as namespace/name:port (empty for URL webhooks).
 func (o WebhookReadyOutput) ServiceName() pulumi.StringOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.StringOutput { return v.ServiceName }).(pulumi.StringOutput)
+}
+
+// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
+func (o WebhookReadyOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *WebhookReady) pulumi.StringPtrOutput { return v.StableFor }).(pulumi.StringPtrOutput)
 }
 
 // How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.

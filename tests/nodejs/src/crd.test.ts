@@ -18,7 +18,8 @@ test("CrdReady in a TypeScript stack: preview, up, refresh, input change, destro
     const group = `ts${Date.now() % 1_000_000}.readiness.test`;
     let timeout = "2m";
     const program = async () => {
-        const gate = new readiness.CrdReady("widgets-crd", { names: [`widgets.${group}`], timeout });
+        // stableFor: the CRD must stay Established and served for a second before the gate passes.
+        const gate = new readiness.CrdReady("widgets-crd", { names: [`widgets.${group}`], timeout, stableFor: "1s" });
         const widget = new KubeObject("widget",
             { apiVersion: `${group}/v1`, kind: "Widget", metadata: { name: "w1", namespace: "default" } },
             { dependsOn: [gate] });
@@ -41,7 +42,7 @@ test("CrdReady in a TypeScript stack: preview, up, refresh, input change, destro
     assert.deepEqual(up.outputs.kinds.value, ["Widget"]);
     assert.deepEqual(up.outputs.servedVersions.value, [`${group}/v1`]);
     const createdAt = Date.parse(up.outputs.widgetCreatedAt.value);
-    assert.ok(createdAt > crdAt, `the Widget (${createdAt}) must be created after its CRD (${crdAt})`);
+    assert.ok(createdAt > crdAt + 1000, `the Widget (${createdAt}) must be created after its CRD (${crdAt}) held for stableFor 1s`);
 
     // Re-running with nothing changed waits for nothing and changes nothing.
     const again = await s.up();
