@@ -18,17 +18,42 @@ type childGate struct {
 	pulumi.CustomResourceState
 }
 
+// presetWaits are how every step of a preset waits, passed to each child gate. The fields are
+// repeated in each preset's arguments: infer does not decode an embedded struct of a component's
+// arguments (its fields arrive empty), unlike a custom resource's.
+type presetWaits struct{ Timeout, StableFor, FailureGrace *string }
+
+func describeWaits(an infer.Annotator, timeout, stableFor, failureGrace **string) {
+	an.Describe(timeout, "How long each step may wait (default `10m`).")
+	an.Describe(stableFor, "Each step's `stableFor`: how long its proof must hold without interruption (default off).")
+	an.Describe(failureGrace, "Each step's `failureGrace`: how long a terminal state must persist before the step fails (default off).")
+}
+
+// child is a child gate's inputs with the preset's wait settings added.
+func (a presetWaits) child(inputs pulumi.Map) pulumi.Map {
+	inputs["timeout"] = pulumi.String(derefOr(a.Timeout, DefaultTimeout.String()))
+	if a.StableFor != nil {
+		inputs["stableFor"] = pulumi.String(*a.StableFor)
+	}
+	if a.FailureGrace != nil {
+		inputs["failureGrace"] = pulumi.String(*a.FailureGrace)
+	}
+	return inputs
+}
+
 // CertManagerReadyArgs are the inputs of CertManagerReady.
 type CertManagerReadyArgs struct {
 	Namespace            *string `pulumi:"namespace,optional"`
 	WebhookConfiguration *string `pulumi:"webhookConfiguration,optional"`
 	Timeout              *string `pulumi:"timeout,optional"`
+	StableFor            *string `pulumi:"stableFor,optional"`
+	FailureGrace         *string `pulumi:"failureGrace,optional"`
 }
 
 func (a *CertManagerReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.Namespace, "cert-manager's namespace (default `cert-manager`); the webhook probe's Issuer is dry-run created there.")
 	an.Describe(&a.WebhookConfiguration, "The name of cert-manager's validating and mutating webhook configurations (default `cert-manager-webhook`).")
-	an.Describe(&a.Timeout, "How long each step may wait (default `10m`).")
+	describeWaits(an, &a.Timeout, &a.StableFor, &a.FailureGrace)
 }
 
 // CertManagerReady is "cert-manager is usable": CRDs Established, its webhooks serving (a
@@ -56,12 +81,12 @@ func NewCertManagerReady(ctx *pulumi.Context, name string, args CertManagerReady
 	if err := ctx.RegisterComponentResource("readiness:index:CertManagerReady", name, comp, opts...); err != nil {
 		return nil, err
 	}
+	waits := presetWaits{args.Timeout, args.StableFor, args.FailureGrace}
 	ns := derefOr(args.Namespace, "cert-manager")
 	cfg := derefOr(args.WebhookConfiguration, "cert-manager-webhook")
-	timeout := pulumi.String(derefOr(args.Timeout, DefaultTimeout.String()))
 	crds := &childCrdReady{}
-	if err := ctx.RegisterResource("readiness:index:CrdReady", name+"-crds", pulumi.Map{
-		"names": pulumi.ToStringArray(certManagerCRDs), "timeout": timeout}, crds, pulumi.Parent(comp)); err != nil {
+	if err := ctx.RegisterResource("readiness:index:CrdReady", name+"-crds", waits.child(pulumi.Map{
+		"names": pulumi.ToStringArray(certManagerCRDs)}), crds, pulumi.Parent(comp)); err != nil {
 		return nil, err
 	}
 	meta := pulumi.Map{"generateName": pulumi.String("readiness-probe-"), "namespace": pulumi.String(ns)}
@@ -76,9 +101,9 @@ func NewCertManagerReady(ctx *pulumi.Context, name string, args CertManagerReady
 			"spec": pulumi.Map{"request": pulumi.String("cmVhZGluZXNzLXByb2Jl"), "issuerRef": pulumi.Map{"name": pulumi.String("readiness-probe")}}},
 	}
 	for _, kind := range []string{"validating", "mutating"} {
-		if err := ctx.RegisterResource("readiness:index:WebhookReady", name+"-"+kind+"-webhook", pulumi.Map{
-			kind + "WebhookConfiguration": pulumi.String(cfg), "probe": probes[kind], "timeout": timeout,
-		}, &childGate{}, pulumi.Parent(comp), pulumi.DependsOn([]pulumi.Resource{crds})); err != nil {
+		if err := ctx.RegisterResource("readiness:index:WebhookReady", name+"-"+kind+"-webhook", waits.child(pulumi.Map{
+			kind + "WebhookConfiguration": pulumi.String(cfg), "probe": probes[kind],
+		}), &childGate{}, pulumi.Parent(comp), pulumi.DependsOn([]pulumi.Resource{crds})); err != nil {
 			return nil, err
 		}
 	}
@@ -93,6 +118,8 @@ type ExternalSecretsReadyArgs struct {
 	ControllerDeployment *string `pulumi:"controllerDeployment,optional"`
 	ProbeAPIVersion      *string `pulumi:"probeApiVersion,optional"`
 	Timeout              *string `pulumi:"timeout,optional"`
+	StableFor            *string `pulumi:"stableFor,optional"`
+	FailureGrace         *string `pulumi:"failureGrace,optional"`
 }
 
 func (a *ExternalSecretsReadyArgs) Annotate(an infer.Annotator) {
@@ -100,7 +127,7 @@ func (a *ExternalSecretsReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.ControllerDeployment, "The controller Deployment's name (default `external-secrets`).")
 	an.Describe(&a.ProbeAPIVersion, "The apiVersion of the dry-run ExternalSecret and SecretStore probes: `external-secrets.io/v1` "+
 		"(ESO ≥ 0.16) or `external-secrets.io/v1beta1` (default, served by older and current releases).")
-	an.Describe(&a.Timeout, "How long each step may wait (default `10m`).")
+	describeWaits(an, &a.Timeout, &a.StableFor, &a.FailureGrace)
 }
 
 // ExternalSecretsReady is "External Secrets is usable": CRDs, webhooks serving, controller running.
@@ -127,12 +154,12 @@ func NewExternalSecretsReady(ctx *pulumi.Context, name string, args ExternalSecr
 	if err := ctx.RegisterComponentResource("readiness:index:ExternalSecretsReady", name, comp, opts...); err != nil {
 		return nil, err
 	}
+	waits := presetWaits{args.Timeout, args.StableFor, args.FailureGrace}
 	ns := derefOr(args.Namespace, "external-secrets")
 	apiVersion := derefOr(args.ProbeAPIVersion, "external-secrets.io/v1beta1")
-	timeout := pulumi.String(derefOr(args.Timeout, DefaultTimeout.String()))
 	crds := &childCrdReady{}
-	if err := ctx.RegisterResource("readiness:index:CrdReady", name+"-crds", pulumi.Map{
-		"names": pulumi.ToStringArray(externalSecretsCRDs), "timeout": timeout}, crds, pulumi.Parent(comp)); err != nil {
+	if err := ctx.RegisterResource("readiness:index:CrdReady", name+"-crds", waits.child(pulumi.Map{
+		"names": pulumi.ToStringArray(externalSecretsCRDs)}), crds, pulumi.Parent(comp)); err != nil {
 		return nil, err
 	}
 	meta := pulumi.Map{"generateName": pulumi.String("readiness-probe-"), "namespace": pulumi.String(ns)}
@@ -145,16 +172,16 @@ func NewExternalSecretsReady(ctx *pulumi.Context, name string, args ExternalSecr
 	}
 	names := []string{"externalsecret-validate", "secretstore-validate"}
 	for _, cfg := range names {
-		if err := ctx.RegisterResource("readiness:index:WebhookReady", name+"-"+cfg, pulumi.Map{
-			"validatingWebhookConfiguration": pulumi.String(cfg), "probe": probes[cfg], "timeout": timeout,
-		}, &childGate{}, pulumi.Parent(comp), pulumi.DependsOn([]pulumi.Resource{crds})); err != nil {
+		if err := ctx.RegisterResource("readiness:index:WebhookReady", name+"-"+cfg, waits.child(pulumi.Map{
+			"validatingWebhookConfiguration": pulumi.String(cfg), "probe": probes[cfg],
+		}), &childGate{}, pulumi.Parent(comp), pulumi.DependsOn([]pulumi.Resource{crds})); err != nil {
 			return nil, err
 		}
 	}
-	if err := ctx.RegisterResource("readiness:index:RolloutReady", name+"-controller", pulumi.Map{
+	if err := ctx.RegisterResource("readiness:index:RolloutReady", name+"-controller", waits.child(pulumi.Map{
 		"kind": pulumi.String("Deployment"), "name": pulumi.String(derefOr(args.ControllerDeployment, "external-secrets")),
-		"namespace": pulumi.String(ns), "timeout": timeout,
-	}, &childGate{}, pulumi.Parent(comp)); err != nil {
+		"namespace": pulumi.String(ns),
+	}), &childGate{}, pulumi.Parent(comp)); err != nil {
 		return nil, err
 	}
 	comp.ServedVersions = crds.ServedVersions

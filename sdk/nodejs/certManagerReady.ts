@@ -42,7 +42,9 @@ export class CertManagerReady extends pulumi.ComponentResource {
         let resourceInputs: pulumi.Inputs = {};
         opts = opts || {};
         if (!opts.id) {
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["namespace"] = args?.namespace;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["webhookConfiguration"] = args?.webhookConfiguration;
             resourceInputs["servedVersions"] = undefined /*out*/;
@@ -61,9 +63,17 @@ export class CertManagerReady extends pulumi.ComponentResource {
  */
 export interface CertManagerReadyArgs {
     /**
+     * Each step's `failureGrace`: how long a terminal state must persist before the step fails (default off).
+     */
+    failureGrace?: string;
+    /**
      * cert-manager's namespace (default `cert-manager`); the webhook probe's Issuer is dry-run created there.
      */
     namespace?: string;
+    /**
+     * Each step's `stableFor`: how long its proof must hold without interruption (default off).
+     */
+    stableFor?: string;
     /**
      * How long each step may wait (default `10m`).
      */

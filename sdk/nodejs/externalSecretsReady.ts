@@ -43,8 +43,10 @@ export class ExternalSecretsReady extends pulumi.ComponentResource {
         opts = opts || {};
         if (!opts.id) {
             resourceInputs["controllerDeployment"] = args?.controllerDeployment;
+            resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["probeApiVersion"] = args?.probeApiVersion;
+            resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["servedVersions"] = undefined /*out*/;
             resourceInputs["webhookConfigurations"] = undefined /*out*/;
@@ -66,6 +68,10 @@ export interface ExternalSecretsReadyArgs {
      */
     controllerDeployment?: string;
     /**
+     * Each step's `failureGrace`: how long a terminal state must persist before the step fails (default off).
+     */
+    failureGrace?: string;
+    /**
      * External Secrets' namespace (default `external-secrets`).
      */
     namespace?: string;
@@ -73,6 +79,10 @@ export interface ExternalSecretsReadyArgs {
      * The apiVersion of the dry-run ExternalSecret and SecretStore probes: `external-secrets.io/v1` (ESO ≥ 0.16) or `external-secrets.io/v1beta1` (default, served by older and current releases).
      */
     probeApiVersion?: string;
+    /**
+     * Each step's `stableFor`: how long its proof must hold without interruption (default off).
+     */
+    stableFor?: string;
     /**
      * How long each step may wait (default `10m`).
      */

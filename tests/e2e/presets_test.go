@@ -63,13 +63,13 @@ func TestPresetsCertManagerAndExternalSecrets(t *testing.T) {
 		}
 	})
 
-	twoMinutes := "2m"
+	twoMinutes, oneSecond := "2m", "1s"
 	program := func(ctx *pulumi.Context) error {
 		c, err := readiness.NewCertManagerReady(ctx, "cert-manager", &readiness.CertManagerReadyArgs{Timeout: &twoMinutes})
 		if err != nil {
 			return err
 		}
-		e, err := readiness.NewExternalSecretsReady(ctx, "external-secrets", &readiness.ExternalSecretsReadyArgs{Timeout: &twoMinutes})
+		e, err := readiness.NewExternalSecretsReady(ctx, "external-secrets", &readiness.ExternalSecretsReadyArgs{Timeout: &twoMinutes, StableFor: &oneSecond})
 		if err != nil {
 			return err
 		}
@@ -103,6 +103,15 @@ func TestPresetsCertManagerAndExternalSecrets(t *testing.T) {
 	}
 	if v := fmt.Sprint(res.Outputs["externalSecretsVersions"].Value); !strings.Contains(v, "external-secrets.io/v1beta1") {
 		t.Errorf("externalSecretsVersions = %s", v)
+	}
+	// The preset's stableFor reached each of its steps.
+	dep, err := s.Export(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := strings.Count(strings.ReplaceAll(string(dep.Deployment), " ", ""), `"stableFor":"1s"`)
+	if steps < 2*4 { // each of the four steps: in its inputs and its outputs
+		t.Errorf("ExternalSecretsReady's stableFor reached %d input/output maps of its steps, want 8", steps)
 	}
 	for _, row := range []string{"readiness:index:CrdReady", "readiness:index:WebhookReady", "readiness:index:RolloutReady", "cert-manager-validating-webhook"} {
 		if !strings.Contains(out.String(), row) {

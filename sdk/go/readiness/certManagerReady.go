@@ -38,8 +38,12 @@ func NewCertManagerReady(ctx *pulumi.Context,
 }
 
 type certManagerReadyArgs struct {
+	// Each step's `failureGrace`: how long a terminal state must persist before the step fails (default off).
+	FailureGrace *string `pulumi:"failureGrace"`
 	// cert-manager's namespace (default `cert-manager`); the webhook probe's Issuer is dry-run created there.
 	Namespace *string `pulumi:"namespace"`
+	// Each step's `stableFor`: how long its proof must hold without interruption (default off).
+	StableFor *string `pulumi:"stableFor"`
 	// How long each step may wait (default `10m`).
 	Timeout *string `pulumi:"timeout"`
 	// The name of cert-manager's validating and mutating webhook configurations (default `cert-manager-webhook`).
@@ -48,8 +52,12 @@ type certManagerReadyArgs struct {
 
 // The set of arguments for constructing a CertManagerReady resource.
 type CertManagerReadyArgs struct {
+	// Each step's `failureGrace`: how long a terminal state must persist before the step fails (default off).
+	FailureGrace *string
 	// cert-manager's namespace (default `cert-manager`); the webhook probe's Issuer is dry-run created there.
 	Namespace *string
+	// Each step's `stableFor`: how long its proof must hold without interruption (default off).
+	StableFor *string
 	// How long each step may wait (default `10m`).
 	Timeout *string
 	// The name of cert-manager's validating and mutating webhook configurations (default `cert-manager-webhook`).

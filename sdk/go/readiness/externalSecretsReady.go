@@ -40,10 +40,14 @@ func NewExternalSecretsReady(ctx *pulumi.Context,
 type externalSecretsReadyArgs struct {
 	// The controller Deployment's name (default `external-secrets`).
 	ControllerDeployment *string `pulumi:"controllerDeployment"`
+	// Each step's `failureGrace`: how long a terminal state must persist before the step fails (default off).
+	FailureGrace *string `pulumi:"failureGrace"`
 	// External Secrets' namespace (default `external-secrets`).
 	Namespace *string `pulumi:"namespace"`
 	// The apiVersion of the dry-run ExternalSecret and SecretStore probes: `external-secrets.io/v1` (ESO ≥ 0.16) or `external-secrets.io/v1beta1` (default, served by older and current releases).
 	ProbeApiVersion *string `pulumi:"probeApiVersion"`
+	// Each step's `stableFor`: how long its proof must hold without interruption (default off).
+	StableFor *string `pulumi:"stableFor"`
 	// How long each step may wait (default `10m`).
 	Timeout *string `pulumi:"timeout"`
 }
@@ -52,10 +56,14 @@ type externalSecretsReadyArgs struct {
 type ExternalSecretsReadyArgs struct {
 	// The controller Deployment's name (default `external-secrets`).
 	ControllerDeployment *string
+	// Each step's `failureGrace`: how long a terminal state must persist before the step fails (default off).
+	FailureGrace *string
 	// External Secrets' namespace (default `external-secrets`).
 	Namespace *string
 	// The apiVersion of the dry-run ExternalSecret and SecretStore probes: `external-secrets.io/v1` (ESO ≥ 0.16) or `external-secrets.io/v1beta1` (default, served by older and current releases).
 	ProbeApiVersion *string
+	// Each step's `stableFor`: how long its proof must hold without interruption (default off).
+	StableFor *string
 	// How long each step may wait (default `10m`).
 	Timeout *string
 }
