@@ -169,39 +169,19 @@ webhooks:
 			t.Fatal(err)
 		}
 		t.Cleanup(wh.Close)
-		pod := testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: ignored-0, namespace: %s}
-spec:
-  nodeName: netns-node
-  containers: [{name: webhook, image: registry.local/webhook:1}]`, ns))[0]
-		setStatus(t, pod, map[string]any{"phase": "Running", "podIP": netnsPodIP, "podIPs": []any{map[string]any{"ip": netnsPodIP}}})
-		testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata: {name: ignored, namespace: %[1]s}
-spec:
-  clusterIP: None
-  ports: [{name: https, port: 443, targetPort: 9443}]
----
-apiVersion: v1
-kind: Endpoints
-metadata: {name: ignored, namespace: %[1]s}
-subsets:
-- addresses: [{ip: %[2]s, targetRef: {kind: Pod, name: ignored-0, namespace: %[1]s}}]
-  ports: [{name: https, port: 9443}]
----
-apiVersion: admissionregistration.k8s.io/v1
+		podBehindHeadlessService(t, ns, "ignored", "https", 443, 9443)
+		testenv.Apply(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
-metadata: {name: %[3]s}
+metadata: {name: %[2]s}
 webhooks:
-- name: validate.%[4]s
+- name: validate.%[3]s
   admissionReviewVersions: [v1]
   sideEffects: None
   failurePolicy: Ignore
   timeoutSeconds: 3
-  clientConfig: {service: {name: ignored, namespace: %[1]s, port: 443, path: /validate}, caBundle: %[5]s}
-  rules: [{apiGroups: ["%[4]s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [widgets]}]`,
-			ns, netnsPodIP, cfg, group, wh.CABundle()))
+  clientConfig: {service: {name: ignored, namespace: %[1]s, port: 443, path: /validate}, caBundle: %[4]s}
+  rules: [{apiGroups: ["%[3]s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [widgets]}]`,
+			ns, cfg, group, wh.CABundle()))
 		t.Cleanup(func() {
 			_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
 		})
@@ -237,29 +217,7 @@ webhooks:
 		}
 		go func() { _ = srv.Serve(l) }()
 		t.Cleanup(func() { srv.Close() })
-		// The service proxy only dials addresses that belong to a pod: the harness plays the
-		// kubelet (a pod on a node nobody runs, its IP set through the status subresource) and
-		// the endpoints controller.
-		pod := testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: web-0, namespace: %s}
-spec:
-  nodeName: netns-node
-  containers: [{name: web, image: registry.local/web:1}]`, ns))[0]
-		setStatus(t, pod, map[string]any{"phase": "Running", "podIP": netnsPodIP, "podIPs": []any{map[string]any{"ip": netnsPodIP}}})
-		testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: %[1]s}
-spec:
-  clusterIP: None
-  ports: [{name: http, port: 80, targetPort: 8080}]
----
-apiVersion: v1
-kind: Endpoints
-metadata: {name: web, namespace: %[1]s}
-subsets:
-- addresses: [{ip: %[2]s, targetRef: {kind: Pod, name: web-0, namespace: %[1]s}}]
-  ports: [{name: http, port: 8080}]`, ns, netnsPodIP))
+		podBehindHeadlessService(t, ns, "web", "http", 80, 8080)
 		svc := property.New(property.NewMap(map[string]property.Value{
 			"namespace": property.New(ns), "name": property.New("web"), "port": property.New("http"), "path": property.New("/healthz")}))
 		r := await(t, createAsync(t, s, "HttpReady", props("service", svc, "bodyRegex", `"status":"ok"`, "timeout", "20s")), 60*time.Second)
@@ -270,4 +228,32 @@ subsets:
 			t.Errorf("statusCode = %v after %d requests (2 answered 503, 2 good ones in a row are needed)", got, calls.Load())
 		}
 	})
+}
+
+// podBehindHeadlessService plays the kubelet and the endpoints controller for a server the test
+// runs on netnsPodIP: a pod <name>-0 on a node nobody runs (its IP set through the status
+// subresource: the service proxy only dials addresses that belong to a pod), a headless Service
+// <name> and its Endpoints.
+func podBehindHeadlessService(t *testing.T, ns, name, portName string, port, targetPort int) {
+	t.Helper()
+	pod := testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %[2]s-0, namespace: %[1]s}
+spec:
+  nodeName: netns-node
+  containers: [{name: server, image: registry.local/%[2]s:1}]`, ns, name))[0]
+	setStatus(t, pod, map[string]any{"phase": "Running", "podIP": netnsPodIP, "podIPs": []any{map[string]any{"ip": netnsPodIP}}})
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: %[2]s, namespace: %[1]s}
+spec:
+  clusterIP: None
+  ports: [{name: %[3]s, port: %[4]d, targetPort: %[5]d}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: %[2]s, namespace: %[1]s}
+subsets:
+- addresses: [{ip: %[6]s, targetRef: {kind: Pod, name: %[2]s-0, namespace: %[1]s}}]
+  ports: [{name: %[3]s, port: %[5]d}]`, ns, name, portName, port, targetPort, netnsPodIP))
 }
