@@ -51,16 +51,20 @@ func ClassifyConversion(err error) ConversionOutcome {
 		return ConversionOutcome{Verdict: Converted, Why: "converted"}
 	}
 	msg := err.Error()
-	if conversionFailedRE.MatchString(msg) || strings.Contains(msg, "conversion webhook") {
+	if conversionFailedRE.MatchString(msg) {
 		return ConversionOutcome{Verdict: NotYet, Why: conversionWhy(msg)}
 	}
+	// An admission webhook's answer is judged by its name before any loose text match: its
+	// message is its own and may say anything.
 	if m := admissionDeniedRE.FindStringSubmatch(msg); m != nil {
-		return ConversionOutcome{Verdict: NoProof, Why: fmt.Sprintf("admission webhook %q denied the dry-run object before any conversion: %s", m[1], msg)}
+		return ConversionOutcome{Verdict: NoProof, Why: fmt.Sprintf("admission webhook %q denied the dry-run object before any conversion: %s", m[1], Trim(msg, 400))}
 	}
 	if m := admissionFailedRE.FindStringSubmatch(msg); m != nil {
-		return ConversionOutcome{Verdict: NotYet, Why: fmt.Sprintf("admission webhook %q does not answer, so the dry-run object never reaches conversion: %s", m[1], msg)}
+		return ConversionOutcome{Verdict: NotYet, Why: fmt.Sprintf("admission webhook %q does not answer, so the dry-run object never reaches conversion: %s", m[1], Trim(msg, 400))}
 	}
 	switch {
+	case strings.Contains(msg, "conversion webhook"):
+		return ConversionOutcome{Verdict: NotYet, Why: conversionWhy(msg)}
 	case strings.Contains(msg, "ValidatingAdmissionPolicy") || strings.Contains(msg, "MutatingAdmissionPolicy"):
 		return ConversionOutcome{Verdict: NoProof, Why: "an admission policy denied the dry-run object before any conversion: " + msg}
 	case apierrors.IsInvalid(err):
