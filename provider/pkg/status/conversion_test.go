@@ -74,10 +74,10 @@ func TestClassifyConversion(t *testing.T) {
 		"admission webhook down": {apiErr(500, metav1.StatusReasonInternalError,
 			`Internal error occurred: failed calling webhook "validate.widgets.g.test": failed to call webhook: Post "https://127.0.0.1:1/validate": dial tcp 127.0.0.1:1: connect: connection refused`),
 			NotYet, `admission webhook "validate.widgets.g.test" does not answer`},
-		"namespace missing": {apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "team-a"), NotYet, "namespace does not exist"},
+		"namespace missing":      {apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "team-a"), NotYet, "namespace does not exist"},
 		"version not served yet": {apierrors.NewNotFound(gr, ""), NotYet, "not served yet"},
-		"forbidden": {apierrors.NewForbidden(gr, "", errors.New(`User "ci" cannot list resource "widgets"`)), Refused, "cannot list"},
-		"anything else": {errors.New("http2: client connection lost"), NotYet, "client connection lost"},
+		"forbidden":              {apierrors.NewForbidden(gr, "", errors.New(`User "ci" cannot list resource "widgets"`)), Refused, "cannot list"},
+		"anything else":          {errors.New("http2: client connection lost"), NotYet, "client connection lost"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -105,7 +105,7 @@ func TestMinimalObject(t *testing.T) {
 		schema string
 		want   map[string]any
 	}{
-		"no schema": {``, map[string]any{}},
+		"no schema":        {``, map[string]any{}},
 		"nothing required": {`{type: object, properties: {spec: {type: object, required: [a], properties: {a: {type: string}}}}}`, map[string]any{}},
 		"required chain with minimum": {`{type: object, required: [spec], properties: {spec: {type: object, required: [count],
 			properties: {count: {type: integer, minimum: 1}, other: {type: string}}}}}`,
