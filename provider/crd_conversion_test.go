@@ -276,3 +276,24 @@ func TestCrdConversionRefreshNoticesAStoppedWebhook(t *testing.T) {
 		t.Fatal("refresh still reports the gate ready with its conversion webhook stopped")
 	}
 }
+
+// A namespaced dry-run needs its namespace: a conversion probe in a namespace that does not exist
+// yet waits (saying so) and passes once it is created.
+func TestCrdConversionProbeNamespaceCreatedLate(t *testing.T) {
+	w := testenv.NewWebhook(t)
+	w.Start(t)
+	name, group := conversionCRD(t, testenv.ConversionCRD{URL: w.ConvertURL(), CABundle: w.CABundle()})
+	ns := fmt.Sprintf("conv-late-%d", time.Now().UnixNano()%1_000_000_000)
+	probe := manifests(t, fmt.Sprintf("apiVersion: %s/v2\nkind: Widget\nmetadata: {namespace: %s}\nspec: {count: 2}", group, ns))
+	ch := conversionGate(t, name, "60s", "conversionProbes", probe)
+	mustNotReturn(t, ch, 1500*time.Millisecond)
+	created := time.Now()
+	testenv.Apply(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
+	r := await(t, ch, 30*time.Second)
+	if r.err != nil {
+		t.Fatalf("gate failed: %v", r.err)
+	}
+	if !r.at.After(created) {
+		t.Errorf("gate returned at %s, before the namespace was created at %s", r.at, created)
+	}
+}
