@@ -294,9 +294,9 @@ func (e *crdEval) conversionProbe(res status.CRDResult, v string) *unstructured.
 	return obj
 }
 
-// matchProbes checks that every conversionProbes entry is a kind of a checked CRD that declares
-// a conversion webhook, in a served version other than the storage one (a create in the storage
-// version converts nothing).
+// matchProbes checks that every conversionProbes entry is a kind of a checked CRD (else a typo:
+// fails) and not in its storage version (a create there converts nothing: fails); a probe for a
+// CRD without a conversion webhook or for a version it does not serve is only logged.
 func (e *crdEval) matchProbes(results []status.CRDResult) error {
 	for i, p := range e.args.ConversionProbes {
 		u := unstructuredOf(p)
@@ -309,13 +309,21 @@ func (e *crdEval) matchProbes(results []status.CRDResult) error {
 				continue
 			}
 			matched = true
+			// A probe written for another release of the CRD (one with a conversion webhook, or
+			// serving that version) is not used, and said so once: charts drop conversion webhooks.
+			note := fmt.Sprintf("conversionProbes[%d]", i)
 			switch {
 			case !res.Conversion.Webhook():
-				return fmt.Errorf("conversionProbes[%d]: CRD %s.%s declares conversion strategy %s: there is no conversion webhook to probe; "+
-					"remove the probe", i, res.Plural, res.Group, res.Conversion.Strategy)
+				if !e.noted[note] {
+					e.noted[note] = true
+					e.r.log.Infof("conversionProbes[%d] is not used: CRD %s.%s declares conversion strategy %s (no conversion webhook)", i, res.Plural, res.Group, res.Conversion.Strategy)
+				}
 			case !contains(res.Versions, gv.Version):
-				return fmt.Errorf("conversionProbes[%d]: CRD %s.%s does not serve version %s (served: %s)", i, res.Plural, res.Group,
-					gv.Version, strings.Join(res.Versions, ", "))
+				if !e.noted[note] {
+					e.noted[note] = true
+					e.r.log.Infof("conversionProbes[%d] is not used: CRD %s.%s does not serve version %s (served: %s)", i, res.Plural, res.Group,
+						gv.Version, strings.Join(res.Versions, ", "))
+				}
 			case gv.Version == res.StorageVersion:
 				return fmt.Errorf("conversionProbes[%d]: %s is the storage version of CRD %s.%s: creating it converts nothing; "+
 					"write the probe in another served version (served: %s)", i, gv.Version, res.Plural, res.Group, strings.Join(res.Versions, ", "))

@@ -132,7 +132,10 @@ func NewExternalSecretsReady(ctx *pulumi.Context, name string, args ExternalSecr
 	timeout := pulumi.String(derefOr(args.Timeout, DefaultTimeout.String()))
 	crds := &childCrdReady{}
 	if err := ctx.RegisterResource("readiness:index:CrdReady", name+"-crds", pulumi.Map{
-		"names": pulumi.ToStringArray(externalSecretsCRDs), "timeout": timeout}, crds, pulumi.Parent(comp)); err != nil {
+		// External Secrets before v1 converts v1alpha1 with a webhook at /convert of the same server the
+		// WebhookReady children probe below; a minimal v1alpha1 object would be denied by its validating
+		// webhooks (no proof): those children's probes are this component's proof.
+		"names": pulumi.ToStringArray(externalSecretsCRDs), "conversion": pulumi.Bool(false), "timeout": timeout}, crds, pulumi.Parent(comp)); err != nil {
 		return nil, err
 	}
 	meta := pulumi.Map{"generateName": pulumi.String("readiness-probe-"), "namespace": pulumi.String(ns)}
