@@ -24,6 +24,9 @@ type CrdReady struct{}
 type CrdReadyArgs struct {
 	Names []string `pulumi:"names,optional" provider:"replaceOnChanges"`
 	Group *string  `pulumi:"group,optional" provider:"replaceOnChanges"`
+	// Conversion and ConversionProbes: see crd_conversion.go.
+	Conversion       *bool            `pulumi:"conversion,optional" provider:"replaceOnChanges"`
+	ConversionProbes []map[string]any `pulumi:"conversionProbes,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -31,12 +34,17 @@ type CrdReadyState struct {
 	CrdReadyArgs
 	Kinds          []string `pulumi:"kinds"`
 	ServedVersions []string `pulumi:"servedVersions"`
+	// ConversionVerified names the CRDs whose conversion webhook the gate proved.
+	ConversionVerified []string `pulumi:"conversionVerified"`
 }
 
 func (c *CrdReady) Annotate(a infer.Annotator) {
 	a.Describe(c, "Waits until CustomResourceDefinitions are Established, their names accepted and their kinds "+
 		"served by API discovery. Resources that depend on it can create custom resources without "+
-		"`no matches for kind` errors. CRDs that do not exist yet are waited for.")
+		"`no matches for kind` errors. CRDs that do not exist yet are waited for. For a CRD with a conversion webhook "+
+		"(spec.conversion.strategy Webhook), it also waits until the webhook converts: an existing object is read through "+
+		"every served version, or, when none exists, an object is dry-run created through every served version but the storage "+
+		"one (nothing is persisted), twice in a row.")
 }
 
 func (a *CrdReadyArgs) Annotate(an infer.Annotator) {
@@ -44,11 +52,21 @@ func (a *CrdReadyArgs) Annotate(an infer.Annotator) {
 		"the gate checked, including those found through `group`.")
 	an.Describe(&a.Group, "An API group such as `cert-manager.io`: wait for every CRD of that group present when the "+
 		"wait runs (at least one must appear).")
+	an.Describe(&a.Conversion, "Prove the conversion webhook of every checked CRD that declares one (spec.conversion.strategy "+
+		"Webhook): until it converts, reads and writes through a version other than the stored one fail with `conversion webhook "+
+		"for ... failed`. Default: true for such CRDs; `false` skips the check. CRDs with strategy None have nothing to prove, "+
+		"whatever this says.")
+	an.Describe(&a.ConversionProbes, "Objects (manifests, as maps) to dry-run create when no object of a CRD's kind exists yet, "+
+		"one per kind and served version other than the storage one, such as `{apiVersion: example.com/v2, kind: Widget, spec: "+
+		"{...}}`. Without one, the gate builds a minimal object from the version's schema (its required fields); give one when "+
+		"the schema (patterns, CEL rules) or an admission webhook refuses that. Nothing is persisted.")
 }
 
 func (s *CrdReadyState) Annotate(a infer.Annotator) {
 	a.Describe(&s.Kinds, "The kinds the CRDs define, such as `Certificate`.")
 	a.Describe(&s.ServedVersions, "Every served group/version, such as `cert-manager.io/v1`.")
+	a.Describe(&s.ConversionVerified, "The CRDs whose conversion webhook the gate proved (see `conversion`); empty when none "+
+		"declares one, or with `conversion: false`.")
 }
 
 var (
@@ -76,6 +94,20 @@ func (*CrdReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Check
 			if errs := validation.IsDNS1123Subdomain(g); len(errs) > 0 || !strings.Contains(g, ".") {
 				failures = append(failures, p.CheckFailure{Property: "group",
 					Reason: fmt.Sprintf("%q is not a CRD API group (a DNS subdomain with a dot, such as cert-manager.io)", g)})
+			}
+		}
+		if isKnown(req.NewInputs, "conversionProbes") {
+			for i, pr := range args.ConversionProbes {
+				u := &unstructured.Unstructured{Object: pr}
+				gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
+				if err != nil || gv.Group == "" || gv.Version == "" || u.GetKind() == "" {
+					failures = append(failures, p.CheckFailure{Property: fmt.Sprintf("conversionProbes[%d]", i),
+						Reason: "a conversion probe must be a custom resource manifest with apiVersion <group>/<version> and kind"})
+				}
+			}
+			if args.Conversion != nil && !*args.Conversion && len(args.ConversionProbes) > 0 {
+				failures = append(failures, p.CheckFailure{Property: "conversionProbes",
+					Reason: "conversion is false: the probes would never be used; remove them or the `conversion: false`"})
 			}
 		}
 		return failures
@@ -118,10 +150,16 @@ type crdEval struct {
 	ready  []status.CRDResult
 	names  []string
 	served map[string]bool // group/version strings discovery confirmed
+	// proofs are the conversion proofs under way, verified the CRDs whose proof passed, and
+	// noted the CRDs already said to have nothing to prove (see crd_conversion.go).
+	proofs   map[string]*conversionProof
+	verified map[string]bool
+	noted    map[string]bool
 }
 
 func newCrdEval(r *run, args CrdReadyArgs) *crdEval {
-	return &crdEval{r: r, args: args, served: map[string]bool{}}
+	return &crdEval{r: r, args: args, served: map[string]bool{}, proofs: map[string]*conversionProof{},
+		verified: map[string]bool{}, noted: map[string]bool{}}
 }
 
 func (e *crdEval) what() string {
@@ -194,6 +232,9 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 			e.served[gv] = true
 		}
 	}
+	if res := e.checkConversion(ctx, objs, results); !res.Ready {
+		return res
+	}
 	e.ready, e.names = results, names
 	return wait.Result{Ready: true, Message: "Established"}
 }
@@ -222,6 +263,7 @@ func (e *crdEval) fill(s *CrdReadyState) {
 	s.Names = e.names
 	s.Kinds = sortedKeys(kinds)
 	s.ServedVersions = sortedKeys(versions)
+	s.ConversionVerified = sortedKeys(e.verified)
 }
 
 func sortedKeys(m map[string]bool) []string {

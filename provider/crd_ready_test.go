@@ -121,6 +121,15 @@ func TestCrdReadyRejectsBadInputAtCheck(t *testing.T) {
 			"timeout", "not a duration"},
 		"negative timeout": {map[string]property.Value{"names": strs("a.b.c"), "timeout": property.New("-5s")},
 			"timeout", "must be positive"},
+		"conversion probe without a group": {map[string]property.Value{"names": strs("a.b.c"),
+			"conversionProbes": property.New([]property.Value{toProperty(map[string]any{"apiVersion": "v1", "kind": "Widget"})})},
+			"conversionProbes[0]", "apiVersion <group>/<version> and kind"},
+		"conversion probe without a kind": {map[string]property.Value{"names": strs("a.b.c"),
+			"conversionProbes": property.New([]property.Value{toProperty(map[string]any{"apiVersion": "b.c/v2"})})},
+			"conversionProbes[0]", "apiVersion <group>/<version> and kind"},
+		"conversion probes with conversion false": {map[string]property.Value{"names": strs("a.b.c"), "conversion": property.New(false),
+			"conversionProbes": property.New([]property.Value{toProperty(map[string]any{"apiVersion": "b.c/v2", "kind": "A"})})},
+			"conversionProbes", "never be used"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -272,7 +272,10 @@ func (e *helmEval) checkFor(ref helmrelease.ObjectRef) evaluation {
 	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
 	switch {
 	case ref.Kind == "CustomResourceDefinition" && gv.Group == "apiextensions.k8s.io":
-		return newCrdEval(e.r, CrdReadyArgs{Names: []string{ref.Name}})
+		// Conversion webhooks are not proven here (no conversionProbes to give, and a minimal object
+		// denied by the chart's own validating webhook would fail the release): CrdReady does that.
+		off := false
+		return newCrdEval(e.r, CrdReadyArgs{Names: []string{ref.Name}, Conversion: &off})
 	case gv.Group == "apps" && (ref.Kind == "Deployment" || ref.Kind == "StatefulSet" || ref.Kind == "DaemonSet"):
 		k := rolloutKinds[ref.Kind]
 		return &rolloutEval{r: e.r, eval: k.eval, t: target{gvk: gv.WithKind(ref.Kind), namespace: ns, name: ref.Name}}

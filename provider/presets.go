@@ -159,7 +159,10 @@ func NewExternalSecretsReady(ctx *pulumi.Context, name string, args ExternalSecr
 	apiVersion := derefOr(args.ProbeAPIVersion, "external-secrets.io/v1beta1")
 	crds := &childCrdReady{}
 	if err := ctx.RegisterResource("readiness:index:CrdReady", name+"-crds", waits.child(pulumi.Map{
-		"names": pulumi.ToStringArray(externalSecretsCRDs)}), crds, pulumi.Parent(comp)); err != nil {
+		// External Secrets before v1 converts v1alpha1 with a webhook at /convert of the same server the
+		// WebhookReady children probe below; a minimal v1alpha1 object would be denied by its validating
+		// webhooks (no proof): those children's probes are this component's proof.
+		"names": pulumi.ToStringArray(externalSecretsCRDs), "conversion": pulumi.Bool(false)}), crds, pulumi.Parent(comp)); err != nil {
 		return nil, err
 	}
 	meta := pulumi.Map{"generateName": pulumi.String("readiness-probe-"), "namespace": pulumi.String(ns)}

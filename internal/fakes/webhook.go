@@ -36,7 +36,10 @@ type Webhook struct {
 	tlsCfg *tls.Config
 	Mode   atomic.Value // "allow", "deny", "deny-named", "deny-echo", "patch", "error", "stranger", "other-uid"
 	Calls  atomic.Int64 // requests served
-	srv    *http.Server
+	// ConvMode says how /convert answers ConversionReviews (see convert); ConvCalls counts them.
+	ConvMode  atomic.Value
+	ConvCalls atomic.Int64
+	srv       *http.Server
 }
 
 func NewWebhook() (*Webhook, error) { return NewWebhookOn("127.0.0.1", 0) }
@@ -69,10 +72,17 @@ func NewWebhookOn(ip string, port int, dnsNames ...string) (*Webhook, error) {
 		return nil, err
 	}
 	w.Mode.Store("allow")
+	w.ConvMode.Store("convert")
 	return w, nil
 }
 
 func (w *Webhook) URL() string { return fmt.Sprintf("https://%s:%d/validate", net.IP(w.ip[:]), w.port) }
+
+// ConvertURL is where the server answers ConversionReviews, for a CRD's
+// spec.conversion.webhook.clientConfig.url.
+func (w *Webhook) ConvertURL() string {
+	return fmt.Sprintf("https://%s:%d/convert", net.IP(w.ip[:]), w.port)
+}
 
 // CABundle is the base64 CA bundle a webhook configuration needs to trust this server.
 func (w *Webhook) CABundle() string { return base64.StdEncoding.EncodeToString(w.caPEM) }
@@ -153,6 +163,10 @@ func (w *Webhook) Close() {
 // label readiness.test/mutated=yes (a mutating webhook); "error" answers 500; "stranger" is some other server on the webhook's
 // address (200, JSON that is no AdmissionReview); "other-uid" answers another request's uid.
 func (w *Webhook) serve(rw http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/convert" {
+		w.convert(rw, r)
+		return
+	}
 	w.Calls.Add(1)
 	var review map[string]any
 	_ = json.NewDecoder(r.Body).Decode(&review)
@@ -218,4 +232,70 @@ webhooks:
   rules: [{apiGroups: ["%s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: ["%s"]}]`,
 		kind, name, strings.ToLower(strings.TrimSuffix(kind, "WebhookConfiguration")), name, group, w.URL(),
 		w.CABundle(), group, strings.Join(resources, `", "`))
+}
+
+// convert answers a ConversionReview (apiextensions.k8s.io/v1) as ConvMode says: "convert"
+// converts between v1 (and v1beta1), whose spec has `size`, and v2, which renamed it `count`;
+// "partial" does the same but refuses v1beta1 (a failed result, as a webhook that was not taught
+// that version); "error" answers 500; "stranger" is some other server (200, JSON that is no
+// ConversionReview); "other-uid" answers another request's uid.
+func (w *Webhook) convert(rw http.ResponseWriter, r *http.Request) {
+	w.ConvCalls.Add(1)
+	var review struct {
+		Request struct {
+			UID               string           `json:"uid"`
+			DesiredAPIVersion string           `json:"desiredAPIVersion"`
+			Objects           []map[string]any `json:"objects"`
+		} `json:"request"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&review)
+	mode := w.ConvMode.Load()
+	switch mode {
+	case "error":
+		http.Error(rw, "internal error", http.StatusInternalServerError)
+		return
+	case "stranger":
+		rw.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(rw, `{"status":"ok","version":"1.0"}`)
+		return
+	}
+	req := review.Request
+	uid := req.UID
+	if mode == "other-uid" {
+		uid = "00000000-0000-0000-0000-000000000000"
+	}
+	version := func(apiVersion string) string { return apiVersion[strings.LastIndex(apiVersion, "/")+1:] }
+	resp := map[string]any{"uid": uid, "result": map[string]any{"status": "Success"}}
+	var out []any
+	for _, obj := range req.Objects {
+		from, to := version(fmt.Sprint(obj["apiVersion"])), version(req.DesiredAPIVersion)
+		if mode == "partial" && (from == "v1beta1" || to == "v1beta1") {
+			resp["result"] = map[string]any{"status": "Failure",
+				"message": fmt.Sprintf("cannot convert from %s to %s: this webhook does not know v1beta1", from, to)}
+			out = nil
+			break
+		}
+		if spec, ok := obj["spec"].(map[string]any); ok {
+			switch {
+			case to == "v2" && from != "v2":
+				if v, ok := spec["size"]; ok {
+					spec["count"] = v
+					delete(spec, "size")
+				}
+			case to != "v2" && from == "v2":
+				if v, ok := spec["count"]; ok {
+					spec["size"] = v
+					delete(spec, "count")
+				}
+			}
+		}
+		obj["apiVersion"] = req.DesiredAPIVersion
+		out = append(out, obj)
+	}
+	if out == nil {
+		out = []any{}
+	}
+	resp["convertedObjects"] = out
+	rw.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(rw).Encode(map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": resp})
 }

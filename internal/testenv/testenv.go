@@ -106,3 +106,72 @@ spec:
         x-kubernetes-preserve-unknown-fields: true
 `, group, kind, plural, strings.ToLower(kind))
 }
+
+// ConversionCRD describes a CRD served at v1 (storage: spec.size) and v2 (spec.count, the same
+// field renamed), both requiring spec and its one integer field (minimum 1), converted by a
+// webhook at URL (strategy Webhook) or not at all (Strategy "None").
+type ConversionCRD struct {
+	Group, Kind, Plural string
+	ClusterScoped       bool
+	// Strategy is Webhook unless set; URL and CABundle (base64; empty: none) its clientConfig.
+	Strategy, URL, CABundle string
+	// V1beta1 also serves v1beta1 (same schema as v1).
+	V1beta1 bool
+	// Tag requires spec.tag, a string matching ^t-[a-z]+$ (no minimal object passes).
+	Tag bool
+}
+
+// Doc renders the CRD as YAML.
+func (c ConversionCRD) Doc() string {
+	scope := "Namespaced"
+	if c.ClusterScoped {
+		scope = "Cluster"
+	}
+	strategy := c.Strategy
+	if strategy == "" {
+		strategy = "Webhook"
+	}
+	conversion := "  conversion: {strategy: None}\n"
+	if strategy == "Webhook" {
+		ca := ""
+		if c.CABundle != "" {
+			ca = ", caBundle: " + c.CABundle
+		}
+		conversion = fmt.Sprintf("  conversion:\n    strategy: Webhook\n    webhook:\n      conversionReviewVersions: [v1]\n      clientConfig: {url: %q%s}\n", c.URL, ca)
+	}
+	version := func(name, field string, storage bool) string {
+		required, tag := "["+field+"]", ""
+		if c.Tag {
+			required = "[" + field + ", tag]"
+			tag = "\n              tag: {type: string, pattern: '^t-[a-z]+$'}"
+		}
+		return fmt.Sprintf(`  - name: %s
+    served: true
+    storage: %t
+    schema:
+      openAPIV3Schema:
+        type: object
+        required: [spec]
+        properties:
+          spec:
+            type: object
+            required: %s
+            properties:
+              %s: {type: integer, minimum: 1}%s
+`, name, storage, required, field, tag)
+	}
+	versions := version("v1", "size", true) + version("v2", "count", false)
+	if c.V1beta1 {
+		versions += version("v1beta1", "size", false)
+	}
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[3]s.%[1]s
+spec:
+  group: %[1]s
+  scope: %[5]s
+  names: {kind: %[2]s, plural: %[3]s, singular: %[4]s, listKind: %[2]sList}
+%[6]s  versions:
+%[7]s`, c.Group, c.Kind, c.Plural, strings.ToLower(c.Kind), scope, conversion, versions)
+}

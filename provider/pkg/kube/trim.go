@@ -59,12 +59,19 @@ func publicPart(b64 string) string {
 	return base64.StdEncoding.EncodeToString([]byte(certs))
 }
 
-// trimCRD drops the OpenAPI schemas, which are most of a CRD's size and never read by a gate.
+// trimCRD drops the OpenAPI schemas, which are most of a CRD's size. A CRD with a conversion
+// webhook keeps the skeleton of each schema that status.MinimalObject reads (the required fields
+// and their constraints): CrdReady builds its dry-run conversion probe from it.
 func trimCRD(u *unstructured.Unstructured) *unstructured.Unstructured {
+	strategy, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "strategy")
 	versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
 	for _, v := range versions {
 		if m, ok := v.(map[string]any); ok {
+			s, _, _ := unstructured.NestedMap(m, "schema", "openAPIV3Schema")
 			delete(m, "schema")
+			if strategy == "Webhook" && s != nil {
+				m["schema"] = map[string]any{"openAPIV3Schema": status.RequiredSkeleton(s)}
+			}
 		}
 	}
 	if versions != nil {

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"encoding/base64"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -52,4 +53,33 @@ func TestTrimSecretKeepsOnlyCertificates(t *testing.T) {
 func decodedOrEmpty(s string) string {
 	raw, _ := base64.StdEncoding.DecodeString(s)
 	return string(raw)
+}
+
+// trimCRD drops schemas, but a CRD with a conversion webhook keeps the required-field skeleton
+// CrdReady builds its dry-run conversion probe from.
+func TestTrimCRDKeepsTheRequiredSkeletonOfConversionCRDs(t *testing.T) {
+	schema := func() map[string]any {
+		return map[string]any{"type": "object", "required": []any{"spec"}, "description": "long text",
+			"properties": map[string]any{
+				"spec":   map[string]any{"type": "object", "required": []any{"size"}, "properties": map[string]any{"size": map[string]any{"type": "integer", "minimum": int64(1)}, "big": map[string]any{"type": "string"}}},
+				"status": map[string]any{"type": "object"},
+			}}
+	}
+	crd := func(strategy string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"conversion": map[string]any{"strategy": strategy},
+			"versions":   []any{map[string]any{"name": "v1", "schema": map[string]any{"openAPIV3Schema": schema()}}}}}}
+	}
+	none := trimCRD(crd("None"))
+	if v, _, _ := unstructured.NestedSlice(none.Object, "spec", "versions"); v[0].(map[string]any)["schema"] != nil {
+		t.Errorf("strategy None keeps a schema: %v", v[0])
+	}
+	hook := trimCRD(crd("Webhook"))
+	v, _, _ := unstructured.NestedSlice(hook.Object, "spec", "versions")
+	got, _, _ := unstructured.NestedMap(v[0].(map[string]any), "schema", "openAPIV3Schema")
+	want := map[string]any{"type": "object", "required": []any{"spec"}, "properties": map[string]any{
+		"spec": map[string]any{"type": "object", "required": []any{"size"}, "properties": map[string]any{"size": map[string]any{"type": "integer", "minimum": int64(1)}}}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("skeleton %v, want %v", got, want)
+	}
 }

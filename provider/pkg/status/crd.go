@@ -18,6 +18,37 @@ type CRDResult struct {
 	Plural         string
 	Scope          string
 	ServedVersions []string
+	// Versions are the served version names (such as v1), StorageVersion the one objects are
+	// stored in, and Schemas each served version's openAPIV3Schema (nil when it has none).
+	Versions       []string
+	StorageVersion string
+	Schemas        map[string]map[string]any
+	// Conversion is what spec.conversion declares.
+	Conversion CRDConversion
+}
+
+// CRDConversion is a CRD's spec.conversion: Strategy is None (the default: versions differ only
+// in apiVersion) or Webhook; for Webhook, where the API server sends ConversionReviews.
+type CRDConversion struct {
+	Strategy string
+	// URL is clientConfig.url; Service is clientConfig.service as namespace/name:port/path.
+	URL, Service string
+	// CABundle says clientConfig.caBundle is set (without it the API server trusts the system roots).
+	CABundle bool
+}
+
+// Webhook says the CRD declares a conversion webhook.
+func (c CRDConversion) Webhook() bool { return c.Strategy == "Webhook" }
+
+// Endpoint names where the API server sends ConversionReviews ("" when no clientConfig is set).
+func (c CRDConversion) Endpoint() string {
+	if c.URL != "" {
+		return c.URL
+	}
+	if c.Service != "" {
+		return "service " + c.Service
+	}
+	return ""
 }
 
 // CRD evaluates a CustomResourceDefinition: ready when Established=True and NamesAccepted=True
@@ -38,11 +69,22 @@ func CRD(obj *unstructured.Unstructured) CRDResult {
 		if !ok {
 			continue
 		}
+		if storage, _ := m["storage"].(bool); storage {
+			r.StorageVersion = str(m["name"])
+		}
 		if served, _ := m["served"].(bool); served {
 			r.ServedVersions = append(r.ServedVersions, r.Group+"/"+str(m["name"]))
+			r.Versions = append(r.Versions, str(m["name"]))
+			if s, ok, _ := unstructured.NestedMap(m, "schema", "openAPIV3Schema"); ok {
+				if r.Schemas == nil {
+					r.Schemas = map[string]map[string]any{}
+				}
+				r.Schemas[str(m["name"])] = s
+			}
 		}
 	}
 	sort.Strings(r.ServedVersions)
+	r.Conversion = crdConversion(obj)
 
 	if obj.GetDeletionTimestamp() != nil {
 		r.Message = "being deleted"
@@ -66,6 +108,28 @@ func CRD(obj *unstructured.Unstructured) CRDResult {
 		r.Message = estMsg
 	}
 	return r
+}
+
+func crdConversion(obj *unstructured.Unstructured) CRDConversion {
+	c := CRDConversion{Strategy: "None"}
+	if s, _, _ := unstructured.NestedString(obj.Object, "spec", "conversion", "strategy"); s != "" {
+		c.Strategy = s
+	}
+	cc, _, _ := unstructured.NestedMap(obj.Object, "spec", "conversion", "webhook", "clientConfig")
+	c.URL, _ = cc["url"].(string)
+	ca, _ := cc["caBundle"].(string)
+	c.CABundle = ca != ""
+	if svc, ok := cc["service"].(map[string]any); ok {
+		port := int64(443)
+		switch p := svc["port"].(type) {
+		case int64:
+			port = p
+		case float64:
+			port = int64(p)
+		}
+		c.Service = fmt.Sprintf("%s/%s:%d%s", str(svc["namespace"]), str(svc["name"]), port, str(svc["path"]))
+	}
+	return c
 }
 
 // CRDName is the name a CRD for plural.group must have.

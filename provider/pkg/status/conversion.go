@@ -1,0 +1,270 @@
+package status
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// ConversionVerdict is what one read or dry-run create through a CRD version says about its
+// conversion webhook.
+type ConversionVerdict int
+
+const (
+	// Converted: the request succeeded, so every conversion it needed succeeded.
+	Converted ConversionVerdict = iota
+	// NotYet: the conversion webhook (or something before it) did not do its part yet: it is not
+	// listening, not trusted, too slow, answers as something else, or refuses some version. Waiting
+	// may fix it.
+	NotYet
+	// NoProof: the request was refused before any conversion ran (schema validation, an admission
+	// webhook or policy denying the object): it says nothing about the conversion webhook, and
+	// sending the same object again changes nothing.
+	NoProof
+	// Refused: the provider may not make the request (RBAC).
+	Refused
+)
+
+// ConversionOutcome is a classified answer: Verdict, and Why spelled out for progress messages.
+type ConversionOutcome struct {
+	Verdict ConversionVerdict
+	Why     string
+}
+
+var (
+	conversionFailedRE = regexp.MustCompile(`conversion webhook for [^ ]+(?:, Kind=[A-Za-z0-9]+)? (?:failed|returned)`)
+	admissionDeniedRE  = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
+	admissionFailedRE  = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
+)
+
+// ClassifyConversion maps the API server's answer to a read (list, get) or a server-side dry-run
+// create of a custom resource through one version to what it proves about the CRD's conversion
+// webhook. The API server reports a failed conversion as a 500 InternalError whose message starts
+// "conversion webhook for <group/version, Kind=...> failed: ..." (the call failed: refused, TLS,
+// timeout, a non-ConversionReview answer, another request's uid, or the webhook's own failed
+// result, quoted) or "... returned ..." (a bad converted object).
+func ClassifyConversion(err error) ConversionOutcome {
+	if err == nil {
+		return ConversionOutcome{Verdict: Converted, Why: "converted"}
+	}
+	msg := err.Error()
+	if conversionFailedRE.MatchString(msg) {
+		return ConversionOutcome{Verdict: NotYet, Why: conversionWhy(msg)}
+	}
+	// An admission webhook's answer is judged by its name before any loose text match: its
+	// message is its own and may say anything.
+	if m := admissionDeniedRE.FindStringSubmatch(msg); m != nil {
+		return ConversionOutcome{Verdict: NoProof, Why: fmt.Sprintf("admission webhook %q denied the dry-run object before any conversion: %s", m[1], Trim(msg, 400))}
+	}
+	if m := admissionFailedRE.FindStringSubmatch(msg); m != nil {
+		return ConversionOutcome{Verdict: NotYet, Why: fmt.Sprintf("admission webhook %q does not answer, so the dry-run object never reaches conversion: %s", m[1], Trim(msg, 400))}
+	}
+	switch {
+	case strings.Contains(msg, "conversion webhook"):
+		return ConversionOutcome{Verdict: NotYet, Why: conversionWhy(msg)}
+	case strings.Contains(msg, "ValidatingAdmissionPolicy") || strings.Contains(msg, "MutatingAdmissionPolicy"):
+		return ConversionOutcome{Verdict: NoProof, Why: "an admission policy denied the dry-run object before any conversion: " + msg}
+	case apierrors.IsInvalid(err):
+		return ConversionOutcome{Verdict: NoProof, Why: "schema validation rejected the dry-run object before any conversion: " + msg}
+	case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
+		return ConversionOutcome{Verdict: Refused, Why: msg}
+	case apierrors.IsNotFound(err) && strings.Contains(msg, "namespaces \""):
+		return ConversionOutcome{Verdict: NotYet, Why: "the dry-run object's namespace does not exist: " + msg}
+	case apierrors.IsNotFound(err):
+		// The version is not served yet, or the object read was deleted meanwhile: read again.
+		return ConversionOutcome{Verdict: NotYet, Why: "not found (the version is not served yet, or the object was just deleted): " + msg}
+	}
+	return ConversionOutcome{Verdict: NotYet, Why: msg}
+}
+
+// conversionWhy names the likely cause of a conversion webhook failure, as cmctl does for
+// admission webhooks, keeping the API server's text.
+func conversionWhy(msg string) string {
+	cause := ""
+	switch {
+	case strings.Contains(msg, "connection refused"):
+		cause = "the conversion webhook is not listening (connection refused)"
+	case strings.Contains(msg, "no endpoints available for service"):
+		cause = "no ready pods behind the conversion webhook's Service"
+	case strings.Contains(msg, "service \"") && strings.Contains(msg, "not found"):
+		cause = "the conversion webhook's Service does not exist"
+	case strings.Contains(msg, "x509") || strings.Contains(msg, "tls:") || strings.Contains(msg, "certificate"):
+		cause = "TLS: the caBundle is not injected yet, or the webhook's certificate is not the one it trusts"
+	case strings.Contains(msg, "context deadline exceeded") || strings.Contains(msg, "Client.Timeout") || strings.Contains(msg, "i/o timeout"):
+		cause = "the conversion webhook did not answer in time"
+	case strings.Contains(msg, "expected response.uid"):
+		cause = "something answered with a ConversionReview for another request (uid mismatch): not this CRD's conversion webhook"
+	case strings.Contains(msg, "expected webhook response of") || strings.Contains(msg, "unrecognized response type") ||
+		strings.Contains(msg, "Object 'Kind' is missing") || strings.Contains(msg, "couldn't get version/kind"):
+		cause = "something answered that is not a ConversionReview: not a conversion webhook"
+	case strings.Contains(msg, "an error on the server") || strings.Contains(msg, "Internal Server Error") || strings.Contains(msg, "500"):
+		cause = "the conversion webhook answered with an HTTP error"
+	case strings.Contains(msg, "returned invalid converted object") || strings.Contains(msg, "objects, expected") || strings.Contains(msg, "no objects returned"):
+		cause = "the conversion webhook returned a wrong converted object"
+	default:
+		cause = "the conversion webhook failed to convert"
+	}
+	return cause + ": " + Trim(msg, 400)
+}
+
+// Trim shortens s to at most n bytes (on a rune boundary), marking the cut.
+func Trim(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// MinimalObject returns the smallest content (the fields besides apiVersion, kind and metadata)
+// that a CRD version's structural schema requires: every required property, recursively, with its
+// default, its first enum value, or the least value of its type that meets minimum, minLength,
+// minItems and minProperties. It cannot satisfy patterns, formats or CEL rules: the API server's
+// Invalid answer then says so. A nil schema gives an empty object.
+func MinimalObject(schema map[string]any) map[string]any {
+	out := map[string]any{}
+	props, _ := schema["properties"].(map[string]any)
+	for _, name := range stringsOf(schema["required"]) {
+		if name == "apiVersion" || name == "kind" || name == "metadata" {
+			continue
+		}
+		ps, _ := props[name].(map[string]any)
+		out[name] = minimalValue(ps, 0)
+	}
+	return out
+}
+
+// skeletonKeys are the schema keywords MinimalObject reads.
+var skeletonKeys = []string{"type", "required", "default", "enum", "minimum", "maximum", "exclusiveMinimum",
+	"minLength", "format", "minItems", "minProperties", "x-kubernetes-int-or-string"}
+
+// RequiredSkeleton keeps of a structural schema only what MinimalObject reads: the keywords
+// above, along the chain of required properties (and array items, and additionalProperties of
+// objects with minProperties). MinimalObject(RequiredSkeleton(s)) equals MinimalObject(s); the
+// skeleton is a small fraction of a real CRD's schema, so a cache can keep it.
+func RequiredSkeleton(s map[string]any) map[string]any {
+	return skeleton(s, 0)
+}
+
+func skeleton(s map[string]any, depth int) map[string]any {
+	if s == nil || depth > 32 {
+		return nil
+	}
+	out := map[string]any{}
+	for _, k := range skeletonKeys {
+		if v, ok := s[k]; ok {
+			out[k] = v
+		}
+	}
+	props, _ := s["properties"].(map[string]any)
+	if req := stringsOf(s["required"]); len(req) > 0 && props != nil {
+		kept := map[string]any{}
+		for _, name := range req {
+			if ps, ok := props[name].(map[string]any); ok {
+				kept[name] = skeleton(ps, depth+1)
+			}
+		}
+		out["properties"] = kept
+	}
+	if items, ok := s["items"].(map[string]any); ok && toInt64(s["minItems"]) > 0 {
+		out["items"] = skeleton(items, depth+1)
+	}
+	if add, ok := s["additionalProperties"].(map[string]any); ok && toInt64(s["minProperties"]) > 0 {
+		out["additionalProperties"] = skeleton(add, depth+1)
+	}
+	return out
+}
+
+func minimalValue(s map[string]any, depth int) any {
+	if d, ok := s["default"]; ok {
+		return d
+	}
+	if enum, _ := s["enum"].([]any); len(enum) > 0 {
+		return enum[0]
+	}
+	if depth > 32 {
+		return nil
+	}
+	if b, _ := s["x-kubernetes-int-or-string"].(bool); b {
+		return int64(0)
+	}
+	switch s["type"] {
+	case "string":
+		n := int(toInt64(s["minLength"]))
+		switch s["format"] {
+		case "date-time":
+			return "1970-01-01T00:00:00Z"
+		case "date":
+			return "1970-01-01"
+		case "duration":
+			return "1s"
+		}
+		return strings.Repeat("a", n)
+	case "integer":
+		return int64(minNumber(s))
+	case "number":
+		return minNumber(s)
+	case "boolean":
+		return false
+	case "array":
+		items, _ := s["items"].(map[string]any)
+		n := int(toInt64(s["minItems"]))
+		out := make([]any, 0, n)
+		for i := 0; i < n; i++ {
+			v := minimalValue(items, depth+1)
+			if str, ok := v.(string); ok && n > 1 {
+				v = str + fmt.Sprint(i) // list-type set/map items must differ
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	// An object (or an untyped, preserve-unknown-fields value): its required properties.
+	out := map[string]any{}
+	props, _ := s["properties"].(map[string]any)
+	for _, name := range stringsOf(s["required"]) {
+		ps, _ := props[name].(map[string]any)
+		out[name] = minimalValue(ps, depth+1)
+	}
+	if add, ok := s["additionalProperties"].(map[string]any); ok {
+		for i := len(out); i < int(toInt64(s["minProperties"])); i++ {
+			out[fmt.Sprintf("k%d", i)] = minimalValue(add, depth+1)
+		}
+	}
+	return out
+}
+
+func minNumber(s map[string]any) float64 {
+	v := 0.0
+	if m, ok := s["minimum"]; ok {
+		v = toFloat(m)
+		if ex, _ := s["exclusiveMinimum"].(bool); ex {
+			v = math.Floor(v) + 1
+		}
+	}
+	if m, ok := s["maximum"]; ok && toFloat(m) < v {
+		v = toFloat(m)
+	}
+	if s["type"] == "integer" {
+		v = math.Ceil(v)
+	}
+	return v
+}
+
+func toFloat(v any) float64 {
+	switch n := v.(type) {
+	case float64:
+		return n
+	case int64:
+		return float64(n)
+	case int:
+		return float64(n)
+	}
+	return 0
+}
