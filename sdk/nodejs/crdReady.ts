@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
 
 /**
- * Waits until CustomResourceDefinitions are Established, their names accepted and their kinds served by API discovery. Resources that depend on it can create custom resources without `no matches for kind` errors. CRDs that do not exist yet are waited for.
+ * Waits until CustomResourceDefinitions are Established, their names accepted and their kinds served by API discovery. Resources that depend on it can create custom resources without `no matches for kind` errors. CRDs that do not exist yet are waited for. For a CRD with a conversion webhook (spec.conversion.strategy Webhook), it also waits until the webhook converts: an existing object is read through every served version, or, when none exists, an object is dry-run created through every served version but the storage one (nothing is persisted), twice in a row.
  */
 export class CrdReady extends pulumi.CustomResource {
     /**
@@ -34,6 +34,18 @@ export class CrdReady extends pulumi.CustomResource {
         return obj['__pulumiType'] === CrdReady.__pulumiType;
     }
 
+    /**
+     * Prove the conversion webhook of every checked CRD that declares one (spec.conversion.strategy Webhook): until it converts, reads and writes through a version other than the stored one fail with `conversion webhook for ... failed`. Default: true for such CRDs; `false` skips the check. CRDs with strategy None have nothing to prove, whatever this says.
+     */
+    declare public readonly conversion: pulumi.Output<boolean | undefined>;
+    /**
+     * Objects (manifests, as maps) to dry-run create when no object of a CRD's kind exists yet, one per kind and served version other than the storage one, such as `{apiVersion: example.com/v2, kind: Widget, spec: {...}}`. Without one, the gate builds a minimal object from the version's schema (its required fields); give one when the schema (patterns, CEL rules) or an admission webhook refuses that. Nothing is persisted.
+     */
+    declare public readonly conversionProbes: pulumi.Output<{[key: string]: any}[] | undefined>;
+    /**
+     * The CRDs whose conversion webhook the gate proved (see `conversion`); empty when none declares one, or with `conversion: false`.
+     */
+    declare public /*out*/ readonly conversionVerified: pulumi.Output<string[]>;
     /**
      * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
      */
@@ -78,15 +90,21 @@ export class CrdReady extends pulumi.CustomResource {
         let resourceInputs: pulumi.Inputs = {};
         opts = opts || {};
         if (!opts.id) {
+            resourceInputs["conversion"] = args?.conversion;
+            resourceInputs["conversionProbes"] = args?.conversionProbes;
             resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["group"] = args?.group;
             resourceInputs["names"] = args?.names;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
+            resourceInputs["conversionVerified"] = undefined /*out*/;
             resourceInputs["kinds"] = undefined /*out*/;
             resourceInputs["servedVersions"] = undefined /*out*/;
         } else {
+            resourceInputs["conversion"] = undefined /*out*/;
+            resourceInputs["conversionProbes"] = undefined /*out*/;
+            resourceInputs["conversionVerified"] = undefined /*out*/;
             resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["group"] = undefined /*out*/;
             resourceInputs["kinds"] = undefined /*out*/;
@@ -97,7 +115,7 @@ export class CrdReady extends pulumi.CustomResource {
             resourceInputs["triggers"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
-        const replaceOnChanges = { replaceOnChanges: ["group", "names[*]", "triggers[*]"] };
+        const replaceOnChanges = { replaceOnChanges: ["conversion", "conversionProbes[*]", "group", "names[*]", "triggers[*]"] };
         opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(CrdReady.__pulumiType, name, resourceInputs, opts);
     }
@@ -107,6 +125,14 @@ export class CrdReady extends pulumi.CustomResource {
  * The set of arguments for constructing a CrdReady resource.
  */
 export interface CrdReadyArgs {
+    /**
+     * Prove the conversion webhook of every checked CRD that declares one (spec.conversion.strategy Webhook): until it converts, reads and writes through a version other than the stored one fail with `conversion webhook for ... failed`. Default: true for such CRDs; `false` skips the check. CRDs with strategy None have nothing to prove, whatever this says.
+     */
+    conversion?: pulumi.Input<boolean | undefined>;
+    /**
+     * Objects (manifests, as maps) to dry-run create when no object of a CRD's kind exists yet, one per kind and served version other than the storage one, such as `{apiVersion: example.com/v2, kind: Widget, spec: {...}}`. Without one, the gate builds a minimal object from the version's schema (its required fields); give one when the schema (patterns, CEL rules) or an admission webhook refuses that. Nothing is persisted.
+     */
+    conversionProbes?: pulumi.Input<pulumi.Input<{[key: string]: any}>[] | undefined>;
     /**
      * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
      */

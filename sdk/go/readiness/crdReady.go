@@ -11,10 +11,16 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
-// Waits until CustomResourceDefinitions are Established, their names accepted and their kinds served by API discovery. Resources that depend on it can create custom resources without `no matches for kind` errors. CRDs that do not exist yet are waited for.
+// Waits until CustomResourceDefinitions are Established, their names accepted and their kinds served by API discovery. Resources that depend on it can create custom resources without `no matches for kind` errors. CRDs that do not exist yet are waited for. For a CRD with a conversion webhook (spec.conversion.strategy Webhook), it also waits until the webhook converts: an existing object is read through every served version, or, when none exists, an object is dry-run created through every served version but the storage one (nothing is persisted), twice in a row.
 type CrdReady struct {
 	pulumi.CustomResourceState
 
+	// Prove the conversion webhook of every checked CRD that declares one (spec.conversion.strategy Webhook): until it converts, reads and writes through a version other than the stored one fail with `conversion webhook for ... failed`. Default: true for such CRDs; `false` skips the check. CRDs with strategy None have nothing to prove, whatever this says.
+	Conversion pulumi.BoolPtrOutput `pulumi:"conversion"`
+	// Objects (manifests, as maps) to dry-run create when no object of a CRD's kind exists yet, one per kind and served version other than the storage one, such as `{apiVersion: example.com/v2, kind: Widget, spec: {...}}`. Without one, the gate builds a minimal object from the version's schema (its required fields); give one when the schema (patterns, CEL rules) or an admission webhook refuses that. Nothing is persisted.
+	ConversionProbes pulumi.MapArrayOutput `pulumi:"conversionProbes"`
+	// The CRDs whose conversion webhook the gate proved (see `conversion`); empty when none declares one, or with `conversion: false`.
+	ConversionVerified pulumi.StringArrayOutput `pulumi:"conversionVerified"`
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// An API group such as `cert-manager.io`: wait for every CRD of that group present when the wait runs (at least one must appear).
@@ -41,6 +47,8 @@ func NewCrdReady(ctx *pulumi.Context,
 	}
 
 	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
+		"conversion",
+		"conversionProbes[*]",
 		"group",
 		"names[*]",
 		"triggers[*]",
@@ -79,6 +87,10 @@ func (CrdReadyState) ElementType() reflect.Type {
 }
 
 type crdReadyArgs struct {
+	// Prove the conversion webhook of every checked CRD that declares one (spec.conversion.strategy Webhook): until it converts, reads and writes through a version other than the stored one fail with `conversion webhook for ... failed`. Default: true for such CRDs; `false` skips the check. CRDs with strategy None have nothing to prove, whatever this says.
+	Conversion *bool `pulumi:"conversion"`
+	// Objects (manifests, as maps) to dry-run create when no object of a CRD's kind exists yet, one per kind and served version other than the storage one, such as `{apiVersion: example.com/v2, kind: Widget, spec: {...}}`. Without one, the gate builds a minimal object from the version's schema (its required fields); give one when the schema (patterns, CEL rules) or an admission webhook refuses that. Nothing is persisted.
+	ConversionProbes []map[string]interface{} `pulumi:"conversionProbes"`
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace *string `pulumi:"failureGrace"`
 	// An API group such as `cert-manager.io`: wait for every CRD of that group present when the wait runs (at least one must appear).
@@ -95,6 +107,10 @@ type crdReadyArgs struct {
 
 // The set of arguments for constructing a CrdReady resource.
 type CrdReadyArgs struct {
+	// Prove the conversion webhook of every checked CRD that declares one (spec.conversion.strategy Webhook): until it converts, reads and writes through a version other than the stored one fail with `conversion webhook for ... failed`. Default: true for such CRDs; `false` skips the check. CRDs with strategy None have nothing to prove, whatever this says.
+	Conversion pulumi.BoolPtrInput
+	// Objects (manifests, as maps) to dry-run create when no object of a CRD's kind exists yet, one per kind and served version other than the storage one, such as `{apiVersion: example.com/v2, kind: Widget, spec: {...}}`. Without one, the gate builds a minimal object from the version's schema (its required fields); give one when the schema (patterns, CEL rules) or an admission webhook refuses that. Nothing is persisted.
+	ConversionProbes pulumi.MapArrayInput
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace pulumi.StringPtrInput
 	// An API group such as `cert-manager.io`: wait for every CRD of that group present when the wait runs (at least one must appear).
@@ -194,6 +210,21 @@ func (o CrdReadyOutput) ToCrdReadyOutput() CrdReadyOutput {
 
 func (o CrdReadyOutput) ToCrdReadyOutputWithContext(ctx context.Context) CrdReadyOutput {
 	return o
+}
+
+// Prove the conversion webhook of every checked CRD that declares one (spec.conversion.strategy Webhook): until it converts, reads and writes through a version other than the stored one fail with `conversion webhook for ... failed`. Default: true for such CRDs; `false` skips the check. CRDs with strategy None have nothing to prove, whatever this says.
+func (o CrdReadyOutput) Conversion() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *CrdReady) pulumi.BoolPtrOutput { return v.Conversion }).(pulumi.BoolPtrOutput)
+}
+
+// Objects (manifests, as maps) to dry-run create when no object of a CRD's kind exists yet, one per kind and served version other than the storage one, such as `{apiVersion: example.com/v2, kind: Widget, spec: {...}}`. Without one, the gate builds a minimal object from the version's schema (its required fields); give one when the schema (patterns, CEL rules) or an admission webhook refuses that. Nothing is persisted.
+func (o CrdReadyOutput) ConversionProbes() pulumi.MapArrayOutput {
+	return o.ApplyT(func(v *CrdReady) pulumi.MapArrayOutput { return v.ConversionProbes }).(pulumi.MapArrayOutput)
+}
+
+// The CRDs whose conversion webhook the gate proved (see `conversion`); empty when none declares one, or with `conversion: false`.
+func (o CrdReadyOutput) ConversionVerified() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v *CrdReady) pulumi.StringArrayOutput { return v.ConversionVerified }).(pulumi.StringArrayOutput)
 }
 
 // How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
