@@ -82,7 +82,8 @@ func (a *ImageReadyArgs) Annotate(an infer.Annotator) {
 		"An index must list it and its image must resolve; a single image's config must be for it. An index without it fails at "+
 		"once: an index is pushed whole, so the tag will not gain it.")
 	an.Describe(&a.PullSecret, "A `kubernetes.io/dockerconfigjson` Secret (an imagePullSecret) holding credentials for the "+
-		"image's registry, read through the Kubernetes API (needs `get` on that Secret). Default: anonymous.")
+		"image's registry, read through the Kubernetes API (needs `get` on that one Secret: a Role rule with `resourceNames`). "+
+		"Default: anonymous.")
 	an.Describe(&a.CACertificate, "PEM CA certificate(s) to trust for the registry's TLS (in addition to the system's).")
 	an.Describe(&a.Insecure, "Trust the registry without TLS proof, as Docker's `insecure-registries` does: plain HTTP is allowed and "+
 		"an HTTPS certificate is not verified. Without it, plain HTTP is only used for loopback registries (`localhost`, "+
@@ -432,19 +433,22 @@ func orNone(s []string) string {
 }
 
 // credentials reads the pull Secret each check (it may be created or rotated meanwhile) and
-// keeps only the one registry's entry, for this check. Its contents never reach a message.
+// keeps only the one registry's entry, for this check. A GET, not the shared watch: the watch
+// cache trims Secret values by design, and credentials are values. Its contents never reach a
+// message.
 func (e *imageEval) credentials(ctx context.Context) (authn.Authenticator, *wait.Result) {
 	if e.secretName == "" {
 		return authn.Anonymous, nil
 	}
-	id := fmt.Sprintf("Secret %s/%s", e.secretNS, e.secretName)
+	id := e.secretNS + "/" + e.secretName
 	s, err := e.r.clients.Typed.CoreV1().Secrets(e.secretNS).Get(ctx, e.secretName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, &wait.Result{Poll: true, Message: fmt.Sprintf("pullSecret %s not found (not created yet)", id),
 			Hint: "is whatever writes the pull Secret (External Secrets, a CI job) running?"}
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-		return nil, &wait.Result{Failed: fmt.Errorf("cannot read pullSecret %s: %v; grant verb \"get\" on that Secret to the provider's user", id, err)}
+		return nil, &wait.Result{Failed: fmt.Errorf("cannot read pullSecret %s: %v; grant verb \"get\" on that Secret "+
+			"(a Role rule with resourceNames: [%s]) to the provider's user", id, err, e.secretName)}
 	case err != nil:
 		return nil, &wait.Result{Poll: true, Message: fmt.Sprintf("reading pullSecret %s: %v", id, err)}
 	}
