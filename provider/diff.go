@@ -130,3 +130,7 @@ func (*HttpReady) Diff(_ context.Context, r infer.DiffRequest[HttpReadyArgs, Htt
 func (*AdmissionReady) Diff(_ context.Context, r infer.DiffRequest[AdmissionReadyArgs, AdmissionReadyState]) (infer.DiffResponse, error) {
 	return diffGate(r.State.AdmissionReadyArgs, r.Inputs), nil
 }
+
+func (*ImageReady) Diff(_ context.Context, r infer.DiffRequest[ImageReadyArgs, ImageReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.ImageReadyArgs, r.Inputs), nil
+}

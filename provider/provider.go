@@ -63,6 +63,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&HttpReady{}),
 			infer.Resource(&HelmReleaseReady{}),
 			infer.Resource(&AdmissionReady{}),
+			infer.Resource(&ImageReady{}),
 		).
 		WithComponents(
 			infer.ComponentF(NewCertManagerReady),

@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"time"
 )
 
@@ -18,7 +19,7 @@ type Issued struct {
 	Serial                 *big.Int
 }
 
-// IssueCertificate makes a CA and a leaf certificate for dnsName valid for validFor.
+// IssueCertificate makes a CA and a leaf certificate for dnsName (or an IP address) valid for validFor.
 func IssueCertificate(dnsName string, validFor time.Duration) (Issued, error) {
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
@@ -34,6 +35,9 @@ func IssueCertificate(dnsName string, validFor time.Duration) (Issued, error) {
 	notAfter := time.Now().Add(validFor).Truncate(time.Second)
 	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
 		NotBefore: time.Now().Add(-time.Minute).Truncate(time.Second), NotAfter: notAfter}
+	if ip := net.ParseIP(dnsName); ip != nil {
+		tmpl.DNSNames, tmpl.IPAddresses = nil, []net.IP{ip}
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		return Issued{}, err

@@ -94,8 +94,13 @@ type KubeObject struct {
 
 // NewKubeObject creates the object in manifest (YAML) inside the stack.
 func NewKubeObject(ctx *pulumi.Context, name, manifest string, opts ...pulumi.ResourceOption) (*KubeObject, error) {
+	return NewKubeObjectOf(ctx, name, pulumi.String(strings.TrimSpace(manifest)), opts...)
+}
+
+// NewKubeObjectOf is NewKubeObject for a manifest computed from other resources' outputs (a
+// Deployment whose image is a gate's pinned digest).
+func NewKubeObjectOf(ctx *pulumi.Context, name string, manifest pulumi.StringInput, opts ...pulumi.ResourceOption) (*KubeObject, error) {
 	var o KubeObject
-	err := ctx.RegisterResource("kubetest:index:Object", name,
-		pulumi.Map{"manifest": pulumi.String(strings.TrimSpace(manifest))}, &o, opts...)
+	err := ctx.RegisterResource("kubetest:index:Object", name, pulumi.Map{"manifest": manifest}, &o, opts...)
 	return &o, err
 }

@@ -116,7 +116,45 @@ export async function stack(env: PulumiEnv, c: Cluster, args: InlineProgramArgs)
 export class KubeObject extends pulumi.CustomResource {
     public readonly createdAt!: pulumi.Output<string>;
     public readonly uid!: pulumi.Output<string>;
-    constructor(name: string, manifest: object, opts?: pulumi.CustomResourceOptions) {
-        super("kubetest:index:Object", name, { manifest: JSON.stringify(manifest), createdAt: undefined, uid: undefined }, opts);
+    constructor(name: string, manifest: pulumi.Input<object>, opts?: pulumi.CustomResourceOptions) {
+        super("kubetest:index:Object", name, { manifest: pulumi.output(manifest).apply((m) => JSON.stringify(m)), createdAt: undefined, uid: undefined }, opts);
     }
+}
+
+export interface Registry {
+    host: string;  // 127.0.0.1:<port>
+    ca: string;    // PEM of the CA that signed its certificate (with -tls)
+    // push sends one command to the registry process ("image app:v1 linux/amd64",
+    // "index app:v1 linux/amd64 linux/arm64") and resolves to the pushed digest.
+    push: (command: string) => Promise<string>;
+    stop: () => void;
+}
+
+// startRegistry runs a real OCI registry on 127.0.0.1 (internal/testregistry/cmd/testregistry).
+export async function startRegistry(args: string[] = []): Promise<Registry> {
+    const bin = path.join(os.tmpdir(), "readiness-testregistry");
+    execFileSync("go", ["build", "-o", bin, "./internal/testregistry/cmd/testregistry"], { cwd: repoRoot, stdio: "inherit" });
+    const child = spawn(bin, args, { stdio: ["pipe", "pipe", "inherit"] });
+    const lines: string[] = [];
+    const waiters: { resolve: (l: string) => void; reject: (e: Error) => void }[] = [];
+    readline.createInterface({ input: child.stdout! }).on("line", (l) => {
+        const w = waiters.shift();
+        w ? w.resolve(l) : lines.push(l);
+    });
+    child.once("exit", (code) => waiters.splice(0).forEach((w) => w.reject(new Error(`testregistry exited with ${code}`))));
+    const next = () => new Promise<string>((resolve, reject) => {
+        const l = lines.shift();
+        l !== undefined ? resolve(l) : waiters.push({ resolve, reject });
+    });
+    const hello = JSON.parse(await next());
+    return {
+        host: hello.host, ca: hello.ca,
+        push: async (command) => {
+            child.stdin!.write(command + "\n");
+            const r = JSON.parse(await next());
+            if (r.error) throw new Error(r.error);
+            return r.digest;
+        },
+        stop: () => { child.stdin!.end(); },
+    };
 }
