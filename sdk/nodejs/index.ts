@@ -45,6 +45,11 @@ export type HttpReady = import("./httpReady").HttpReady;
 export const HttpReady: typeof import("./httpReady").HttpReady = null as any;
 utilities.lazyLoad(exports, ["HttpReady"], () => require("./httpReady"));
 
+export { ImageReadyArgs } from "./imageReady";
+export type ImageReady = import("./imageReady").ImageReady;
+export const ImageReady: typeof import("./imageReady").ImageReady = null as any;
+utilities.lazyLoad(exports, ["ImageReady"], () => require("./imageReady"));
+
 export { NodesReadyArgs } from "./nodesReady";
 export type NodesReady = import("./nodesReady").NodesReady;
 export const NodesReady: typeof import("./nodesReady").NodesReady = null as any;
@@ -110,6 +115,8 @@ const _module = {
                 return new HelmReleaseReady(name, <any>undefined, { urn })
             case "readiness:index:HttpReady":
                 return new HttpReady(name, <any>undefined, { urn })
+            case "readiness:index:ImageReady":
+                return new ImageReady(name, <any>undefined, { urn })
             case "readiness:index:NodesReady":
                 return new NodesReady(name, <any>undefined, { urn })
             case "readiness:index:ResourceReady":

@@ -37,6 +37,8 @@ func (m *module) Construct(ctx *pulumi.Context, name, typ, urn string) (r pulumi
 		r = &HelmReleaseReady{}
 	case "readiness:index:HttpReady":
 		r = &HttpReady{}
+	case "readiness:index:ImageReady":
+		r = &ImageReady{}
 	case "readiness:index:NodesReady":
 		r = &NodesReady{}
 	case "readiness:index:ResourceReady":

@@ -382,6 +382,162 @@ func (o HttpServicePtrOutput) Scheme() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+type ImagePullSecret struct {
+	// The Secret's name.
+	Name string `pulumi:"name"`
+	// The Secret's namespace; the provider's default namespace if unset.
+	Namespace *string `pulumi:"namespace"`
+}
+
+// ImagePullSecretInput is an input type that accepts ImagePullSecretArgs and ImagePullSecretOutput values.
+// You can construct a concrete instance of `ImagePullSecretInput` via:
+//
+//	ImagePullSecretArgs{...}
+type ImagePullSecretInput interface {
+	pulumi.Input
+
+	ToImagePullSecretOutput() ImagePullSecretOutput
+	ToImagePullSecretOutputWithContext(context.Context) ImagePullSecretOutput
+}
+
+type ImagePullSecretArgs struct {
+	// The Secret's name.
+	Name pulumi.StringInput `pulumi:"name"`
+	// The Secret's namespace; the provider's default namespace if unset.
+	Namespace pulumi.StringPtrInput `pulumi:"namespace"`
+}
+
+func (ImagePullSecretArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*ImagePullSecret)(nil)).Elem()
+}
+
+func (i ImagePullSecretArgs) ToImagePullSecretOutput() ImagePullSecretOutput {
+	return i.ToImagePullSecretOutputWithContext(context.Background())
+}
+
+func (i ImagePullSecretArgs) ToImagePullSecretOutputWithContext(ctx context.Context) ImagePullSecretOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ImagePullSecretOutput)
+}
+
+func (i ImagePullSecretArgs) ToImagePullSecretPtrOutput() ImagePullSecretPtrOutput {
+	return i.ToImagePullSecretPtrOutputWithContext(context.Background())
+}
+
+func (i ImagePullSecretArgs) ToImagePullSecretPtrOutputWithContext(ctx context.Context) ImagePullSecretPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ImagePullSecretOutput).ToImagePullSecretPtrOutputWithContext(ctx)
+}
+
+// ImagePullSecretPtrInput is an input type that accepts ImagePullSecretArgs, ImagePullSecretPtr and ImagePullSecretPtrOutput values.
+// You can construct a concrete instance of `ImagePullSecretPtrInput` via:
+//
+//	        ImagePullSecretArgs{...}
+//
+//	or:
+//
+//	        nil
+type ImagePullSecretPtrInput interface {
+	pulumi.Input
+
+	ToImagePullSecretPtrOutput() ImagePullSecretPtrOutput
+	ToImagePullSecretPtrOutputWithContext(context.Context) ImagePullSecretPtrOutput
+}
+
+type imagePullSecretPtrType ImagePullSecretArgs
+
+func ImagePullSecretPtr(v *ImagePullSecretArgs) ImagePullSecretPtrInput {
+	return (*imagePullSecretPtrType)(v)
+}
+
+func (*imagePullSecretPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**ImagePullSecret)(nil)).Elem()
+}
+
+func (i *imagePullSecretPtrType) ToImagePullSecretPtrOutput() ImagePullSecretPtrOutput {
+	return i.ToImagePullSecretPtrOutputWithContext(context.Background())
+}
+
+func (i *imagePullSecretPtrType) ToImagePullSecretPtrOutputWithContext(ctx context.Context) ImagePullSecretPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ImagePullSecretPtrOutput)
+}
+
+type ImagePullSecretOutput struct{ *pulumi.OutputState }
+
+func (ImagePullSecretOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*ImagePullSecret)(nil)).Elem()
+}
+
+func (o ImagePullSecretOutput) ToImagePullSecretOutput() ImagePullSecretOutput {
+	return o
+}
+
+func (o ImagePullSecretOutput) ToImagePullSecretOutputWithContext(ctx context.Context) ImagePullSecretOutput {
+	return o
+}
+
+func (o ImagePullSecretOutput) ToImagePullSecretPtrOutput() ImagePullSecretPtrOutput {
+	return o.ToImagePullSecretPtrOutputWithContext(context.Background())
+}
+
+func (o ImagePullSecretOutput) ToImagePullSecretPtrOutputWithContext(ctx context.Context) ImagePullSecretPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v ImagePullSecret) *ImagePullSecret {
+		return &v
+	}).(ImagePullSecretPtrOutput)
+}
+
+// The Secret's name.
+func (o ImagePullSecretOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v ImagePullSecret) string { return v.Name }).(pulumi.StringOutput)
+}
+
+// The Secret's namespace; the provider's default namespace if unset.
+func (o ImagePullSecretOutput) Namespace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v ImagePullSecret) *string { return v.Namespace }).(pulumi.StringPtrOutput)
+}
+
+type ImagePullSecretPtrOutput struct{ *pulumi.OutputState }
+
+func (ImagePullSecretPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**ImagePullSecret)(nil)).Elem()
+}
+
+func (o ImagePullSecretPtrOutput) ToImagePullSecretPtrOutput() ImagePullSecretPtrOutput {
+	return o
+}
+
+func (o ImagePullSecretPtrOutput) ToImagePullSecretPtrOutputWithContext(ctx context.Context) ImagePullSecretPtrOutput {
+	return o
+}
+
+func (o ImagePullSecretPtrOutput) Elem() ImagePullSecretOutput {
+	return o.ApplyT(func(v *ImagePullSecret) ImagePullSecret {
+		if v != nil {
+			return *v
+		}
+		var ret ImagePullSecret
+		return ret
+	}).(ImagePullSecretOutput)
+}
+
+// The Secret's name.
+func (o ImagePullSecretPtrOutput) Name() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ImagePullSecret) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Name
+	}).(pulumi.StringPtrOutput)
+}
+
+// The Secret's namespace; the provider's default namespace if unset.
+func (o ImagePullSecretPtrOutput) Namespace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ImagePullSecret) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Namespace
+	}).(pulumi.StringPtrOutput)
+}
+
 type IssuerRef struct {
 	// The issuer's API group (`cert-manager.io` unless external).
 	Group string `pulumi:"group"`
@@ -600,12 +756,16 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*ConditionPtrInput)(nil)).Elem(), ConditionArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*HttpServiceInput)(nil)).Elem(), HttpServiceArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*HttpServicePtrInput)(nil)).Elem(), HttpServiceArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ImagePullSecretInput)(nil)).Elem(), ImagePullSecretArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ImagePullSecretPtrInput)(nil)).Elem(), ImagePullSecretArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefInput)(nil)).Elem(), ServiceRefArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefPtrInput)(nil)).Elem(), ServiceRefArgs{})
 	pulumi.RegisterOutputType(ConditionOutput{})
 	pulumi.RegisterOutputType(ConditionPtrOutput{})
 	pulumi.RegisterOutputType(HttpServiceOutput{})
 	pulumi.RegisterOutputType(HttpServicePtrOutput{})
+	pulumi.RegisterOutputType(ImagePullSecretOutput{})
+	pulumi.RegisterOutputType(ImagePullSecretPtrOutput{})
 	pulumi.RegisterOutputType(IssuerRefOutput{})
 	pulumi.RegisterOutputType(ServiceRefOutput{})
 	pulumi.RegisterOutputType(ServiceRefPtrOutput{})

@@ -39,6 +39,17 @@ export interface HttpServiceArgs {
     scheme?: pulumi.Input<string | undefined>;
 }
 
+export interface ImagePullSecretArgs {
+    /**
+     * The Secret's name.
+     */
+    name: pulumi.Input<string>;
+    /**
+     * The Secret's namespace; the provider's default namespace if unset.
+     */
+    namespace?: pulumi.Input<string | undefined>;
+}
+
 export interface ServiceRefArgs {
     /**
      * The Service's name.

@@ -39,6 +39,17 @@ export interface HttpService {
     scheme?: string;
 }
 
+export interface ImagePullSecret {
+    /**
+     * The Secret's name.
+     */
+    name: string;
+    /**
+     * The Secret's namespace; the provider's default namespace if unset.
+     */
+    namespace?: string;
+}
+
 export interface IssuerRef {
     /**
      * The issuer's API group (`cert-manager.io` unless external).
