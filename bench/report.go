@@ -50,10 +50,10 @@ type report struct {
 	webhook, webhookEvent dist
 	// AdmissionReady's detection of a late webhook, as webhook and webhookEvent.
 	admission, admissionEvent dist
-	scale                 scaleResult
-	stack                 stackResult
-	ready                 []readyRow
-	engine                engineScaleResult
+	scale                     scaleResult
+	stack                     stackResult
+	ready                     []readyRow
+	engine                    engineScaleResult
 }
 
 func row(name string, d dist) string {
