@@ -94,8 +94,7 @@ func (a *WebhookReadyArgs) Annotate(an infer.Annotator) {
 		"mutating webhook without a direct call when that webhook is the only mutating webhook in the cluster that intercepts the "+
 		"probe (rules, namespaceSelector, objectSelector; matchConditions count as matching) and `expect` is false on the probe as "+
 		"given; otherwise that webhook must also answer a direct AdmissionReview. Write it for what only the target adds (its "+
-		"container's name): a mutation by another webhook that intercepts the probe is told apart, the same change made by a "+
-		"webhook the gate cannot see is not. Compiled at preview with the cost limits of ResourceReady's `cel`. A Secret probe's "+
+		"container's name). Compiled at preview with the cost limits of ResourceReady's `cel`. A Secret probe's "+
 		"result is never quoted.")
 }
 
