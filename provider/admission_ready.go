@@ -346,7 +346,15 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 			return admission{terminal: red("discovery refused: " + err.Error())}
 		}
-		return admission{why: red(err.Error()), hint: "is the CRD that defines the kind installed (or installing)?"}
+		why := err.Error()
+		if nk != nil {
+			// Watch CRDs, so the CRD's creation and its Established condition start a round at
+			// once; without the RBAC to watch them, the backoff alone notices.
+			if res := e.r.kindPending(nk.GVK, nk); res != nil && res.Failed == nil && !res.Unsynced && res.Message != "" {
+				why = res.Message
+			}
+		}
+		return admission{why: red(why), hint: "is the CRD that defines the kind installed (or installing)?"}
 	}
 	ri := e.r.clients.Dynamic.Resource(m.Resource)
 	var client interface {
