@@ -283,7 +283,7 @@ func (b *bench) create(ctx context.Context, gvr schema.GroupVersionResource, ns,
 // backoff clock can notice it. The webhook starts at a random moment of the gate's probe
 // schedule, so the figures cover every phase of it.
 func (b *bench) webhookDetection(ctx context.Context, trials int) (dist, error) {
-	return b.webhookTrials(ctx, trials, false)
+	return b.webhookTrials(ctx, trials, false, "WebhookReady")
 }
 
 // webhookEventDetection measures the same when the cluster says the webhook may now be up, as
@@ -291,10 +291,17 @@ func (b *bench) webhookDetection(ctx context.Context, trials int) (dist, error) 
 // (cert-manager's cainjector, a chart's patch Job); an EndpointSlice turning ready is the same
 // kind of event. The gate probes on the event instead of waiting for its backoff clock.
 func (b *bench) webhookEventDetection(ctx context.Context, trials int) (dist, error) {
-	return b.webhookTrials(ctx, trials, true)
+	return b.webhookTrials(ctx, trials, true, "WebhookReady")
 }
 
-func (b *bench) webhookTrials(ctx context.Context, trials int, event bool) (dist, error) {
+// admissionDetection measures the same for AdmissionReady, whose rounds dry-run the object the
+// webhook intercepts (the program's own object instead of a probe), on the backoff clock only
+// or on a cluster event (the gate watches every webhook configuration).
+func (b *bench) admissionDetection(ctx context.Context, trials int, event bool) (dist, error) {
+	return b.webhookTrials(ctx, trials, event, "AdmissionReady")
+}
+
+func (b *bench) webhookTrials(ctx context.Context, trials int, event bool, gate string) (dist, error) {
 	var out dist
 	vwc := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
 	// The webhooks intercept a kind of their own, so the other benchmarks never meet a stale one.
@@ -305,7 +312,7 @@ func (b *bench) webhookTrials(ctx context.Context, trials int, event bool) (dist
 		if err != nil {
 			return nil, err
 		}
-		name := fmt.Sprintf("bench-webhook-%d-%v", i, event)
+		name := fmt.Sprintf("bench-%s-%d-%v", strings.ToLower(gate), i, event)
 		doc := wh.ConfigurationFor("ValidatingWebhookConfiguration", name, group, "probes")
 		if event { // no caBundle yet: the API server cannot trust the webhook before the injection
 			doc = strings.Replace(doc, "caBundle: "+wh.CABundle(), `caBundle: ""`, 1)
@@ -315,9 +322,13 @@ func (b *bench) webhookTrials(ctx context.Context, trials int, event bool) (dist
 		}
 		done := make(chan time.Time, 1)
 		go func() {
-			_, err := b.gate("WebhookReady", map[string]property.Value{"validatingWebhookConfiguration": str(name), "probe": probe, "timeout": str("60s")})
+			inputs := map[string]property.Value{"validatingWebhookConfiguration": str(name), "probe": probe, "timeout": str("60s")}
+			if gate == "AdmissionReady" {
+				inputs = map[string]property.Value{"objects": property.New([]property.Value{probe}), "timeout": str("60s")}
+			}
+			_, err := b.gate(gate, inputs)
 			if err != nil {
-				fmt.Fprintln(os.Stderr, "webhook gate:", err)
+				fmt.Fprintln(os.Stderr, gate+" gate:", err)
 				done <- time.Time{}
 				return
 			}

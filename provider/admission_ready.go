@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/expr"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -49,7 +48,10 @@ func (g *AdmissionReady) Annotate(a infer.Annotator) {
 		"`consecutive` rounds in a row in which all were admitted (and `expect` held). An object that already exists is dry-run "+
 		"applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is "+
 		"transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` "+
-		"(connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false. It fails at once on a "+
+		"(connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` "+
+		"webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview "+
+		"sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it "+
+		"(a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a "+
 		"verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid "+
 		"(schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.")
 }
@@ -59,7 +61,9 @@ func (a *AdmissionReadyArgs) Annotate(an infer.Annotator) {
 		"and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.")
 	an.Describe(&a.Expect, "A CEL expression over each dry-run result, `object` (the object as the API server would store it, after "+
 		"mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. "+
-		"While it is false the gate waits. Compiled at preview with the cost limits of ResourceReady's `cel`.")
+		"While it is false (or fails to evaluate, such as no such key) the gate waits. Holding on an object's result and false on the "+
+		"object as given, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only "+
+		"mutating webhook that may intercept the object. Compiled at preview with the cost limits of ResourceReady's `cel`.")
 	an.Describe(&a.Consecutive, "How many rounds in a row must admit every object (default 2): a webhook that flaps does not pass.")
 }
 
@@ -128,7 +132,7 @@ func (*AdmissionReady) Check(ctx context.Context, req infer.CheckRequest) (infer
 			failures = append(failures, p.CheckFailure{Property: "consecutive", Reason: "must be at least 1"})
 		}
 		if args.Expect != nil && isKnown(req.NewInputs, "expect") {
-			if _, err := expr.CompileCEL(*args.Expect); err != nil {
+			if _, err := compileExpect(args.Expect); err != nil {
 				failures = append(failures, p.CheckFailure{Property: "expect", Reason: err.Error()})
 			}
 		}
@@ -167,13 +171,11 @@ func admissionBuilder(a AdmissionReadyArgs) builder[AdmissionReadyState] {
 			}
 			e.objs = append(e.objs, &unstructured.Unstructured{Object: o})
 		}
-		if a.Expect != nil {
-			c, err := expr.CompileCEL(*a.Expect)
-			if err != nil {
-				return nil, nil, fmt.Errorf("expect: %w", err)
-			}
-			e.expect, e.expectSrc = c, *a.Expect
+		x, err := compileExpect(a.Expect)
+		if err != nil {
+			return nil, nil, fmt.Errorf("expect: %w", err)
 		}
+		e.expect = x
 		return e, e.fill, nil
 	}
 }
@@ -182,11 +184,18 @@ func admissionBuilder(a AdmissionReadyArgs) builder[AdmissionReadyState] {
 // wait.Result.RetryIn (a capped backoff while an object is not admitted, confirmDelay between
 // good rounds).
 type admissionEval struct {
-	r         *run
-	objs      []*unstructured.Unstructured
-	expect    *expr.CEL
-	expectSrc string
-	need      int
+	r      *run
+	objs   []*unstructured.Unstructured
+	expect *mutationExpect
+	need   int
+
+	// Of the current round: every webhook in the cluster, and the answers of the failurePolicy
+	// Ignore ones called directly (by configuration/name: "" answered, else why not).
+	hooks   []*admissionHook
+	answers map[string]string
+	// configs fingerprints the webhook configurations: a change (a caBundle injected, a webhook
+	// registered) retries soon, as the prober does.
+	configs string
 
 	good    int
 	backoff time.Duration
@@ -255,6 +264,10 @@ func (e *admissionEval) check(ctx context.Context) wait.Result {
 // round dry-runs every object once. Every object is tried in every round, so a verdict on any
 // of them fails the gate at once and the message names everything still pending.
 func (e *admissionEval) round(ctx context.Context) wait.Result {
+	if res := e.webhooks(); res != nil {
+		return *res
+	}
+	e.answers = map[string]string{}
 	var pending, hints []string
 	var mutated []string
 	for i, o := range e.objs {
@@ -265,6 +278,9 @@ func (e *admissionEval) round(ctx context.Context) wait.Result {
 		}
 		if v.terminal != "" {
 			return wait.Result{Failed: fmt.Errorf("%s: %s", label, v.terminal)}
+		}
+		if v.pending != nil {
+			return *v.pending
 		}
 		if v.why != "" {
 			pending = append(pending, label+": "+v.why)
@@ -311,6 +327,8 @@ type admission struct {
 	// name is the object's Kind/namespace/name as admitted; mutated says a webhook changed it.
 	name    string
 	mutated bool
+	// pending: the round cannot judge yet (a watch cache loading).
+	pending *wait.Result
 }
 
 // admit dry-runs one object: a create, or, when it exists, a forced server-side apply (the
@@ -328,7 +346,15 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 			return admission{terminal: red("discovery refused: " + err.Error())}
 		}
-		return admission{why: red(err.Error()), hint: "is the CRD that defines the kind installed (or installing)?"}
+		why := err.Error()
+		if nk != nil {
+			// Watch CRDs, so the CRD's creation and its Established condition start a round at
+			// once; without the RBAC to watch them, the backoff alone notices.
+			if res := e.r.kindPending(nk.GVK, nk); res != nil && res.Failed == nil && !res.Unsynced && res.Message != "" {
+				why = res.Message
+			}
+		}
+		return admission{why: red(why), hint: "is the CRD that defines the kind installed (or installing)?"}
 	}
 	ri := e.r.clients.Dynamic.Resource(m.Resource)
 	var client interface {
@@ -368,20 +394,100 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 	}
 	a := admission{name: admittedName(obj, out), mutated: mutatedBy(in, out, update)}
 	if e.expect != nil {
-		ok, msg, err := e.expect.Eval(out.Object)
-		secret := isSecret(in)
-		switch {
-		case expr.IsResultType(err) && secret:
-			a.terminal = fmt.Sprintf("expect %q did not return a bool (the value, of a Secret, is not shown)", e.expectSrc)
-		case expr.IsResultType(err):
-			a.terminal = "expect: " + err.Error()
-		case err != nil && secret:
-			a.why = fmt.Sprintf("expect %q could not be evaluated on the Secret's dry-run result (details hidden: they may quote its data)", e.expectSrc)
-		case err != nil:
-			a.why = "expect: " + err.Error()
-		case !ok:
-			a.why = "admitted, but expect is false: " + red(msg)
-			a.hint = "is the mutating webhook that `expect` looks for serving?"
+		v := e.expect.judge(in, out)
+		if v.terminal != "" || !v.held {
+			a.terminal, a.why, a.hint = v.terminal, "admitted, but "+v.why, v.hint
+			if v.terminal != "" {
+				a.why = ""
+			}
+			return a
+		}
+	}
+	return e.ignoreWebhooks(ctx, a, in, obj, m, update)
+}
+
+var (
+	mwcGVK = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"}
+	vwcGVK = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"}
+)
+
+// webhooks reads every webhook in the cluster for this round, through cluster-wide watches of
+// both configuration kinds; non-nil while they load or when the gate may not read them.
+func (e *admissionEval) webhooks() *wait.Result {
+	e.hooks = nil
+	var fp strings.Builder
+	for _, gvk := range []schema.GroupVersionKind{mwcGVK, vwcGVK} {
+		cfgs, pending := e.r.objects(target{gvk: gvk})
+		if pending != nil {
+			if pending.Failed != nil {
+				pending.Failed = fmt.Errorf("%w: AdmissionReady reads every %s to find the failurePolicy Ignore webhooks that intercept "+
+					"the objects (the API server admits without them while they are down); grant verbs list, watch on it cluster-wide",
+					pending.Failed, gvk.Kind)
+			}
+			return pending
+		}
+		for _, cfg := range cfgs {
+			fmt.Fprintf(&fp, "%s/%s@%s;", gvk.Kind, cfg.GetName(), cfg.GetResourceVersion())
+			e.hooks = append(e.hooks, webhooksOf(gvk.Kind, cfg)...)
+		}
+	}
+	if fp.String() != e.configs {
+		if e.configs != "" {
+			// The API server learns of the change a few milliseconds after the gate: if this
+			// round is too early, retry after 25 ms, then back off as usual.
+			e.backoff = afterEventBackoff / 2
+		}
+		e.configs = fp.String()
+	}
+	return nil
+}
+
+// ignoreWebhooks requires, of an admitted object, an answer from every failurePolicy Ignore
+// webhook that may intercept it: the API server admits without such a webhook while it is down,
+// so the admission shows nothing about it. Each is called directly (one AdmissionReview per round,
+// whatever the number of objects it intercepts), except a mutating one that the mutation `expect`
+// sees is credited to (see creditsMutation).
+func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission, in, obj *unstructured.Unstructured, m *meta.RESTMapping, update bool) admission {
+	q := requestFor(e.r, obj, m, update)
+	if q.gvr == namespacesResource {
+		q.nsLabels = obj.GetLabels()
+	} else if q.namespace != "" {
+		lbls, nsErr, _, pending := e.r.namespaceLabels(q.namespace, e.hooks)
+		if pending != nil {
+			a.pending = pending
+			return a
+		}
+		q.nsLabels, q.nsErr = lbls, nsErr
+	}
+	inter := interceptors(e.hooks, q)
+	for _, h := range inter {
+		if h.policy != "Ignore" {
+			continue
+		}
+		if h.mutating && e.expect != nil && creditsMutation(e.expect, in, h, inter) == "" {
+			continue // the mutation expect sees is its answer
+		}
+		key := h.config + "/" + h.name
+		why, done := e.answers[key]
+		if !done {
+			need := fmt.Sprintf("webhook %s has failurePolicy Ignore, so the API server admits without it while it is down", h.name)
+			ok, w, terminal := callDirect(ctx, e.r, obj, h, need, "set failurePolicy: Fail on the webhook")
+			if terminal != nil {
+				a.terminal = terminal.Error()
+				return a
+			}
+			why = ""
+			if !ok {
+				why = "calling it directly: " + w
+			}
+			e.answers[key] = why
+		}
+		if why != "" {
+			a.denier = h.name
+			a.why = fmt.Sprintf("admitted, but webhook %s (failurePolicy Ignore) intercepts it and the API server admits without it while it is down; %s", h.name, why)
+			a.hint = "is the webhook's server running (kubectl get pods,endpointslices -n <webhook namespace>; its logs)? " +
+				"with `expect`, the mutation of the only mutating webhook intercepting an object is its proof"
+			return a
 		}
 	}
 	return a

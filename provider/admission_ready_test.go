@@ -196,8 +196,8 @@ func TestAdmissionReadyExpectAndMutation(t *testing.T) {
 	obj := manifests(t, widgetIn(group, "default", "m"))
 	// The first request for a new CRD's objects may take the API server a couple of seconds.
 	r := await(t, createAsync(t, s, "AdmissionReady", props("objects", obj, "expect", expect, "timeout", "6s")), 15*time.Second)
-	if r.err == nil || !strings.Contains(r.err.Error(), "timed out") || !strings.Contains(r.err.Error(), "expect is false") {
-		t.Fatalf("want a timeout saying expect is false, got %v", r.err)
+	if r.err == nil || !strings.Contains(r.err.Error(), "timed out") || !strings.Contains(r.err.Error(), "did not satisfy expect") {
+		t.Fatalf("want a timeout saying the result did not satisfy expect, got %v", r.err)
 	}
 
 	wh := testenv.NewWebhook(t)

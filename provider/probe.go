@@ -44,6 +44,11 @@ type prober struct {
 	obj *unstructured.Unstructured
 	// derived says the probe was derived from the configuration's rules, not given by the user.
 	derived bool
+	// expect must hold on the admitted probe's dry-run result; holding, it proves a mutating
+	// Ignore webhook (see creditsMutation). mutators are every mutating webhook in the cluster,
+	// the candidates for its mutation; set with expect.
+	expect   *mutationExpect
+	mutators []*admissionHook
 
 	// Set by the evaluation before each step.
 	target ProbeTarget
@@ -133,9 +138,12 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 		return wait.Result{Failed: o.Terminal}
 	}
 	if o.Answered {
-		needs, err := p.unproven(o)
+		needs, credited, err := p.unproven(o)
 		if err != nil {
 			o.Answered, o.Why = false, err.Error()
+		}
+		for _, c := range credited {
+			o.Why += fmt.Sprintf("; the result satisfies expect, which proves mutating webhook %s (failurePolicy Ignore, the only mutating webhook intercepting the probe)", c)
 		}
 		for _, n := range needs {
 			ok, why, terminal := p.callDirect(ctx, n.hook, n.why, n.remedy)
@@ -155,8 +163,11 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 	}
 	if !o.Answered {
 		p.good = 0
-		return wait.Result{Message: "dry-run probe: " + o.Why,
-			Hint: "kubectl get pods,endpointslices -n <webhook namespace>; the webhook's logs"}
+		hint := "kubectl get pods,endpointslices -n <webhook namespace>; the webhook's logs"
+		if o.Hint != "" {
+			hint = o.Hint + "; " + hint
+		}
+		return wait.Result{Message: "dry-run probe: " + o.Why, Hint: hint}
 	}
 	p.good++
 	if p.good < probesNeeded {
@@ -173,27 +184,27 @@ type directNeed struct {
 }
 
 // unproven lists the checked webhooks the answered dry-run o does not prove, each to be called
-// directly. Proven: the webhook whose denial o is; a failurePolicy Fail webhook the API server
+// directly, and the Ignore webhooks proven by the mutation `expect` sees (credited). Proven: the webhook whose denial o is; a failurePolicy Fail webhook the API server
 // provably called for the probe (its rules, namespaceSelector and objectSelector match it, it has
 // no matchConditions) when the probe was admitted, since the API server admits only with its
 // answer; for a mutating target denied by one of its webhooks, the webhooks before that one (the
 // API server calls them in order). Not proven: a failurePolicy Ignore webhook (the API server
-// admits without it when it is down), a webhook the probe is not provably intercepted by, and,
+// admits without it when it is down) unless the result satisfies expect and creditsMutation
+// credits it with the mutation, a webhook the probe is not provably intercepted by, and,
 // when one webhook denied the probe, the others of a validating configuration (called in
 // parallel: the denial is one answer, not theirs).
-func (p *prober) unproven(o ProbeOutcome) ([]directNeed, error) {
+func (p *prober) unproven(o ProbeOutcome) (needs []directNeed, credited []string, err error) {
 	if p.hooks == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	q, err := p.request()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	q.nsLabels, q.nsErr = p.nsLabels, p.nsErr
 	if q.gvr == namespacesResource {
 		q.nsLabels, q.nsErr = p.obj.GetLabels(), ""
 	}
-	var needs []directNeed
 	deniedAt := -1
 	for i, h := range p.hooks {
 		if h.name == o.DeniedBy {
@@ -214,8 +225,16 @@ func (p *prober) unproven(o ProbeOutcome) ([]directNeed, error) {
 				why:    fmt.Sprintf("the probe is not intercepted by webhook %q: %s, so an admitted dry-run proves nothing about it", h.name, reason),
 				remedy: "give a probe it intercepts, or list only the webhooks you need in `webhooks`"})
 		case h.policy == "Ignore":
-			needs = append(needs, directNeed{hook: h,
-				why:    fmt.Sprintf("webhook %s has failurePolicy Ignore, so the API server admits the dry-run without it", h.name),
+			why := fmt.Sprintf("webhook %s has failurePolicy Ignore, so the API server admits the dry-run without it", h.name)
+			if o.ExpectHeld && h.mutating {
+				not := creditsMutation(p.expect, p.obj, h, interceptors(p.mutators, q))
+				if not == "" {
+					credited = append(credited, h.name)
+					continue
+				}
+				why += "; the result satisfies expect, but " + not
+			}
+			needs = append(needs, directNeed{hook: h, why: why,
 				remedy: "set failurePolicy: Fail on the webhook, or leave it out of `webhooks`"})
 		case o.DeniedBy != "" && !(p.target.Mutating && i < deniedAt):
 			needs = append(needs, directNeed{hook: h,
@@ -223,31 +242,48 @@ func (p *prober) unproven(o ProbeOutcome) ([]directNeed, error) {
 				remedy: fmt.Sprintf("give a probe that webhook %q admits, or list only the webhooks you need in `webhooks`", o.DeniedBy)})
 		}
 	}
-	return needs, nil
+	return needs, credited, nil
+}
+
+// interceptors are the hooks the API server may call for q (see hookMatch.excludes); one whose
+// match cannot be read may.
+func interceptors(hooks []*admissionHook, q probeRequest) []*admissionHook {
+	var out []*admissionHook
+	for _, h := range hooks {
+		if h.matchErr != "" || h.match.excludes(q) == "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // request is the probe's dry-run create as the API server matches webhooks against it.
 func (p *prober) request() (probeRequest, error) {
-	gvk := p.obj.GroupVersionKind()
-	m, err := p.r.clients.Mapping(gvk)
+	m, err := p.r.clients.Mapping(p.obj.GroupVersionKind())
 	if err != nil {
 		return probeRequest{}, err
 	}
-	q := probeRequest{gvr: m.Resource, labels: p.obj.GetLabels()}
+	return requestFor(p.r, p.obj, m, false), nil
+}
+
+// requestFor is the request of a dry-run create (or, with update, apply) of obj, as the API
+// server matches webhooks against it: its resource at every served version, namespace, labels.
+func requestFor(r *run, obj *unstructured.Unstructured, m *meta.RESTMapping, update bool) probeRequest {
+	q := probeRequest{gvr: m.Resource, labels: obj.GetLabels(), update: update}
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		q.namespace = p.obj.GetNamespace()
+		q.namespace = obj.GetNamespace()
 		if q.namespace == "" {
-			q.namespace = p.r.clients.Namespace
+			q.namespace = r.clients.Namespace
 		}
 	}
-	if all, err := p.r.clients.Mapper.RESTMappings(gvk.GroupKind()); err == nil {
+	if all, err := r.clients.Mapper.RESTMappings(obj.GroupVersionKind().GroupKind()); err == nil {
 		for _, o := range all {
 			if o.Resource != q.gvr && o.Resource.Group == q.gvr.Group && o.Resource.Resource == q.gvr.Resource {
 				q.equivalents = append(q.equivalents, o.Resource)
 			}
 		}
 	}
-	return q, nil
+	return q
 }
 
 // once dry-run creates the probe and says whether the target webhooks answered.
@@ -267,15 +303,16 @@ func (p *prober) once(ctx context.Context) ProbeOutcome {
 	ri := p.r.clients.Dynamic.Resource(m.Resource)
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	where := ""
+	var out *unstructured.Unstructured
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		if obj.GetNamespace() == "" {
 			obj.SetNamespace(p.r.clients.Namespace)
 		}
 		where = " in namespace " + obj.GetNamespace()
-		_, err = ri.Namespace(obj.GetNamespace()).Create(ctx, obj, dryRun)
+		out, err = ri.Namespace(obj.GetNamespace()).Create(ctx, obj, dryRun)
 	} else {
 		obj.SetNamespace("") // a derived probe of a cluster-scoped kind
-		_, err = ri.Create(ctx, obj, dryRun)
+		out, err = ri.Create(ctx, obj, dryRun)
 	}
 	if err != nil && (apierrors.IsUnauthorized(err) || (apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot create resource"))) {
 		res := m.Resource.Resource
@@ -298,7 +335,30 @@ func (p *prober) once(ctx context.Context) ProbeOutcome {
 		}
 		o.Terminal = fmt.Errorf("%s: %s", o.Why, why)
 	}
+	if p.expect != nil && o.Answered {
+		p.judgeExpect(&o, obj, out, err)
+	}
 	return o
+}
+
+// judgeExpect requires expect to hold on the admitted probe's dry-run result out; the result is
+// dropped afterwards, and never quoted for a Secret.
+func (p *prober) judgeExpect(o *ProbeOutcome, obj, out *unstructured.Unstructured, err error) {
+	if err != nil || out == nil {
+		o.Answered = false
+		o.Why = "expect needs an admitted dry-run result, and there is none: " + o.Why
+		o.Hint = "give a `probe` the webhooks admit (generateName: a fixed name that exists already is not created)"
+		return
+	}
+	v := p.expect.judge(obj, out)
+	switch {
+	case v.terminal != "":
+		o.Terminal = errors.New(v.terminal)
+	case !v.held:
+		o.Answered, o.Why, o.Hint = false, "admitted, but "+p.stable(obj, v.why), v.hint
+	default:
+		o.ExpectHeld, o.Why = true, "admitted, and the result satisfies expect"
+	}
 }
 
 // stable strips the name the API server generated for the probe (it changes with every
@@ -324,6 +384,10 @@ type ProbeOutcome struct {
 	Invalid bool
 	// Terminal is set when no amount of waiting changes the outcome.
 	Terminal error
+	// ExpectHeld: the probe was admitted and its dry-run result satisfies expect.
+	ExpectHeld bool
+	// Hint says what to check, when the outcome has a better idea than the usual one.
+	Hint string
 }
 
 var deniedRE = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
@@ -396,6 +460,10 @@ func ClassifyProbe(err error, t ProbeTarget) ProbeOutcome {
 // admissionHook is one webhook of a configuration, as the API server calls it.
 type admissionHook struct {
 	name, policy string
+	// config is the configuration holding it (Kind/name); mutating says it is a
+	// MutatingWebhookConfiguration's.
+	config       string
+	mutating     bool
 	url          string // clientConfig.url; empty for a Service-backed webhook
 	svcNamespace string
 	svcName      string
@@ -423,15 +491,24 @@ func (h *admissionHook) endpoint() string {
 // (allowed or denied) is proof that it serves; anything else is not. need says why the call is
 // needed and remedy what else the user can do, for when the service proxy is forbidden.
 func (p *prober) callDirect(ctx context.Context, h *admissionHook, need, remedy string) (ok bool, why string, terminal error) {
-	obj := p.obj.DeepCopy()
-	m, err := p.r.clients.Mapping(obj.GroupVersionKind())
+	return callDirect(ctx, p.r, p.obj, h, need, remedy)
+}
+
+// callDirect sends webhook h an AdmissionReview for a dry-run create of obj (see
+// prober.callDirect): WebhookReady's probe, or one of AdmissionReady's objects.
+func callDirect(ctx context.Context, r *run, in *unstructured.Unstructured, h *admissionHook, need, remedy string) (ok bool, why string, terminal error) {
+	obj := in.DeepCopy()
+	if obj.GetName() == "" && obj.GetGenerateName() == "" {
+		obj.SetGenerateName("readiness-probe-")
+	}
+	m, err := r.clients.Mapping(obj.GroupVersionKind())
 	if err != nil {
 		return false, err.Error(), nil
 	}
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
 		obj.SetNamespace("")
 	} else if obj.GetNamespace() == "" {
-		obj.SetNamespace(p.r.clients.Namespace)
+		obj.SetNamespace(r.clients.Namespace)
 	}
 	body, uid, err := admissionReview(obj, m.Resource, h.versions)
 	if err != nil {
@@ -449,7 +526,7 @@ func (p *prober) callDirect(ctx context.Context, h *admissionHook, need, remedy 
 	} else {
 		// Made by hand (as HttpReady's): the exact status and body tell the API server's own
 		// answers (Forbidden, no endpoints) from the webhook's.
-		rc, ok := p.r.clients.Typed.CoreV1().RESTClient().(*rest.RESTClient)
+		rc, ok := r.clients.Typed.CoreV1().RESTClient().(*rest.RESTClient)
 		if !ok || rc.Client == nil {
 			return false, "", errors.New("no HTTP client for the Kubernetes API")
 		}

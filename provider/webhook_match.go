@@ -21,6 +21,9 @@ import (
 // probeRequest is what the API server matches webhooks against for the probe's dry-run create.
 type probeRequest struct {
 	gvr schema.GroupVersionResource
+	// update: the request is an UPDATE (AdmissionReady's dry-run apply of an existing object),
+	// not a CREATE.
+	update bool
 	// equivalents are the same group and resource at the other versions the API server serves
 	// (matchPolicy Equivalent: the API server converts the request for a rule naming one).
 	equivalents []schema.GroupVersionResource
@@ -35,7 +38,14 @@ type probeRequest struct {
 var namespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 func (q probeRequest) String() string {
-	return fmt.Sprintf("CREATE of %s", gvrString(q.gvr))
+	return fmt.Sprintf("%s of %s", q.operation(), gvrString(q.gvr))
+}
+
+func (q probeRequest) operation() admissionregistrationv1.OperationType {
+	if q.update {
+		return admissionregistrationv1.Update
+	}
+	return admissionregistrationv1.Create
 }
 
 func gvrString(r schema.GroupVersionResource) string {
@@ -83,6 +93,28 @@ func (m hookMatch) needsNamespaceLabels() bool {
 
 // notReached says why the API server does not provably call the webhook for q; "" when it does.
 func (m hookMatch) notReached(q probeRequest) string {
+	if why := m.skips(q, false); why != "" {
+		return why
+	}
+	if len(m.MatchConditions) > 0 {
+		var names []string
+		for _, c := range m.MatchConditions {
+			names = append(names, c.Name)
+		}
+		return fmt.Sprintf("its matchConditions (%s) are CEL, not evaluated by the gate, so an admitted dry-run does not show the API server called it",
+			strings.Join(names, ", "))
+	}
+	return ""
+}
+
+// excludes says why the API server provably does not call the webhook for q; "" when it may
+// (matchConditions, and a namespaceSelector over labels the gate cannot read, are taken as
+// matching: fail closed).
+func (m hookMatch) excludes(q probeRequest) string { return m.skips(q, true) }
+
+// skips decides by rules, namespaceSelector and objectSelector; with unknownMatches, a
+// namespaceSelector over labels the gate cannot read does not skip.
+func (m hookMatch) skips(q probeRequest, unknownMatches bool) string {
 	if q.gvr.Group == "admissionregistration.k8s.io" {
 		return "the API server never calls webhooks for its admission configuration objects"
 	}
@@ -99,6 +131,9 @@ func (m hookMatch) notReached(q probeRequest) string {
 			if !m.needsNamespaceLabels() && q.gvr != namespacesResource {
 				nsLabels = map[string]string{corev1.LabelMetadataName: q.namespace}
 			} else if q.nsErr != "" {
+				if unknownMatches {
+					return ""
+				}
 				return fmt.Sprintf("its namespaceSelector {%s} needs the labels of the probe's namespace %s, which the gate cannot read (%s)",
 					sel, q.namespace, q.nsErr)
 			}
@@ -118,18 +153,10 @@ func (m hookMatch) notReached(q probeRequest) string {
 	if !sel.Empty() && !sel.Matches(labels.Set(q.labels)) {
 		return fmt.Sprintf("its objectSelector {%s} does not match the probe's labels {%s}", sel, labels.Set(q.labels))
 	}
-	if len(m.MatchConditions) > 0 {
-		var names []string
-		for _, c := range m.MatchConditions {
-			names = append(names, c.Name)
-		}
-		return fmt.Sprintf("its matchConditions (%s) are CEL, not evaluated by the gate, so an admitted dry-run does not show the API server called it",
-			strings.Join(names, ", "))
-	}
 	return ""
 }
 
-// rulesMatch: a CREATE rule for the probe's group, version and resource in its scope; with
+// rulesMatch: a rule for the request's operation (CREATE or UPDATE) for the probe's group, version and resource in its scope; with
 // matchPolicy Equivalent (the default), or for the same group and resource at another served version.
 func (m hookMatch) rulesMatch(q probeRequest) bool {
 	candidates := []schema.GroupVersionResource{q.gvr}
@@ -137,7 +164,7 @@ func (m hookMatch) rulesMatch(q probeRequest) bool {
 		candidates = append(candidates, q.equivalents...)
 	}
 	for _, r := range m.Rules {
-		if !ruleOperation(r) || !ruleScope(r, q) {
+		if !ruleOperation(r, q.operation()) || !ruleScope(r, q) {
 			continue
 		}
 		for _, c := range candidates {
@@ -149,9 +176,9 @@ func (m hookMatch) rulesMatch(q probeRequest) bool {
 	return false
 }
 
-func ruleOperation(r admissionregistrationv1.RuleWithOperations) bool {
+func ruleOperation(r admissionregistrationv1.RuleWithOperations, want admissionregistrationv1.OperationType) bool {
 	for _, op := range r.Operations {
-		if op == admissionregistrationv1.OperationAll || op == admissionregistrationv1.Create {
+		if op == admissionregistrationv1.OperationAll || op == want {
 			return true
 		}
 	}

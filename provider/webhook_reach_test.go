@@ -212,7 +212,7 @@ webhooks:
   matchConditions: [{name: c, expression: "true"}]
   rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods], scope: Namespaced}]
   clientConfig: {url: "https://127.0.0.1:1/x"}`)
-	hooks := webhooksOf(cfg)
+	hooks := webhooksOf(cfg.GetKind(), cfg)
 	if len(hooks) != 1 || hooks[0].matchErr != "" {
 		t.Fatalf("hooks = %+v", hooks)
 	}

@@ -47,6 +47,7 @@ type WebhookReadyArgs struct {
 	Webhooks                       []string       `pulumi:"webhooks,optional" provider:"replaceOnChanges"`
 	MinReadyEndpoints              *int           `pulumi:"minReadyEndpoints,optional" provider:"replaceOnChanges"`
 	Probe                          map[string]any `pulumi:"probe,optional" provider:"replaceOnChanges,secret"`
+	Expect                         *string        `pulumi:"expect,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -71,6 +72,9 @@ func (g *WebhookReady) Annotate(a infer.Annotator) {
 		"objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: "+
 		"the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it "+
 		"directly (its URL, or the API server's service proxy). "+
+		"With `expect` (a mutating target), the probe's dry-run result must also satisfy it, twice in a row; it is then the proof for "+
+		"a `failurePolicy: Ignore` injector, which needs no direct call when it is the only mutating webhook in the cluster that "+
+		"intercepts the probe and `expect` does not already hold on the probe as given. "+
 		"Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.")
 }
 
@@ -82,6 +86,16 @@ func (a *WebhookReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.MinReadyEndpoints, "Ready endpoints the webhook Service needs (default 1).")
 	an.Describe(&a.Probe, "A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: "+
 		"admission, or a denial naming one of the target's webhooks, proves it answers.")
+	an.Describe(&a.Expect, "A CEL expression over the probe's dry-run result, `object` (the probe as the API server would store it, "+
+		"after every mutating webhook), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`: "+
+		"evidence that a mutating webhook (an injector) served. Needs `probe`; not with `validatingWebhookConfiguration` (validating "+
+		"webhooks do not mutate). While it is false, or fails to evaluate (no such key), the gate waits: a down injector with "+
+		"failurePolicy Ignore lets the probe through unmutated. Holding on two probes in a row, it proves a `failurePolicy: Ignore` "+
+		"mutating webhook without a direct call when that webhook is the only mutating webhook in the cluster that intercepts the "+
+		"probe (rules, namespaceSelector, objectSelector; matchConditions count as matching) and `expect` is false on the probe as "+
+		"given; otherwise that webhook must also answer a direct AdmissionReview. Write it for what only the target adds (its "+
+		"container's name). Compiled at preview with the cost limits of ResourceReady's `cel`. A Secret probe's "+
+		"result is never quoted.")
 }
 
 func (s *WebhookReadyState) Annotate(a infer.Annotator) {
@@ -136,8 +150,35 @@ func (*WebhookReady) Check(ctx context.Context, req infer.CheckRequest) (infer.C
 				failures = append(failures, p.CheckFailure{Property: "probe", Reason: "the probe must be a manifest with apiVersion and kind"})
 			}
 		}
+		if args.Expect != nil && isKnown(req.NewInputs, "expect") {
+			failures = append(failures, webhookExpectFailures(args, isKnown(req.NewInputs, "probe"))...)
+		}
 		return failures
 	})
+}
+
+// webhookExpectFailures checks `expect`: it needs a probe (a derived one's shape is unknown to the
+// user), a target that can mutate, valid CEL, and must not already hold on the probe as given
+// (then it shows no mutation).
+func webhookExpectFailures(args WebhookReadyArgs, probeKnown bool) []p.CheckFailure {
+	fail := func(reason string) []p.CheckFailure { return []p.CheckFailure{{Property: "expect", Reason: reason}} }
+	if args.Probe == nil {
+		return fail("expect needs `probe`: it is evaluated on the probe's dry-run result, so give the object the injector mutates " +
+			"(such as a Pod in a namespace it injects into)")
+	}
+	if args.ValidatingWebhookConfiguration != nil {
+		return fail("expect proves a mutating webhook by its mutation; the webhooks of a ValidatingWebhookConfiguration do not mutate " +
+			"(target the MutatingWebhookConfiguration, or leave expect out)")
+	}
+	x, err := compileExpect(args.Expect)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if probeKnown && x.holdsOn(args.Probe) {
+		return fail(fmt.Sprintf("expect %q already holds on the probe as given, so it cannot show that a webhook mutated it; "+
+			"test for what only the webhook adds (an injected container, a label)", x.src))
+	}
+	return nil
 }
 
 func (g *WebhookReady) Create(ctx context.Context, req infer.CreateRequest[WebhookReadyArgs]) (infer.CreateResponse[WebhookReadyState], error) {
@@ -154,8 +195,15 @@ func webhookBuilder(a WebhookReadyArgs) builder[WebhookReadyState] {
 		if a.MinReadyEndpoints != nil {
 			e.minEndpoints = *a.MinReadyEndpoints
 		}
+		if a.Expect != nil {
+			if fs := webhookExpectFailures(a, true); len(fs) > 0 {
+				return nil, nil, fmt.Errorf("expect: %s", fs[0].Reason)
+			}
+		}
 		if a.Probe != nil {
 			e.probe = &prober{r: r, obj: &unstructured.Unstructured{Object: a.Probe}}
+			x, _ := compileExpect(a.Expect)
+			e.probe.expect = x
 		}
 		return e, e.fill, nil
 	}
@@ -238,7 +286,7 @@ func (e *webhookEval) checkObjects() wait.Result {
 			e.probe = &prober{r: e.r, obj: obj, derived: true}
 		}
 	}
-	all := webhooksOf(cfg)
+	all := webhooksOf(kind, cfg)
 	var present []string
 	for _, h := range all {
 		present = append(present, h.name)
@@ -319,7 +367,7 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 		}
 		slices.SortFunc(cfgs, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
 		for _, cfg := range cfgs {
-			for _, h := range webhooksOf(cfg) {
+			for _, h := range webhooksOf(kind, cfg) {
 				if seen[h.name] {
 					e.ambiguous[h.name] = true
 				}
@@ -361,13 +409,15 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 	return wait.Result{Ready: true}
 }
 
-// webhooksOf reads a configuration's webhooks as the API server calls them.
-func webhooksOf(cfg *unstructured.Unstructured) []*admissionHook {
+// webhooksOf reads the webhooks of a configuration of kind (Validating- or
+// MutatingWebhookConfiguration) as the API server calls them.
+func webhooksOf(kind string, cfg *unstructured.Unstructured) []*admissionHook {
 	raw, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
 	var out []*admissionHook
 	for _, w := range raw {
 		wm, _ := w.(map[string]any)
-		h := &admissionHook{policy: "Fail", timeout: 10 * time.Second, svcPort: 443}
+		h := &admissionHook{policy: "Fail", timeout: 10 * time.Second, svcPort: 443,
+			config: kind + "/" + cfg.GetName(), mutating: kind == "MutatingWebhookConfiguration"}
 		h.name, _ = wm["name"].(string)
 		if fp, _ := wm["failurePolicy"].(string); fp != "" {
 			h.policy = fp
@@ -457,6 +507,22 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 		}
 	}
 	e.probe.hooks = e.hooks
+	if e.probe.expect != nil {
+		// Every mutating webhook in the cluster is a candidate for the mutation expect sees.
+		cfgs, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"}})
+		if pending != nil {
+			if pending.Failed != nil {
+				pending.Failed = fmt.Errorf("%w: with `expect`, the gate reads every MutatingWebhookConfiguration to tell whose mutation "+
+					"it sees; grant verbs list, watch on it cluster-wide", pending.Failed)
+			}
+			return *pending
+		}
+		e.probe.mutators = nil
+		for _, cfg := range cfgs {
+			fmt.Fprintf(&e.state, ";mutating/%s@%s", cfg.GetName(), cfg.GetResourceVersion())
+			e.probe.mutators = append(e.probe.mutators, webhooksOf("MutatingWebhookConfiguration", cfg)...)
+		}
+	}
 	if res := e.namespaceLabels(); res != nil {
 		return *res
 	}
@@ -464,39 +530,50 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 	return e.probe.step(ctx, e.state.String())
 }
 
-// namespaceLabels reads the labels of the probe's namespace through a watch on that one
-// Namespace, when a checked webhook's namespaceSelector needs them to tell whether the API
-// server calls it for the probe. A namespace the gate may not read is not an error: such a
-// webhook is not taken as called, and needs a direct call.
+// namespaceLabels reads the labels of the probe's namespace when a checked webhook's (or, with
+// expect, any mutating webhook's) namespaceSelector needs them (see run.namespaceLabels).
 func (e *webhookEval) namespaceLabels() *wait.Result {
 	e.probe.nsLabels, e.probe.nsErr = nil, ""
-	need := false
-	for _, h := range e.hooks {
-		need = need || h.match.needsNamespaceLabels()
-	}
-	if !need {
-		return nil
-	}
 	q, err := e.probe.request()
 	if err != nil || q.namespace == "" {
 		return nil // the probe's own answer says why (kind not served), or it has no namespace
 	}
-	sub := e.r.watch(kube.WatchKey{Resource: namespacesResource, Name: q.namespace})
+	lbls, nsErr, rv, pending := e.r.namespaceLabels(q.namespace, append(append([]*admissionHook{}, e.hooks...), e.probe.mutators...))
+	if pending != nil {
+		return pending
+	}
+	e.probe.nsLabels, e.probe.nsErr = lbls, nsErr
+	if rv != "" {
+		fmt.Fprintf(&e.state, ";namespace/%s@%s", q.namespace, rv)
+	}
+	return nil
+}
+
+// namespaceLabels reads the labels of namespace ns through a watch on that one Namespace, when
+// one of hooks has a namespaceSelector that needs them to tell whether the API server calls it.
+// A namespace the gate may not read, or that does not exist, is not an error: nsErr says why
+// the labels are unknown (a webhook is then not taken as called when that must be proven, and
+// as called when it must be ruled out). rv is the Namespace's resourceVersion when read.
+func (r *run) namespaceLabels(ns string, hooks []*admissionHook) (lbls map[string]string, nsErr, rv string, pending *wait.Result) {
+	need := false
+	for _, h := range hooks {
+		need = need || h.match.needsNamespaceLabels()
+	}
+	if !need {
+		return nil, "", "", nil
+	}
+	sub := r.watch(kube.WatchKey{Resource: namespacesResource, Name: ns})
 	if err := sub.Err(); err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
-		e.probe.nsErr = fmt.Sprintf("%v; grant verbs list, watch on namespaces with resourceNames [%s]", err, q.namespace)
-		return nil
+		return nil, fmt.Sprintf("%v; grant verbs list, watch on namespaces with resourceNames [%s]", err, ns), "", nil
 	}
 	if !sub.Synced() {
-		return &wait.Result{Message: "reading namespace " + q.namespace + " (its labels decide which webhooks intercept the probe)", Unsynced: true}
+		return nil, "", "", &wait.Result{Message: "reading namespace " + ns + " (its labels decide which webhooks intercept the request)", Unsynced: true}
 	}
-	ns := sub.Get(q.namespace)
-	if ns == nil {
-		e.probe.nsErr = "namespace " + q.namespace + " not found"
-		return nil
+	o := sub.Get(ns)
+	if o == nil {
+		return nil, "namespace " + ns + " not found", "", nil
 	}
-	e.probe.nsLabels = ns.GetLabels()
-	fmt.Fprintf(&e.state, ";namespace/%s@%s", q.namespace, ns.GetResourceVersion())
-	return nil
+	return o.GetLabels(), "", o.GetResourceVersion(), nil
 }
 
 func (e *webhookEval) fill(s *WebhookReadyState) {

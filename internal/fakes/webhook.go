@@ -34,12 +34,16 @@ type Webhook struct {
 	mu     sync.Mutex
 	caPEM  []byte
 	tlsCfg *tls.Config
-	Mode   atomic.Value // "allow", "deny", "deny-named", "deny-echo", "patch", "error", "stranger", "other-uid"
+	Mode   atomic.Value // "allow", "deny", "deny-named", "deny-echo", "patch", "inject:NAME", "error", "stranger", "other-uid"
 	Calls  atomic.Int64 // requests served
 	// ConvMode says how /convert answers ConversionReviews (see convert); ConvCalls counts them.
 	ConvMode  atomic.Value
 	ConvCalls atomic.Int64
-	srv       *http.Server
+	// RefuseDirect answers HTTP 503 to the readiness gates' own direct calls (user
+	// readiness-probe) while still answering the API server: a webhook the gate cannot reach
+	// itself, as behind a forbidden service proxy, so only the mutation can prove it.
+	RefuseDirect atomic.Bool
+	srv          *http.Server
 }
 
 func NewWebhook() (*Webhook, error) { return NewWebhookOn("127.0.0.1", 0) }
@@ -160,7 +164,8 @@ func (w *Webhook) Close() {
 // serve answers as the mode says: "allow" and "deny" as a webhook; "deny-named" denies quoting
 // the object's name and the request's uid (a message that changes every time); "deny-echo" denies
 // quoting the whole object (as a careless webhook might); "patch" admits with a JSONPatch adding the
-// label readiness.test/mutated=yes (a mutating webhook); "error" answers 500; "stranger" is some other server on the webhook's
+// label readiness.test/mutated=yes (a mutating webhook); "inject:NAME" admits a Pod (or an object
+// with a pod template) with a JSONPatch appending a container NAME, as a sidecar injector; "error" answers 500; "stranger" is some other server on the webhook's
 // address (200, JSON that is no AdmissionReview); "other-uid" answers another request's uid.
 func (w *Webhook) serve(rw http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/convert" {
@@ -180,12 +185,37 @@ func (w *Webhook) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, _ := review["request"].(map[string]any)
+	if user, _ := req["userInfo"].(map[string]any); w.RefuseDirect.Load() && user["username"] == "readiness-probe" {
+		http.Error(rw, "direct calls refused", http.StatusServiceUnavailable)
+		return
+	}
 	uid := req["uid"]
 	if w.Mode.Load() == "other-uid" {
 		uid = "00000000-0000-0000-0000-000000000000"
 	}
-	resp := map[string]any{"uid": uid, "allowed": w.Mode.Load() == "allow" || w.Mode.Load() == "other-uid" || w.Mode.Load() == "patch"}
-	switch w.Mode.Load() {
+	mode, _ := w.Mode.Load().(string)
+	sidecar, inject := strings.CutPrefix(mode, "inject:")
+	resp := map[string]any{"uid": uid, "allowed": mode == "allow" || mode == "other-uid" || mode == "patch" || inject}
+	if inject {
+		obj, _ := req["object"].(map[string]any)
+		spec, _ := obj["spec"].(map[string]any)
+		path := "/spec/containers/-"
+		if tmpl, _ := spec["template"].(map[string]any); tmpl != nil {
+			spec, _ = tmpl["spec"].(map[string]any)
+			path = "/spec/template/spec/containers/-"
+		}
+		present := false // injected already (by another webhook): leave it
+		cs, _ := spec["containers"].([]any)
+		for _, c := range cs {
+			present = present || c.(map[string]any)["name"] == sidecar
+		}
+		if !present {
+			patch, _ := json.Marshal([]any{map[string]any{"op": "add", "path": path, "value": map[string]any{"name": sidecar, "image": "readiness.invalid/" + sidecar}}})
+			resp["patchType"] = "JSONPatch"
+			resp["patch"] = base64.StdEncoding.EncodeToString(patch)
+		}
+	}
+	switch mode {
 	case "patch":
 		obj, _ := req["object"].(map[string]any)
 		meta, _ := obj["metadata"].(map[string]any)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -52,4 +53,40 @@ func (w *Webhook) RegisterAs(t testing.TB, kind, name, policy, group string, res
 	}
 	t.Cleanup(func() { _ = Dynamic(t).Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	return strings.ToLower(strings.TrimSuffix(kind, "WebhookConfiguration")) + "." + name + "." + group
+}
+
+// RegisterPods creates a configuration of kind (Validating or Mutating) whose one webhook, with
+// failurePolicy policy, intercepts CREATE and UPDATE of Pods in namespace ns only (so it never
+// meets another test's Pods); deleted after the test. It returns the webhook's name.
+func (w *Webhook) RegisterPods(t testing.TB, kind, name, policy, ns string) string {
+	prefix := strings.ToLower(strings.TrimSuffix(kind, "WebhookConfiguration")) + "." + name + "."
+	hook := prefix + "pods.test"
+	doc := strings.Replace(w.ConfigurationFor(kind, name, "", "pods"), "failurePolicy: Fail", "failurePolicy: "+policy, 1)
+	doc = strings.Replace(doc, "- name: "+prefix+"\n", "- name: "+hook+"\n", 1)
+	doc = strings.Replace(doc, "  rules:", "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: "+ns+"}}\n  rules:", 1)
+	Apply(t, doc)
+	gvr := vwcGVR
+	if kind == "MutatingWebhookConfiguration" {
+		gvr.Resource = "mutatingwebhookconfigurations"
+	}
+	t.Cleanup(func() { _ = Dynamic(t).Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	return hook
+}
+
+// ServiceAccountReady waits (up to 30 s) until the controller-manager created namespace ns's
+// default ServiceAccount, without which the API server refuses Pods (even in a dry run).
+func ServiceAccountReady(t testing.TB, ns string) {
+	t.Helper()
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := Dynamic(t).Resource(gvr).Namespace(ns).Get(context.Background(), "default", metav1.GetOptions{})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s has no default ServiceAccount: %v", ns, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
