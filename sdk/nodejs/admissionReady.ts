@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
 
 /**
- * Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held). An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false. It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
+ * Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held). An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it (a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
  */
 export class AdmissionReady extends pulumi.CustomResource {
     /**
@@ -47,7 +47,7 @@ export class AdmissionReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly deniers: pulumi.Output<string[]>;
     /**
-     * A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false the gate waits. Compiled at preview with the cost limits of ResourceReady's `cel`.
+     * A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false (or fails to evaluate, such as no such key) the gate waits. Holding on an object's result and false on the object as given, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook that may intercept the object. Compiled at preview with the cost limits of ResourceReady's `cel`.
      */
     declare public readonly expect: pulumi.Output<string | undefined>;
     /**
@@ -129,7 +129,7 @@ export interface AdmissionReadyArgs {
      */
     consecutive?: pulumi.Input<number | undefined>;
     /**
-     * A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false the gate waits. Compiled at preview with the cost limits of ResourceReady's `cel`.
+     * A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false (or fails to evaluate, such as no such key) the gate waits. Holding on an object's result and false on the object as given, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook that may intercept the object. Compiled at preview with the cost limits of ResourceReady's `cel`.
      */
     expect?: pulumi.Input<string | undefined>;
     /**

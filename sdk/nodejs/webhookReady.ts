@@ -7,7 +7,7 @@ import * as outputs from "./types/output";
 import * as utilities from "./utilities";
 
 /**
- * Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. With `probe`: a server-side dry-run create of that object is admitted or is denied by one of the target's own webhooks (not by another webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.
+ * Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. With `probe`: a server-side dry-run create of that object is admitted or is denied by one of the target's own webhooks (not by another webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). With `expect` (a mutating target), the probe's dry-run result must also satisfy it, twice in a row; it is then the proof for a `failurePolicy: Ignore` injector, which needs no direct call when it is the only mutating webhook in the cluster that intercepts the probe and `expect` does not already hold on the probe as given. Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.
  */
 export class WebhookReady extends pulumi.CustomResource {
     /**
@@ -44,6 +44,10 @@ export class WebhookReady extends pulumi.CustomResource {
      * The configuration checked (empty with `service`).
      */
     declare public /*out*/ readonly configurationName: pulumi.Output<string>;
+    /**
+     * A CEL expression over the probe's dry-run result, `object` (the probe as the API server would store it, after every mutating webhook), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`: evidence that a mutating webhook (an injector) served. Needs `probe`; not with `validatingWebhookConfiguration` (validating webhooks do not mutate). While it is false, or fails to evaluate (no such key), the gate waits: a down injector with failurePolicy Ignore lets the probe through unmutated. Holding on two probes in a row, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook in the cluster that intercepts the probe (rules, namespaceSelector, objectSelector; matchConditions count as matching) and `expect` is false on the probe as given; otherwise that webhook must also answer a direct AdmissionReview. Write it for what only the target adds (its container's name). Compiled at preview with the cost limits of ResourceReady's `cel`. A Secret probe's result is never quoted.
+     */
+    declare public readonly expect: pulumi.Output<string | undefined>;
     /**
      * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
      */
@@ -116,6 +120,7 @@ export class WebhookReady extends pulumi.CustomResource {
         let resourceInputs: pulumi.Inputs = {};
         opts = opts || {};
         if (!opts.id) {
+            resourceInputs["expect"] = args?.expect;
             resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["minReadyEndpoints"] = args?.minReadyEndpoints;
             resourceInputs["mutatingWebhookConfiguration"] = args?.mutatingWebhookConfiguration;
@@ -136,6 +141,7 @@ export class WebhookReady extends pulumi.CustomResource {
         } else {
             resourceInputs["caBundleSha256"] = undefined /*out*/;
             resourceInputs["configurationName"] = undefined /*out*/;
+            resourceInputs["expect"] = undefined /*out*/;
             resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["failurePolicy"] = undefined /*out*/;
             resourceInputs["minReadyEndpoints"] = undefined /*out*/;
@@ -155,7 +161,7 @@ export class WebhookReady extends pulumi.CustomResource {
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
         const secretOpts = { additionalSecretOutputs: ["probe"] };
         opts = pulumi.mergeOptions(opts, secretOpts);
-        const replaceOnChanges = { replaceOnChanges: ["minReadyEndpoints", "mutatingWebhookConfiguration", "probe.*", "service", "triggers[*]", "validatingWebhookConfiguration", "webhooks[*]"] };
+        const replaceOnChanges = { replaceOnChanges: ["expect", "minReadyEndpoints", "mutatingWebhookConfiguration", "probe.*", "service", "triggers[*]", "validatingWebhookConfiguration", "webhooks[*]"] };
         opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(WebhookReady.__pulumiType, name, resourceInputs, opts);
     }
@@ -165,6 +171,10 @@ export class WebhookReady extends pulumi.CustomResource {
  * The set of arguments for constructing a WebhookReady resource.
  */
 export interface WebhookReadyArgs {
+    /**
+     * A CEL expression over the probe's dry-run result, `object` (the probe as the API server would store it, after every mutating webhook), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`: evidence that a mutating webhook (an injector) served. Needs `probe`; not with `validatingWebhookConfiguration` (validating webhooks do not mutate). While it is false, or fails to evaluate (no such key), the gate waits: a down injector with failurePolicy Ignore lets the probe through unmutated. Holding on two probes in a row, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook in the cluster that intercepts the probe (rules, namespaceSelector, objectSelector; matchConditions count as matching) and `expect` is false on the probe as given; otherwise that webhook must also answer a direct AdmissionReview. Write it for what only the target adds (its container's name). Compiled at preview with the cost limits of ResourceReady's `cel`. A Secret probe's result is never quoted.
+     */
+    expect?: pulumi.Input<string | undefined>;
     /**
      * How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
      */

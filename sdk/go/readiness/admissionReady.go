@@ -12,7 +12,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
-// Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held). An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false. It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
+// Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held). An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it (a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
 type AdmissionReady struct {
 	pulumi.CustomResourceState
 
@@ -22,7 +22,7 @@ type AdmissionReady struct {
 	Consecutive pulumi.IntPtrOutput `pulumi:"consecutive"`
 	// Webhooks and admission policies that denied an object or could not be called while the gate waited (deduplicated, sorted), even if they admitted it later.
 	Deniers pulumi.StringArrayOutput `pulumi:"deniers"`
-	// A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false the gate waits. Compiled at preview with the cost limits of ResourceReady's `cel`.
+	// A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false (or fails to evaluate, such as no such key) the gate waits. Holding on an object's result and false on the object as given, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook that may intercept the object. Compiled at preview with the cost limits of ResourceReady's `cel`.
 	Expect pulumi.StringPtrOutput `pulumi:"expect"`
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
@@ -97,7 +97,7 @@ func (AdmissionReadyState) ElementType() reflect.Type {
 type admissionReadyArgs struct {
 	// How many rounds in a row must admit every object (default 2): a webhook that flaps does not pass.
 	Consecutive *int `pulumi:"consecutive"`
-	// A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false the gate waits. Compiled at preview with the cost limits of ResourceReady's `cel`.
+	// A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false (or fails to evaluate, such as no such key) the gate waits. Holding on an object's result and false on the object as given, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook that may intercept the object. Compiled at preview with the cost limits of ResourceReady's `cel`.
 	Expect *string `pulumi:"expect"`
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace *string `pulumi:"failureGrace"`
@@ -115,7 +115,7 @@ type admissionReadyArgs struct {
 type AdmissionReadyArgs struct {
 	// How many rounds in a row must admit every object (default 2): a webhook that flaps does not pass.
 	Consecutive pulumi.IntPtrInput
-	// A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false the gate waits. Compiled at preview with the cost limits of ResourceReady's `cel`.
+	// A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false (or fails to evaluate, such as no such key) the gate waits. Holding on an object's result and false on the object as given, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook that may intercept the object. Compiled at preview with the cost limits of ResourceReady's `cel`.
 	Expect pulumi.StringPtrInput
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace pulumi.StringPtrInput
@@ -231,7 +231,7 @@ func (o AdmissionReadyOutput) Deniers() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *AdmissionReady) pulumi.StringArrayOutput { return v.Deniers }).(pulumi.StringArrayOutput)
 }
 
-// A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false the gate waits. Compiled at preview with the cost limits of ResourceReady's `cel`.
+// A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false (or fails to evaluate, such as no such key) the gate waits. Holding on an object's result and false on the object as given, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook that may intercept the object. Compiled at preview with the cost limits of ResourceReady's `cel`.
 func (o AdmissionReadyOutput) Expect() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *AdmissionReady) pulumi.StringPtrOutput { return v.Expect }).(pulumi.StringPtrOutput)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
-// Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. With `probe`: a server-side dry-run create of that object is admitted or is denied by one of the target's own webhooks (not by another webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.
+// Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. With `probe`: a server-side dry-run create of that object is admitted or is denied by one of the target's own webhooks (not by another webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). With `expect` (a mutating target), the probe's dry-run result must also satisfy it, twice in a row; it is then the proof for a `failurePolicy: Ignore` injector, which needs no direct call when it is the only mutating webhook in the cluster that intercepts the probe and `expect` does not already hold on the probe as given. Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.
 type WebhookReady struct {
 	pulumi.CustomResourceState
 
@@ -19,6 +19,8 @@ type WebhookReady struct {
 	CaBundleSha256 pulumi.StringOutput `pulumi:"caBundleSha256"`
 	// The configuration checked (empty with `service`).
 	ConfigurationName pulumi.StringOutput `pulumi:"configurationName"`
+	// A CEL expression over the probe's dry-run result, `object` (the probe as the API server would store it, after every mutating webhook), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`: evidence that a mutating webhook (an injector) served. Needs `probe`; not with `validatingWebhookConfiguration` (validating webhooks do not mutate). While it is false, or fails to evaluate (no such key), the gate waits: a down injector with failurePolicy Ignore lets the probe through unmutated. Holding on two probes in a row, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook in the cluster that intercepts the probe (rules, namespaceSelector, objectSelector; matchConditions count as matching) and `expect` is false on the probe as given; otherwise that webhook must also answer a direct AdmissionReview. Write it for what only the target adds (its container's name). Compiled at preview with the cost limits of ResourceReady's `cel`. A Secret probe's result is never quoted.
+	Expect pulumi.StringPtrOutput `pulumi:"expect"`
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
 	// `Fail`, or `Ignore` when any checked webhook ignores failures: such a webhook never blocks creation, so the gate protects less.
@@ -66,6 +68,7 @@ func NewWebhookReady(ctx *pulumi.Context,
 	})
 	opts = append(opts, secrets)
 	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
+		"expect",
 		"minReadyEndpoints",
 		"mutatingWebhookConfiguration",
 		"probe.*",
@@ -108,6 +111,8 @@ func (WebhookReadyState) ElementType() reflect.Type {
 }
 
 type webhookReadyArgs struct {
+	// A CEL expression over the probe's dry-run result, `object` (the probe as the API server would store it, after every mutating webhook), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`: evidence that a mutating webhook (an injector) served. Needs `probe`; not with `validatingWebhookConfiguration` (validating webhooks do not mutate). While it is false, or fails to evaluate (no such key), the gate waits: a down injector with failurePolicy Ignore lets the probe through unmutated. Holding on two probes in a row, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook in the cluster that intercepts the probe (rules, namespaceSelector, objectSelector; matchConditions count as matching) and `expect` is false on the probe as given; otherwise that webhook must also answer a direct AdmissionReview. Write it for what only the target adds (its container's name). Compiled at preview with the cost limits of ResourceReady's `cel`. A Secret probe's result is never quoted.
+	Expect *string `pulumi:"expect"`
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace *string `pulumi:"failureGrace"`
 	// Ready endpoints the webhook Service needs (default 1).
@@ -132,6 +137,8 @@ type webhookReadyArgs struct {
 
 // The set of arguments for constructing a WebhookReady resource.
 type WebhookReadyArgs struct {
+	// A CEL expression over the probe's dry-run result, `object` (the probe as the API server would store it, after every mutating webhook), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`: evidence that a mutating webhook (an injector) served. Needs `probe`; not with `validatingWebhookConfiguration` (validating webhooks do not mutate). While it is false, or fails to evaluate (no such key), the gate waits: a down injector with failurePolicy Ignore lets the probe through unmutated. Holding on two probes in a row, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook in the cluster that intercepts the probe (rules, namespaceSelector, objectSelector; matchConditions count as matching) and `expect` is false on the probe as given; otherwise that webhook must also answer a direct AdmissionReview. Write it for what only the target adds (its container's name). Compiled at preview with the cost limits of ResourceReady's `cel`. A Secret probe's result is never quoted.
+	Expect pulumi.StringPtrInput
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace pulumi.StringPtrInput
 	// Ready endpoints the webhook Service needs (default 1).
@@ -249,6 +256,11 @@ func (o WebhookReadyOutput) CaBundleSha256() pulumi.StringOutput {
 // The configuration checked (empty with `service`).
 func (o WebhookReadyOutput) ConfigurationName() pulumi.StringOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.StringOutput { return v.ConfigurationName }).(pulumi.StringOutput)
+}
+
+// A CEL expression over the probe's dry-run result, `object` (the probe as the API server would store it, after every mutating webhook), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`: evidence that a mutating webhook (an injector) served. Needs `probe`; not with `validatingWebhookConfiguration` (validating webhooks do not mutate). While it is false, or fails to evaluate (no such key), the gate waits: a down injector with failurePolicy Ignore lets the probe through unmutated. Holding on two probes in a row, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook in the cluster that intercepts the probe (rules, namespaceSelector, objectSelector; matchConditions count as matching) and `expect` is false on the probe as given; otherwise that webhook must also answer a direct AdmissionReview. Write it for what only the target adds (its container's name). Compiled at preview with the cost limits of ResourceReady's `cel`. A Secret probe's result is never quoted.
+func (o WebhookReadyOutput) Expect() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *WebhookReady) pulumi.StringPtrOutput { return v.Expect }).(pulumi.StringPtrOutput)
 }
 
 // How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
