@@ -4,36 +4,12 @@
 // injected container, and `up` returns only after the injector serves.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { ChildProcess, execFileSync, spawn } from "child_process";
-import * as os from "os";
-import * as path from "path";
-import * as readline from "readline";
 import * as readiness from "@readiness-io/pulumi-readiness";
-import { Cluster, preparePulumi, PulumiEnv, repoRoot, request, stack, startCluster } from "./harness";
+import { Cluster, FakeWebhook, preparePulumi, PulumiEnv, request, stack, startCluster } from "./harness";
 
 let cluster: Cluster;
 let env: PulumiEnv;
 let webhook: FakeWebhook | undefined;
-
-// FakeWebhook drives internal/fakes/cmd/fakewebhook: a TLS webhook on 127.0.0.1 that serves
-// only once started.
-class FakeWebhook {
-    private constructor(private child: ChildProcess, private lines: AsyncIterator<string>, public url: string, public caBundle: string) {}
-    static async start(): Promise<FakeWebhook> {
-        const bin = path.join(os.tmpdir(), "readiness-fakewebhook");
-        execFileSync("go", ["build", "-o", bin, "./internal/fakes/cmd/fakewebhook"], { cwd: repoRoot, stdio: "inherit" });
-        const child = spawn(bin, [], { stdio: ["pipe", "pipe", "inherit"] });
-        const lines = readline.createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
-        const { url, caBundle } = JSON.parse((await lines.next()).value);
-        return new FakeWebhook(child, lines, url, caBundle);
-    }
-    async send(cmd: string): Promise<void> {
-        this.child.stdin!.write(cmd + "\n");
-        const ans = await this.lines.next();
-        assert.equal(ans.value, "ok", `fakewebhook: ${cmd}`);
-    }
-    stop(): void { this.child.stdin!.end(); }
-}
 
 before(async () => {
     cluster = await startCluster();

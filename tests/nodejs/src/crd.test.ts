@@ -3,16 +3,18 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as readiness from "@readiness-io/pulumi-readiness";
-import { Cluster, crd, KubeObject, preparePulumi, PulumiEnv, request, stack, startCluster } from "./harness";
+import { Cluster, crd, FakeWebhook, KubeObject, preparePulumi, PulumiEnv, request, stack, startCluster } from "./harness";
 
 let cluster: Cluster;
 let env: PulumiEnv;
+let webhook: FakeWebhook | undefined;
 
 before(async () => {
     cluster = await startCluster();
     env = await preparePulumi();
+    webhook = await FakeWebhook.start();
 });
-after(async () => { await cluster?.stop(); });
+after(async () => { webhook?.stop(); await cluster?.stop(); });
 
 test("CrdReady in a TypeScript stack: preview, up, refresh, input change, destroy", { timeout: 300_000 }, async () => {
     const group = `ts${Date.now() % 1_000_000}.readiness.test`;
@@ -76,4 +78,49 @@ test("CrdReady in a TypeScript stack: preview, up, refresh, input change, destro
 
     await s.destroy();
     await s.workspace.removeStack("dev");
+});
+
+test("CrdReady in a TypeScript stack waits for a late conversion webhook", { timeout: 300_000 }, async () => {
+    const group = `conv${Date.now() % 1_000_000}.readiness.test`;
+    const name = `gizmos.${group}`;
+    // Served at v1 (storage) and v2, converted by a webhook on 127.0.0.1 that is not serving yet:
+    // the CRD is Established at once, but nothing can be read or written through v2.
+    const schema = { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } };
+    const res = await request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name },
+        spec: {
+            group, scope: "Namespaced",
+            names: { kind: "Gizmo", plural: "gizmos", singular: "gizmo", listKind: "GizmoList" },
+            versions: [{ name: "v1", served: true, storage: true, schema }, { name: "v2", served: true, storage: false, schema }],
+            conversion: { strategy: "Webhook", webhook: { conversionReviewVersions: ["v1"],
+                clientConfig: { url: webhook!.convertUrl, caBundle: webhook!.caBundle } } },
+        },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const program = async () => {
+        // conversion defaults to true for a CRD whose spec.conversion.strategy is Webhook.
+        const gate = new readiness.CrdReady("gizmos-crd", { names: [name], timeout: "2m" });
+        const gizmo = new KubeObject("gizmo",
+            { apiVersion: `${group}/v2`, kind: "Gizmo", metadata: { name: "g1", namespace: "default" }, spec: { count: 2 } },
+            { dependsOn: [gate] });
+        return { conversionVerified: gate.conversionVerified, gizmoCreatedAt: gizmo.createdAt };
+    };
+    const s = await stack(env, cluster, { stackName: "dev", projectName: "conversion-ts", program });
+    let startedAt = 0;
+    const late = new Promise<void>((resolve) => setTimeout(async () => {
+        startedAt = Date.now();
+        await webhook!.send("start");
+        resolve();
+    }, 4000));
+    const up = await s.up();
+    await late;
+    assert.ok(startedAt > 0, "up returned before the conversion webhook served");
+    assert.deepEqual(up.outputs.conversionVerified.value, [name]);
+    assert.ok(Date.parse(up.outputs.gizmoCreatedAt.value) > startedAt, "the Gizmo was created before its conversion webhook served");
+    // The object went through the webhook: v2's count is stored as v1's size.
+    const stored = await request(cluster, "GET", `/apis/${group}/v1/namespaces/default/gizmos/g1`);
+    assert.equal(stored.body?.spec?.size, 2, JSON.stringify(stored.body));
+    await s.destroy();
+    await s.workspace.removeStack("dev");
+    await request(cluster, "DELETE", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
 });

@@ -1,5 +1,6 @@
 // Test harness: starts the local control plane (the same Go harness the Go tests use), builds
 // the provider binaries, and talks to the API server directly for what the test plays itself.
+import assert from "node:assert/strict";
 import { ChildProcess, execFileSync, spawn } from "child_process";
 import * as fs from "fs";
 import * as https from "https";
@@ -157,4 +158,24 @@ export async function startRegistry(args: string[] = []): Promise<Registry> {
         },
         stop: () => { child.stdin!.end(); },
     };
+}
+
+// FakeWebhook drives internal/fakes/cmd/fakewebhook: a TLS webhook on 127.0.0.1 that serves
+// only once started; it also answers ConversionReviews at convertUrl.
+export class FakeWebhook {
+    private constructor(private child: ChildProcess, private lines: AsyncIterator<string>, public url: string, public convertUrl: string, public caBundle: string) {}
+    static async start(): Promise<FakeWebhook> {
+        const bin = path.join(os.tmpdir(), "readiness-fakewebhook");
+        execFileSync("go", ["build", "-o", bin, "./internal/fakes/cmd/fakewebhook"], { cwd: repoRoot, stdio: "inherit" });
+        const child = spawn(bin, [], { stdio: ["pipe", "pipe", "inherit"] });
+        const lines = readline.createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+        const { url, convertUrl, caBundle } = JSON.parse((await lines.next()).value);
+        return new FakeWebhook(child, lines, url, convertUrl, caBundle);
+    }
+    async send(cmd: string): Promise<void> {
+        this.child.stdin!.write(cmd + "\n");
+        const ans = await this.lines.next();
+        assert.equal(ans.value, "ok", `fakewebhook: ${cmd}`);
+    }
+    stop(): void { this.child.stdin!.end(); }
 }

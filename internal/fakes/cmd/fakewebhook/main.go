@@ -1,5 +1,5 @@
 // Command fakewebhook serves fakes.Webhook for tests in other languages (the TypeScript stack
-// tests): it reserves a port on 127.0.0.1, prints {"url": ..., "caBundle": ...} as one JSON line,
+// tests): it reserves a port on 127.0.0.1, prints {"url": ..., "convertUrl": ..., "caBundle": ...} as one JSON line,
 // then obeys one command per line on stdin, answering "ok" to each: `start`, `stop`,
 // `mode <mode>` (see fakes.Webhook.Mode), `refuse-direct true|false`. It exits when stdin closes.
 package main
@@ -21,7 +21,7 @@ func main() {
 		os.Exit(1)
 	}
 	defer wh.Close()
-	line, _ := json.Marshal(map[string]string{"url": wh.URL(), "caBundle": wh.CABundle()})
+	line, _ := json.Marshal(map[string]string{"url": wh.URL(), "convertUrl": wh.ConvertURL(), "caBundle": wh.CABundle()})
 	fmt.Println(string(line))
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
