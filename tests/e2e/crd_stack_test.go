@@ -11,7 +11,11 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
@@ -128,4 +132,79 @@ func TestWithoutTheGateTheStackFails(t *testing.T) {
 		t.Errorf("up failed, but not with \"no matches for kind\": %v\n%s", err, out.String())
 	}
 	_, _ = s.Destroy(ctx, optdestroy.Remove())
+}
+
+// TestCrdReadyConversionStack: a Go program gates a custom resource written through a
+// non-storage version on CrdReady's conversion proof, with its own conversionProbes object,
+// while the conversion webhook (on 127.0.0.1, registered by URL) starts late.
+func TestCrdReadyConversionStack(t *testing.T) {
+	ctx := context.Background()
+	env := prepare(t)
+	wh, err := fakes.NewWebhook()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wh.Close)
+	group := fmt.Sprintf("conv%d.readiness.test", time.Now().UnixNano()%1_000_000)
+	name := "widgets." + group
+	testenv.Apply(t, testenv.ConversionCRD{Group: group, Kind: "Widget", Plural: "widgets", URL: wh.ConvertURL(), CABundle: wh.CABundle()}.Doc())
+	t.Cleanup(func() { // no controller may keep calling a webhook that is gone
+		ri := testenv.Dynamic(t).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+		_, _ = ri.Patch(context.Background(), name, types.MergePatchType, []byte(`{"spec":{"conversion":{"strategy":"None","webhook":null}}}`), metav1.PatchOptions{})
+		_ = ri.Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	program := func(ctx *pulumi.Context) error {
+		gate, err := readiness.NewCrdReady(ctx, "widgets-crd", &readiness.CrdReadyArgs{
+			Names:      pulumi.StringArray{pulumi.String(name)},
+			Conversion: pulumi.Bool(true),
+			ConversionProbes: pulumi.MapArray{pulumi.Map{
+				"apiVersion": pulumi.String(group + "/v2"), "kind": pulumi.String("Widget"),
+				"metadata": pulumi.Map{"namespace": pulumi.String("default")},
+				"spec":     pulumi.Map{"count": pulumi.Int(5)},
+			}},
+			Timeout: pulumi.String("2m"),
+		})
+		if err != nil {
+			return err
+		}
+		obj, err := stack.NewKubeObject(ctx, "widget", fmt.Sprintf("apiVersion: %s/v2\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {count: 3}", group),
+			pulumi.DependsOn([]pulumi.Resource{gate}))
+		if err != nil {
+			return err
+		}
+		ctx.Export("conversionVerified", gate.ConversionVerified)
+		ctx.Export("widgetCreatedAt", obj.CreatedAt)
+		return nil
+	}
+	s, err := env.Stack(ctx, "conversion", "dev", string(testenv.CP.Kubeconfig), program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = s.Destroy(ctx, optdestroy.Remove()) }()
+	var startedAt time.Time
+	go func() {
+		time.Sleep(3 * time.Second)
+		startedAt = time.Now()
+		if err := wh.Start(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var out strings.Builder
+	res, err := s.Up(ctx, optup.ProgressStreams(&out))
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, out.String())
+	}
+	if startedAt.IsZero() {
+		t.Fatal("up finished before the conversion webhook served")
+	}
+	createdAt, err := time.Parse(time.RFC3339Nano, res.Outputs["widgetCreatedAt"].Value.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !createdAt.After(startedAt) {
+		t.Errorf("the Widget was created at %s, before the conversion webhook served (%s)", createdAt, startedAt)
+	}
+	if got := fmt.Sprint(res.Outputs["conversionVerified"].Value); got != "["+name+"]" {
+		t.Errorf("conversionVerified = %s", got)
+	}
 }
