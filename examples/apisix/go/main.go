@@ -61,6 +61,33 @@ func main() {
 				return err
 			}
 		}
+		// The GatewayProxy the report's Helm wave failed to create ("connection refused" to the
+		// webhook for 7-10 s): AdmissionReady dry-runs exactly this object, twice in a row, until
+		// the webhook admits it; the object is then created from the same values. A denial (a bad
+		// spec) fails the gate at once, quoting the webhook, instead of after a timeout.
+		proxySpec := map[string]any{"provider": map[string]any{"type": "ControlPlane", "controlPlane": map[string]any{
+			"endpoints": []any{"http://apisix-admin.apisix.svc:9180"},
+			"auth": map[string]any{"type": "AdminKey", "adminKey": map[string]any{
+				"valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "apisix-admin", "key": "key"}}}},
+		}}}
+		admitted, err := readiness.NewAdmissionReady(ctx, "gatewayproxy-admitted", &readiness.AdmissionReadyArgs{
+			Objects: pulumi.MapArray{pulumi.ToMap(map[string]any{
+				"apiVersion": "apisix.apache.org/v1alpha1", "kind": "GatewayProxy",
+				"metadata": map[string]any{"name": "apisix-config", "namespace": "apisix"},
+				"spec":     proxySpec,
+			})},
+			Triggers: pulumi.Array{apisix.Status.Revision()},
+		}, pulumi.DependsOn([]pulumi.Resource{crds}))
+		if err != nil {
+			return err
+		}
+		if _, err := apiextensions.NewCustomResource(ctx, "gatewayproxy", &apiextensions.CustomResourceArgs{
+			ApiVersion: pulumi.String("apisix.apache.org/v1alpha1"), Kind: pulumi.String("GatewayProxy"),
+			Metadata:    &metav1.ObjectMetaArgs{Name: pulumi.String("apisix-config"), Namespace: pulumi.String("apisix")},
+			OtherFields: map[string]any{"spec": proxySpec},
+		}, pulumi.DependsOn([]pulumi.Resource{admitted})); err != nil {
+			return err
+		}
 		// The gateway itself must serve before anyone is told the cluster is up.
 		_, err = readiness.NewRolloutReady(ctx, "apisix-gateway", &readiness.RolloutReadyArgs{
 			Kind: pulumi.String("Deployment"), Namespace: pulumi.String("apisix"), Name: pulumi.String("apisix"),
