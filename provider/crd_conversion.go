@@ -135,7 +135,9 @@ func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res statu
 		return r
 	}
 	r := e.conversionRound(ctx, name, res)
-	if ctx.Err() != nil {
+	// client-go's rate limiter refuses a request that could not start before the context's
+	// deadline ("would exceed context deadline") while ctx itself is still live.
+	if ctx.Err() != nil || strings.Contains(r.Message, "would exceed context deadline") {
 		// The wait ended during this round: its deadline is not the webhook's answer.
 		if p.last.Message != "" {
 			return p.last

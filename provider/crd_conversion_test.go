@@ -131,7 +131,7 @@ func TestCrdConversionNearMissesDoNotPass(t *testing.T) {
 			w.ConvMode.Store(tc.mode)
 			w.Start(t)
 			crd, _ := conversionCRD(t, testenv.ConversionCRD{URL: w.ConvertURL(), CABundle: w.CABundle(), V1beta1: tc.v1beta1})
-			r := await(t, conversionGate(t, crd, "5s"), 30*time.Second)
+			r := await(t, conversionGate(t, crd, "10s"), 40*time.Second)
 			if r.err == nil {
 				t.Fatalf("gate passed while the webhook answered as %q", tc.mode)
 			}
@@ -174,7 +174,7 @@ func TestCrdConversionCABundleInjectedLate(t *testing.T) {
 func TestCrdConversionTimeoutSaysWhatWasSeen(t *testing.T) {
 	w := testenv.NewWebhook(t) // never started
 	name, group := conversionCRD(t, testenv.ConversionCRD{URL: w.ConvertURL(), CABundle: w.CABundle()})
-	r := await(t, conversionGate(t, name, "5s"), 30*time.Second)
+	r := await(t, conversionGate(t, name, "10s"), 40*time.Second)
 	if r.err == nil {
 		t.Fatal("gate passed with the conversion webhook not listening")
 	}

@@ -131,8 +131,10 @@ func (p *prober) step(ctx context.Context, state string) wait.Result {
 
 func (p *prober) judge(ctx context.Context) wait.Result {
 	o := p.once(ctx)
-	if ctx.Err() != nil && p.last.Message != "" {
-		return p.last // the wait ended during this probe: its own deadline is not the webhook's answer
+	// The wait ended during this probe (or client-go's rate limiter refused to start one that
+	// could not finish before the deadline): its own deadline is not the webhook's answer.
+	if (ctx.Err() != nil || strings.Contains(o.Why, "would exceed context deadline")) && p.last.Message != "" {
+		return p.last
 	}
 	if o.Terminal != nil {
 		return wait.Result{Failed: o.Terminal}
