@@ -66,18 +66,11 @@ func TestCrdReadyStack(t *testing.T) {
 		crdAt = time.Now()
 		testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
 	}()
-	var out strings.Builder
-	res, err := s.Up(ctx, optup.ProgressStreams(&out))
-	if err != nil {
-		t.Fatalf("up: %v\n%s", err, out.String())
-	}
+	res, out := up(t, s)
 	if crdAt.IsZero() {
 		t.Fatal("up finished before the CRD was installed")
 	}
-	createdAt, err := time.Parse(time.RFC3339Nano, res.Outputs["widgetCreatedAt"].Value.(string))
-	if err != nil {
-		t.Fatal(err)
-	}
+	createdAt := outputTime(t, res, "widgetCreatedAt")
 	if !createdAt.After(crdAt) {
 		t.Errorf("the Widget was created at %s, before its CRD (%s)", createdAt, crdAt)
 	}
@@ -87,8 +80,8 @@ func TestCrdReadyStack(t *testing.T) {
 	if got := fmt.Sprint(res.Outputs["servedVersions"].Value); got != "["+group+"/v1]" {
 		t.Errorf("servedVersions output = %s", got)
 	}
-	if !strings.Contains(out.String(), "readiness:index:CrdReady") {
-		t.Errorf("up output does not show the gate:\n%s", out.String())
+	if !strings.Contains(out, "readiness:index:CrdReady") {
+		t.Errorf("up output does not show the gate:\n%s", out)
 	}
 
 	// A second up with nothing changed does not wait or change anything.
@@ -138,7 +131,6 @@ func TestWithoutTheGateTheStackFails(t *testing.T) {
 // non-storage version on CrdReady's conversion proof, with its own conversionProbes object,
 // while the conversion webhook (on 127.0.0.1, registered by URL) starts late.
 func TestCrdReadyConversionStack(t *testing.T) {
-	ctx := context.Background()
 	env := prepare(t)
 	wh, err := fakes.NewWebhook()
 	if err != nil {
@@ -176,11 +168,7 @@ func TestCrdReadyConversionStack(t *testing.T) {
 		ctx.Export("widgetCreatedAt", obj.CreatedAt)
 		return nil
 	}
-	s, err := env.Stack(ctx, "conversion", "dev", string(testenv.CP.Kubeconfig), program)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = s.Destroy(ctx, optdestroy.Remove()) }()
+	s := newStack(t, env, "conversion", program)
 	var startedAt time.Time
 	go func() {
 		time.Sleep(3 * time.Second)
@@ -189,18 +177,11 @@ func TestCrdReadyConversionStack(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	var out strings.Builder
-	res, err := s.Up(ctx, optup.ProgressStreams(&out))
-	if err != nil {
-		t.Fatalf("up: %v\n%s", err, out.String())
-	}
+	res, _ := up(t, s)
 	if startedAt.IsZero() {
 		t.Fatal("up finished before the conversion webhook served")
 	}
-	createdAt, err := time.Parse(time.RFC3339Nano, res.Outputs["widgetCreatedAt"].Value.(string))
-	if err != nil {
-		t.Fatal(err)
-	}
+	createdAt := outputTime(t, res, "widgetCreatedAt")
 	if !createdAt.After(startedAt) {
 		t.Errorf("the Widget was created at %s, before the conversion webhook served (%s)", createdAt, startedAt)
 	}

@@ -142,11 +142,7 @@ spec:
 		ctx.Export("deploymentCreatedAt", dep.CreatedAt)
 		return nil
 	}
-	s, err := env.Stack(ctx, "certs", "dev", string(testenv.CP.Kubeconfig), program)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = s.Destroy(ctx, optdestroy.Remove()) }()
+	s := newStack(t, env, "certs", program)
 
 	// Play cert-manager: once the Certificate exists, issue it after a delay.
 	var secretAt time.Time
@@ -177,18 +173,11 @@ spec:
 			return fmt.Errorf("the stack never created the Certificate")
 		}()
 	}()
-	var out strings.Builder
-	res, err := s.Up(ctx, optup.ProgressStreams(&out))
-	if err != nil {
-		t.Fatalf("up: %v\n%s", err, out.String())
-	}
+	res, _ := up(t, s)
 	if err := <-issued; err != nil {
 		t.Fatal(err)
 	}
-	depAt, err := time.Parse(time.RFC3339Nano, res.Outputs["deploymentCreatedAt"].Value.(string))
-	if err != nil {
-		t.Fatal(err)
-	}
+	depAt := outputTime(t, res, "deploymentCreatedAt")
 	if !depAt.After(secretAt.Add(time.Second)) {
 		t.Errorf("the Deployment (%s) was created before its TLS Secret (%s) held for stableFor 1s", depAt, secretAt)
 	}

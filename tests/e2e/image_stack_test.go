@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,11 +69,7 @@ spec:
 		ctx.Export("deploymentCreatedAt", dep.CreatedAt)
 		return nil
 	}
-	s, err := env.Stack(ctx, "images", "dev", string(testenv.CP.Kubeconfig), program)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = s.Destroy(ctx, optdestroy.Remove()) }()
+	s := newStack(t, env, "images", program)
 
 	// Play CI: the image is pushed a while after `pulumi up` started.
 	type push struct {
@@ -105,10 +100,7 @@ spec:
 	if got, _ := res.Outputs["platformDigest"].Value.(string); !strings.HasPrefix(got, "sha256:") || got == digest {
 		t.Errorf("platformDigest = %q: want the linux/amd64 image's digest", got)
 	}
-	depAt, err := time.Parse(time.RFC3339Nano, res.Outputs["deploymentCreatedAt"].Value.(string))
-	if err != nil {
-		t.Fatal(err)
-	}
+	depAt := outputTime(t, res, "deploymentCreatedAt")
 	if !depAt.After(pushedFrom) {
 		t.Errorf("the Deployment (%s) was created before the image was pushed (%s)", depAt, pushedFrom)
 	}

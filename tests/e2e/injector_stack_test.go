@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
@@ -22,7 +18,6 @@ import (
 // sidecar; the gate returns only once the dry-run result carries the injected container. The
 // injector refuses the gate's direct calls, so the mutation is the only proof.
 func TestInjectorExpectStack(t *testing.T) {
-	ctx := context.Background()
 	env := prepare(t)
 	ns := testenv.Namespace(t, "inject")
 	testenv.ServiceAccountReady(t, ns)
@@ -58,29 +53,18 @@ data: {stage: after-injector}`, ns), pulumi.DependsOn([]pulumi.Resource{gate}))
 		ctx.Export("createdAt", dep.CreatedAt)
 		return nil
 	}
-	s, err := env.Stack(ctx, "injector", "dev", string(testenv.CP.Kubeconfig), program)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = s.Destroy(ctx, optdestroy.Remove()) }()
+	s := newStack(t, env, "injector", program)
 	var startedAt time.Time
 	go func() {
 		time.Sleep(3 * time.Second) // the injector's pod starts serving late
 		startedAt = time.Now()
 		injector.Start(t)
 	}()
-	var out strings.Builder
-	res, err := s.Up(ctx, optup.ProgressStreams(&out))
-	if err != nil {
-		t.Fatalf("up: %v\n%s", err, out.String())
-	}
+	res, _ := up(t, s)
 	if startedAt.IsZero() {
 		t.Fatal("up finished before the injector served: a Pod admitted unmutated passed the gate")
 	}
-	createdAt, err := time.Parse(time.RFC3339Nano, res.Outputs["createdAt"].Value.(string))
-	if err != nil {
-		t.Fatal(err)
-	}
+	createdAt := outputTime(t, res, "createdAt")
 	if !createdAt.After(startedAt) {
 		t.Errorf("the workload's object was created at %s, before the injector served (%s)", createdAt, startedAt)
 	}

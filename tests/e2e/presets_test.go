@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,11 +76,7 @@ func TestPresetsCertManagerAndExternalSecrets(t *testing.T) {
 		ctx.Export("externalSecretsWebhooks", e.WebhookConfigurations)
 		return nil
 	}
-	s, err := env.Stack(ctx, "presets", "dev", string(testenv.CP.Kubeconfig), program)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = s.Destroy(ctx, optdestroy.Remove()) }()
+	s := newStack(t, env, "presets", program)
 	var started time.Time
 	go func() {
 		time.Sleep(4 * time.Second) // the webhook pods start serving late
@@ -90,11 +84,7 @@ func TestPresetsCertManagerAndExternalSecrets(t *testing.T) {
 		cm.Start(t)
 		eso.Start(t)
 	}()
-	var out strings.Builder
-	res, err := s.Up(ctx, optup.ProgressStreams(&out))
-	if err != nil {
-		t.Fatalf("up: %v\n%s", err, out.String())
-	}
+	res, out := up(t, s)
 	if started.IsZero() {
 		t.Fatal("up returned before the webhooks served")
 	}
@@ -114,8 +104,8 @@ func TestPresetsCertManagerAndExternalSecrets(t *testing.T) {
 		t.Errorf("ExternalSecretsReady's stableFor reached %d input/output maps of its steps, want 8", steps)
 	}
 	for _, row := range []string{"readiness:index:CrdReady", "readiness:index:WebhookReady", "readiness:index:RolloutReady", "cert-manager-validating-webhook"} {
-		if !strings.Contains(out.String(), row) {
-			t.Errorf("up does not show the step %q as its own row:\n%s", row, out.String())
+		if !strings.Contains(out, row) {
+			t.Errorf("up does not show the step %q as its own row:\n%s", row, out)
 		}
 	}
 }
