@@ -142,7 +142,7 @@ func TestHelmReleaseReadyRBAC(t *testing.T) {
 	grant(t, ns, "helm-min", `[{apiGroups: [""], resources: [secrets], verbs: [list, watch]}, `+configMaps+`]`)
 	inputs := props("name", "app", "namespace", ns, "timeout", "5m")
 	gate := func(user string) <-chan gateResult {
-		return createAsync(t, newServer(t, impersonating(t, user)), "HelmReleaseReady", inputs)
+		return createAsync(t, newServer(t, actingAs(t, user)), "HelmReleaseReady", inputs)
 	}
 	none, listOnly, min := gate("helm-none"), gate("helm-list-only"), gate("helm-min")
 	for user, tc := range map[string]struct {

@@ -13,29 +13,9 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
-
-// impersonating is the test cluster's admin kubeconfig acting as user (who then holds only
-// system:authenticated and what RoleBindings grant it), so a test runs the provider with a
-// user's exact rights without a new token (which would need an API server restart).
-func impersonating(t *testing.T, user string) string {
-	t.Helper()
-	cfg, err := clientcmd.Load(testenv.CP.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range cfg.AuthInfos {
-		a.Impersonate = user
-	}
-	b, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // grant binds user to a Role holding rules (YAML flow list) in ns.
 func grant(t *testing.T, ns, user, rules string) {
@@ -77,7 +57,7 @@ spec:
 	}
 	missing := createAsync(t, s, "HttpReady", lenient("missing"))
 	idle := createAsync(t, s, "HttpReady", lenient("idle"))
-	denied := createAsync(t, newServer(t, impersonating(t, "proxy-denied")), "HttpReady",
+	denied := createAsync(t, newServer(t, actingAs(t, "proxy-denied")), "HttpReady",
 		props("service", serviceInput(ns, "idle"), "expectedStatus", "200-499", "timeout", "5m"))
 
 	for name, tc := range map[string]struct {

@@ -192,6 +192,15 @@ func actingAs(t *testing.T, user string, groups ...string) string {
 	return string(b)
 }
 
+// deleteClusterRoleAtEnd deletes the ClusterRole and ClusterRoleBinding named name when the test ends.
+func deleteClusterRoleAtEnd(t *testing.T, name string) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = testenv.CP.Client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = testenv.CP.Client.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+}
+
 // TestRBACDiscoveryAndStorageClassFailFast: a Forbidden or Unauthorized discovery, a Forbidden
 // StorageClass lookup (PVC rule) and a Forbidden CRD watch (kind not served yet) fail at once
 // naming verb, resource and user, instead of retrying until the timeout.

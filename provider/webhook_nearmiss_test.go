@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
@@ -377,23 +376,9 @@ kind: ClusterRoleBinding
 metadata: {name: %[1]s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s}
 subjects: [{kind: User, name: %[1]s}]`, user))
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = testenv.CP.Client.RbacV1().ClusterRoleBindings().Delete(ctx, user, metav1.DeleteOptions{})
-		_ = testenv.CP.Client.RbacV1().ClusterRoles().Delete(ctx, user, metav1.DeleteOptions{})
-	})
-	kc, err := clientcmd.Load(testenv.CP.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range kc.AuthInfos {
-		a.Impersonate = user // the admin acts as the user: no API server restart for a new token
-	}
-	b, err := clientcmd.Write(*kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := await(t, createAsync(t, newServer(t, string(b)), "WebhookReady",
+	deleteClusterRoleAtEnd(t, user)
+	kc := actingAs(t, user)
+	r := await(t, createAsync(t, newServer(t, kc), "WebhookReady",
 		props("validatingWebhookConfiguration", cfg, "probe", probeOf(group), "timeout", "60s")), 30*time.Second)
 	if r.err == nil {
 		t.Fatalf("passed without permission to create the probe: %v", r.resp.Properties)

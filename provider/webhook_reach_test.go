@@ -11,7 +11,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
@@ -272,23 +271,9 @@ kind: ClusterRoleBinding
 metadata: {name: %[1]s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s}
 subjects: [{kind: User, name: %[1]s}]`, user, group))
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = testenv.CP.Client.RbacV1().ClusterRoleBindings().Delete(ctx, user, metav1.DeleteOptions{})
-		_ = testenv.CP.Client.RbacV1().ClusterRoles().Delete(ctx, user, metav1.DeleteOptions{})
-	})
-	kc, err := clientcmd.Load(testenv.CP.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range kc.AuthInfos {
-		a.Impersonate = user
-	}
-	b, err := clientcmd.Write(*kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := await(t, createAsync(t, newServer(t, string(b)), "WebhookReady",
+	deleteClusterRoleAtEnd(t, user)
+	kc := actingAs(t, user)
+	r := await(t, createAsync(t, newServer(t, kc), "WebhookReady",
 		props("validatingWebhookConfiguration", cfg, "probe", probeOf(group), "timeout", "20s")), 60*time.Second)
 	if r.err == nil {
 		t.Fatalf("passed on an admitted dry-run that never reached webhook %s: %v", hook, r.resp.Properties)

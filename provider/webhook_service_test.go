@@ -9,7 +9,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
@@ -38,23 +37,8 @@ kind: ClusterRoleBinding
 metadata: {name: %[1]s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s}
 subjects: [{kind: User, name: %[1]s}]`, name, group, configs))
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = testenv.CP.Client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
-		_ = testenv.CP.Client.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
-	})
-	kc, err := clientcmd.Load(testenv.CP.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range kc.AuthInfos {
-		a.Impersonate = name
-	}
-	b, err := clientcmd.Write(*kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	deleteClusterRoleAtEnd(t, name)
+	return actingAs(t, name)
 }
 
 // A Service with ready endpoints whose webhooks do not intercept the probe: an admitted dry-run
