@@ -98,14 +98,3 @@ func stringsOf(v any) []string {
 	}
 	return out
 }
-
-// NodeReady reports whether a Node's Ready condition is True.
-func NodeReady(obj *unstructured.Unstructured) bool {
-	ok, _ := ConditionHolds(obj, "Ready", "True")
-	return ok && !unschedulable(obj)
-}
-
-func unschedulable(obj *unstructured.Unstructured) bool {
-	u, _, _ := unstructured.NestedBool(obj.Object, "spec", "unschedulable")
-	return u
-}
