@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
 )
@@ -192,7 +191,7 @@ spec:
 		// A claim bound to a volume that does not exist: the PV controller itself marks it Lost.
 		testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
 kind: PersistentVolumeClaim
-metadata: {name: lost, namespace: %s}
+metadata: {name: lost, namespace: %s, annotations: {pv.kubernetes.io/bind-completed: "yes"}}
 spec:
   accessModes: [ReadWriteOnce]
   volumeName: pv-that-does-not-exist
@@ -293,7 +292,7 @@ spec:
 	mustPass(t, ch)
 }
 
-// TestServiceReadyCountsServingEndpoints (item 2): with publishNotReadyAddresses the
+// TestServiceReadyCountsServingEndpoints (item 2): with publishNotReadyAddresses the real
 // EndpointSlice controller lists a not-ready pod as ready=true, serving=false. ServiceReady
 // must not count it (it did); a pod that is Ready is counted.
 func TestServiceReadyCountsServingEndpoints(t *testing.T) {
@@ -306,13 +305,16 @@ spec:
   publishNotReadyAddresses: true
   selector: {app: vault}
   ports: [{name: https, port: 8200}]`, ns))
-	// Running, but Ready only after ten minutes: not during this test.
-	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+	// Running with an IP, not Ready (its readiness probe fails): the kubelet's status, written
+	// by the test on a pod no node runs.
+	vault0 := testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
-metadata: {name: vault-0, namespace: %s, labels: {app: vault}, annotations: {%s: 600s}}
+metadata: {name: vault-0, namespace: %s, labels: {app: vault}}
 spec:
-  nodeSelector: {type: kwok}
-  containers: [{name: vault, image: registry.local/vault:1, ports: [{name: https, containerPort: 8200}]}]`, ns, controlplane.PodReadyDelayAnnotation))
+  %s
+  containers: [{name: vault, image: registry.local/vault:1, ports: [{name: https, containerPort: 8200}]}]`, ns, nowhere))[0]
+	writeStatus(t, vault0, map[string]any{"phase": "Running", "podIP": "10.244.0.200", "podIPs": []any{map[string]any{"ip": "10.244.0.200"}},
+		"conditions": []any{map[string]any{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}}})
 	pollUntil(t, "the EndpointSlice lists vault-0 as ready=true, serving=false", func() bool {
 		l, err := testenv.CP.Client.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=vault"})
 		if err != nil {
