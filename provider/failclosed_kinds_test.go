@@ -203,6 +203,59 @@ spec:
 		mustFailWith(t, defaultGate(t, ns, "v1", "PersistentVolumeClaim", "lost", "60s"), "Lost")
 	})
 
+	t.Run("the other kinds pass once their controllers say so", func(t *testing.T) {
+		testenv.Apply(t, deployment(ns, "web", "registry.local/web:1", 2))
+		testenv.Apply(t, fmt.Sprintf(`apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: rs, namespace: %[1]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: rs}}
+  template:
+    metadata: {labels: {app: rs}}
+    spec:
+      nodeSelector: {type: kwok}
+      containers: [{name: app, image: registry.local/app:1}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ds, namespace: %[1]s}
+spec:
+  selector: {matchLabels: {app: ds}}
+  template:
+    metadata: {labels: {app: ds}}
+    spec:
+      nodeSelector: {type: kwok}
+      containers: [{name: app, image: registry.local/app:1}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: %[1]s}
+spec:
+  schedule: "@daily"
+  jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: app, image: registry.local/app:1}]}}}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm, namespace: %[1]s}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: sec, namespace: %[1]s}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: %[1]s}
+spec: {selector: {app: web}, ports: [{port: 443}]}`, ns))
+		for _, o := range [][3]string{{"apps/v1", "Deployment", "web"}, {"apps/v1", "ReplicaSet", "rs"}, {"apps/v1", "DaemonSet", "ds"},
+			{"batch/v1", "CronJob", "nightly"}, {"v1", "ConfigMap", "cm"}, {"v1", "Secret", "sec"}, {"v1", "Service", "web"}} {
+			mustPass(t, defaultGate(t, ns, o[0], o[1], o[2], "60s"))
+		}
+		group := widgetCRD(t)
+		mustPass(t, createAsync(t, newServer(t), "ResourceReady", props("apiVersion", "apiextensions.k8s.io/v1", "kind", "CustomResourceDefinition",
+			"name", "widgets."+group, "timeout", "60s")))
+	})
+
 	t.Run("PodDisruptionBudget: computed by the disruption controller passes", func(t *testing.T) {
 		testenv.Apply(t, fmt.Sprintf(`apiVersion: policy/v1
 kind: PodDisruptionBudget
