@@ -385,6 +385,10 @@ spec:
 	})
 	s := newServer(t)
 	mustFailWith(t, createAsync(t, s, "ServiceReady", props("name", "vault", "namespace", ns, "timeout", "3s")), "0/1 ready endpoints")
+	// WebhookReady counts the webhook Service's endpoints the same way (with no probe, they are
+	// all it checks).
+	svc := property.New(property.NewMap(map[string]property.Value{"namespace": property.New(ns), "name": property.New("vault"), "port": property.New(8200.0)}))
+	mustFailWith(t, createAsync(t, s, "WebhookReady", props("service", svc, "timeout", "3s")), "0/1 ready endpoints")
 
 	ch := createAsync(t, s, "ServiceReady", props("name", "vault", "namespace", ns, "timeout", "90s"))
 	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
@@ -396,6 +400,10 @@ spec:
 	r := mustPass(t, ch)
 	if got := r.resp.Properties.Get("readyEndpoints").AsNumber(); got != 1 {
 		t.Errorf("readyEndpoints = %v, want 1 (vault-0 is not serving)", got)
+	}
+	r = mustPass(t, createAsync(t, s, "WebhookReady", props("service", svc, "timeout", "60s")))
+	if got := r.resp.Properties.Get("readyEndpoints").AsNumber(); got != 1 {
+		t.Errorf("WebhookReady readyEndpoints = %v, want 1", got)
 	}
 }
 
