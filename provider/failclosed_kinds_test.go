@@ -566,3 +566,24 @@ func TestHelmReleaseReadyNeverWeakerThanHelmWait(t *testing.T) {
 	rec("addressed", lb)
 	mustPass(t, gate("addressed", "60s"))
 }
+
+// TestResourceReadyConditionWithoutObservedGeneration (Docs): a condition that carries no
+// observedGeneration is not taken as current while status.observedGeneration is behind.
+func TestResourceReadyConditionWithoutObservedGeneration(t *testing.T) {
+	group := widgetCRD(t)
+	w := testenv.Apply(t, fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {size: 1}", group))[0]
+	ready := map[string]any{"type": "Ready", "status": "True", "reason": "Test", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}
+	w = setStatus(t, w, map[string]any{"observedGeneration": int64(1), "conditions": []any{ready}})
+	w.Object["spec"] = map[string]any{"size": int64(2)} // generation 2
+	w, err := testenv.Resource(t, w).Update(context.Background(), w, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t)
+	in := props("apiVersion", group+"/v1", "kind", "Widget", "namespace", "default", "name", "w",
+		"condition", map[string]property.Value{"type": property.New("Ready")}, "timeout", "3s")
+	mustFailWith(t, createAsync(t, s, "ResourceReady", in), "status.observedGeneration 1 < generation 2")
+	setStatus(t, w, map[string]any{"observedGeneration": int64(2), "conditions": []any{ready}})
+	in["timeout"] = property.New("60s")
+	mustPass(t, createAsync(t, s, "ResourceReady", in))
+}

@@ -89,8 +89,9 @@ func (a *ResourceReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.Selector, "A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.")
 	an.Describe(&a.MinCount, "With `selector`: how many objects must exist at least (default 1).")
 	an.Describe(&a.Condition, "Ready when this condition has this status. A condition whose observedGeneration is older than the object's "+
-		"generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) is taken as "+
-		"current: the gate cannot tell which generation it describes.")
+		"generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only "+
+		"while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the "+
+		"gate cannot tell which generation it describes.")
 	an.Describe(&a.JSONPath, "A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.")
 	an.Describe(&a.Value, "With `jsonPath`: the value the path must yield.")
 	an.Describe(&a.Regex, "With `jsonPath`: a regular expression the value must match.")
