@@ -45,7 +45,7 @@ export class ResourceReady extends pulumi.CustomResource {
      */
     declare public readonly cel: pulumi.Output<string | undefined>;
     /**
-     * Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) is taken as current: the gate cannot tell which generation it describes.
+     * Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the gate cannot tell which generation it describes.
      */
     declare public readonly condition: pulumi.Output<outputs.Condition | undefined>;
     /**
@@ -214,7 +214,7 @@ export interface ResourceReadyArgs {
      */
     cel?: pulumi.Input<string | undefined>;
     /**
-     * Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) is taken as current: the gate cannot tell which generation it describes.
+     * Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the gate cannot tell which generation it describes.
      */
     condition?: pulumi.Input<inputs.ConditionArgs | undefined>;
     /**
