@@ -468,6 +468,56 @@ func TestNodesReadyTaints(t *testing.T) {
 			}
 		})
 	}
+	t.Run("network-unavailable, tainted by the node lifecycle controller", func(t *testing.T) {
+		// A node no kwok heartbeats (kwok would report NetworkUnavailable=False): the test plays
+		// its kubelet, Ready=True with NetworkUnavailable=True (a CNI not up yet), and the real
+		// node lifecycle controller adds node.kubernetes.io/network-unavailable:NoSchedule.
+		pool := fmt.Sprintf("net-%d", time.Now().UnixNano()%1000000)
+		name := pool + "-node"
+		api := testenv.CP.Client.CoreV1().Nodes()
+		if _, err := api.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": pool}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = api.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		kubelet := func(network corev1.ConditionStatus) {
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				n, err := api.Get(context.Background(), name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				now := metav1.Now()
+				n.Status.Conditions = []corev1.NodeCondition{
+					{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now},
+					{Type: corev1.NodeNetworkUnavailable, Status: network, Reason: "NoRouteCreated", LastHeartbeatTime: now, LastTransitionTime: now},
+				}
+				_, err = api.UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		hasTaint := func(key string) bool {
+			n, err := api.Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			for _, tn := range n.Spec.Taints {
+				if tn.Key == key {
+					return true
+				}
+			}
+			return false
+		}
+		kubelet(corev1.ConditionTrue)
+		pollUntil(t, "the node lifecycle controller taints the node network-unavailable", func() bool {
+			return hasTaint("node.kubernetes.io/network-unavailable") && !hasTaint("node.kubernetes.io/not-ready")
+		})
+		mustFailWith(t, nodes(pool, "3s"), "tainted node.kubernetes.io/network-unavailable:NoSchedule")
+		ch := nodes(pool, "60s")
+		kubelet(corev1.ConditionFalse) // the CNI is up: the controller removes the taint
+		mustPass(t, ch)
+	})
 	t.Run("a user's own taint", func(t *testing.T) {
 		pool := fmt.Sprintf("own-%d", time.Now().UnixNano()%1000000)
 		taintedNode(t, pool, corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule})
