@@ -86,6 +86,11 @@ apiVersion: cert-manager.io/v1
 kind: CertificateRequest
 metadata: {name: web-2}
 status: {conditions: [{type: Denied, status: "True", reason: PolicyDenied, message: "not allowed"}, {type: Ready, status: "False", reason: Denied}]}`
+	const failed = `
+apiVersion: cert-manager.io/v1
+kind: CertificateRequest
+metadata: {name: web-2}
+status: {conditions: [{type: Approved, status: "True"}, {type: Ready, status: "False", reason: Failed, message: "ACME order failed"}]}`
 	const pending = `
 apiVersion: cert-manager.io/v1
 kind: CertificateRequest
@@ -103,10 +108,12 @@ status: {conditions: [{type: Ready, status: %q, observedGeneration: %d}]}`, gen,
 		fails    bool
 		note     string
 	}{
-		"a refused renewal of a Ready certificate is a note":       {cert("True", 1, 1), denied, false, "renewal is refused"},
-		"near miss: Denied while not Ready (first issuance) fails": {cert("False", 1, 1), denied, true, "denied"},
-		"near miss: Denied for a changed spec (Ready is stale)":    {cert("True", 2, 1), denied, true, "denied"},
-		"a pending request is a note":                              {cert("False", 1, 1), pending, false, "Pending"},
+		"a refused renewal of a Ready certificate is a note":                     {cert("True", 1, 1), denied, false, "renewal is refused"},
+		"near miss: Denied while not Ready (first issuance) fails":               {cert("False", 1, 1), denied, true, "denied"},
+		"near miss: Denied for a changed spec (Ready is stale)":                  {cert("True", 2, 1), denied, true, "denied"},
+		"a failed renewal (the issuer's error) of a Ready certificate is a note": {cert("True", 1, 1), failed, false, "ACME order failed"},
+		"near miss: a failed first issuance fails":                               {cert("False", 1, 1), failed, true, "ACME order failed"},
+		"a pending request is a note":                                            {cert("False", 1, 1), pending, false, "Pending"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fails, note := RequestFails(fromYAML(t, tc.cert), fromYAML(t, tc.cr))
