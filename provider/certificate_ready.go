@@ -54,7 +54,8 @@ func (g *CertificateReady) Annotate(a infer.Annotator) {
 		"present with every required key non-empty, and the Secret's `tls.crt` the very certificate the Certificate reports "+
 		"(same notAfter, so a stale Secret from an earlier issuance does not pass), unexpired and valid for `minValidity`. "+
 		"The Certificate, its Secret and even cert-manager's CRDs may appear after the gate starts. A Denied or invalid "+
-		"CertificateRequest fails at once. The private key never leaves the cluster.")
+		"CertificateRequest fails at once while the Certificate is not Ready for its generation; a refused renewal of a "+
+		"Ready certificate is only noted (unless only a renewal could meet `minValidity`). The private key never leaves the cluster.")
 }
 
 func (a *CertificateReadyArgs) Annotate(an infer.Annotator) {
@@ -166,14 +167,19 @@ func (e *certificateEval) check(context.Context) wait.Result {
 		return secRes // RBAC on the Secret fails at once, not after issuance
 	}
 	revision, _, _ := unstructured.NestedInt64(cert.Object, "status", "revision")
-	crNote := ""
+	crNote, refused := "", ""
 	if reqs, pending := e.r.objects(target{gvk: certRequestGVK, namespace: e.namespace, selector: labels.Everything()}); pending == nil {
 		if cr := status.NewestCertificateRequest(reqs, e.name, revision+1); cr != nil {
-			terminal, summary := status.CertificateRequestVerdict(cr)
-			if terminal {
+			fails, summary := status.RequestFails(cert, cr)
+			if fails {
 				return wait.Result{Failed: fmt.Errorf("%s: %s", e.what(), summary)}
 			}
-			crNote = "; " + summary
+			if summary != "" {
+				crNote = "; " + summary
+			}
+			if terminal, _ := status.CertificateRequestVerdict(cr); terminal {
+				refused = summary
+			}
 		}
 	}
 	ready, readyMsg := status.ConditionHolds(cert, "Ready", "True")
@@ -197,11 +203,15 @@ func (e *certificateEval) check(context.Context) wait.Result {
 	}
 	notAfter, _, _ := unstructured.NestedString(cert.Object, "status", "notAfter")
 	ok, msg := status.CertificateMatches(leaf, notAfter, time.Now(), e.minValidity)
+	if !ok && refused != "" {
+		// Only a renewal could fix this, and it was refused.
+		return wait.Result{Failed: fmt.Errorf("%s: %s, and %s", e.what(), msg, refused)}
+	}
 	if !ok {
-		return wait.Result{Message: msg}
+		return wait.Result{Message: msg + crNote}
 	}
 	e.cert, e.secret = cert, sec.secret
-	return wait.Result{Ready: true, Message: msg}
+	return wait.Result{Ready: true, Message: msg + crNote}
 }
 
 func (e *certificateEval) fill(s *CertificateReadyState) {

@@ -43,8 +43,10 @@ type HelmReleaseReadyState struct {
 func (g *HelmReleaseReady) Annotate(a infer.Annotator) {
 	a.Describe(g, "Waits until every object of a Helm release is ready: the newest deployed revision's stored record "+
 		"(`sh.helm.release.v1.<name>.v<N>`) is read, and its CRDs must be Established, its Deployments/StatefulSets/"+
-		"DaemonSets rolled out, its webhook configurations serving (probed with a dry-run create derived from their rules, "+
-		"or `probe`), and everything else kstatus Current. Progress lists what is still pending. Release values and "+
+		"DaemonSets rolled out (OnDelete ones too: their pods must run the new revision), its webhook configurations serving "+
+		"(probed with a dry-run create derived from their rules, or `probe`), and everything else ready by ResourceReady's "+
+		"default rules (kstatus Current and the kind's own rule: Pods Ready, Jobs Complete, LoadBalancer Services with an "+
+		"address, PersistentVolumeClaims Bound). It is never weaker than `helm --wait` on any kind. Progress lists what is still pending. Release values and "+
 		"manifests are never kept or shown.")
 }
 
@@ -292,8 +294,10 @@ func (e *helmEval) checkFor(ref helmrelease.ObjectRef) evaluation {
 		}
 		return w
 	}
-	name := ref.Name
-	oe, err := newObjectsEval(e.r, ResourceReadyArgs{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: &ns, Name: &name})
+	// Everything else by ResourceReady's default rules (kstatus and the kind's own rule), with
+	// PersistentVolumeClaims Bound as helm --wait wants them: never weaker than helm --wait.
+	name, strictPvc := ref.Name, true
+	oe, err := newObjectsEval(e.r, ResourceReadyArgs{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: &ns, Name: &name, StrictPvc: &strictPvc})
 	if err != nil {
 		return failedEval{name: ref.String(), err: err}
 	}

@@ -18,8 +18,9 @@ import (
 type NodesReady struct{}
 
 type NodesReadyArgs struct {
-	MinCount *int    `pulumi:"minCount,optional" provider:"replaceOnChanges"`
-	Selector *string `pulumi:"selector,optional" provider:"replaceOnChanges"`
+	MinCount *int     `pulumi:"minCount,optional" provider:"replaceOnChanges"`
+	Selector *string  `pulumi:"selector,optional" provider:"replaceOnChanges"`
+	Tolerate []string `pulumi:"tolerate,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -30,12 +31,21 @@ type NodesReadyState struct {
 }
 
 func (g *NodesReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until at least `minCount` nodes (optionally matching a label selector) are Ready and schedulable.")
+	a.Describe(g, "Waits until at least `minCount` nodes (optionally matching a label selector) are Ready and schedulable: "+
+		"Ready=True, not cordoned, and without a NoSchedule or NoExecute taint of a well-known key that keeps ordinary pods "+
+		"off (`node.kubernetes.io/*` from the node lifecycle controller: not-ready, unreachable, unschedulable, "+
+		"network-unavailable, memory/disk/pid-pressure, out-of-service; the cloud provider's `uninitialized` and `shutdown`; "+
+		"`node-role.kubernetes.io/control-plane`; the cluster autoscaler's `ToBeDeletedByClusterAutoscaler`; Karpenter's "+
+		"`karpenter.sh/disrupted`; Cilium's `agent-not-ready`). A taint of your own (`dedicated=gpu:NoSchedule`) does not "+
+		"count: your pods tolerate it or not. Progress names the taint that keeps a node out. It cannot know whether a node "+
+		"has room (allocatable) for your pods.")
 }
 
 func (a *NodesReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.MinCount, "How many Ready nodes are needed (default 1).")
 	an.Describe(&a.Selector, "A label selector nodes must match, such as `node-role.kubernetes.io/worker`.")
+	an.Describe(&a.Tolerate, "Taint keys your pods tolerate, so that a node carrying one still counts, such as "+
+		"`node-role.kubernetes.io/control-plane` on a single-node cluster.")
 }
 
 func (s *NodesReadyState) Annotate(a infer.Annotator) {
@@ -83,16 +93,17 @@ func nodesBuilder(a NodesReadyArgs) builder[NodesReadyState] {
 		if a.MinCount != nil {
 			min = *a.MinCount
 		}
-		e := &nodesEval{r: r, sel: sel, min: min}
+		e := &nodesEval{r: r, sel: sel, min: min, tolerate: a.Tolerate}
 		return e, func(s *NodesReadyState) { s.ReadyNodes, s.Names = len(e.ready), e.ready }, nil
 	}
 }
 
 type nodesEval struct {
-	r     *run
-	sel   labels.Selector
-	min   int
-	ready []string
+	r        *run
+	sel      labels.Selector
+	min      int
+	tolerate []string
+	ready    []string
 }
 
 func (e *nodesEval) what() string {
@@ -109,18 +120,17 @@ func (e *nodesEval) check(context.Context) wait.Result {
 	}
 	var ready, notReady []string
 	for _, n := range nodes {
-		if status.NodeReady(n) {
+		if ok, why := status.NodeSchedulable(n, e.tolerate); ok {
 			ready = append(ready, n.GetName())
 		} else {
-			c, _ := status.FindCondition(n, "Ready")
-			notReady = append(notReady, n.GetName()+": "+c.String())
+			notReady = append(notReady, n.GetName()+": "+why)
 		}
 	}
 	e.ready = ready
 	if e.ready == nil {
 		e.ready = []string{}
 	}
-	msg := fmt.Sprintf("%d of %d node(s) Ready (%d registered)", len(ready), e.min, len(nodes))
+	msg := fmt.Sprintf("%d of %d node(s) Ready and schedulable (%d registered)", len(ready), e.min, len(nodes))
 	if len(notReady) > 0 {
 		msg += "; not ready: " + strings.Join(notReady, ", ")
 	}

@@ -66,7 +66,10 @@ type ResourceReadyState struct {
 func (r *ResourceReady) Annotate(a infer.Annotator) {
 	a.Describe(r, "Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by "+
 		"exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`. With none, the default rule: kstatus must say "+
-		"`Current` (kstatus `Failed`, e.g. a fresh `Stalled=True`, fails at once). For kinds kstatus has no rule for (custom "+
+		"`Current` (kstatus `Failed`, e.g. a fresh `Stalled=True`, fails at once), and a kind kstatus has a rule for must also pass "+
+		"that kind's own rule (from its controller, `kubectl rollout status` and `helm --wait`): a Pod Running and Ready (Failed or "+
+		"Succeeded fails at once), a Job Complete, an OnDelete StatefulSet's pods at the new revision, a LoadBalancer Service with "+
+		"an address, a PodDisruptionBudget computed, a ReplicaSet or ReplicationController with every replica available. For kinds kstatus has no rule for (custom "+
 		"resources, APIService, Node, ...), a condition of a positive type (`Ready`, `Available`, `Established`, `NamesAccepted`, "+
 		"`Synced`, `Healthy`, `Installed`, `Succeeded`, `Programmed`, `Accepted`, `ResolvedRefs`, `Reconciled`, `Released`) "+
 		"that is False or Unknown, or one of `Stalled`, `Degraded`, `Failed`, `Reconciling` that is True, means not ready; an "+
@@ -85,7 +88,10 @@ func (a *ResourceReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.Name, "The object's name. Give `name` or `selector`.")
 	an.Describe(&a.Selector, "A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.")
 	an.Describe(&a.MinCount, "With `selector`: how many objects must exist at least (default 1).")
-	an.Describe(&a.Condition, "Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).")
+	an.Describe(&a.Condition, "Ready when this condition has this status. A condition whose observedGeneration is older than the object's "+
+		"generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only "+
+		"while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the "+
+		"gate cannot tell which generation it describes.")
 	an.Describe(&a.JSONPath, "A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.")
 	an.Describe(&a.Value, "With `jsonPath`: the value the path must yield.")
 	an.Describe(&a.Regex, "With `jsonPath`: a regular expression the value must match.")

@@ -32,7 +32,8 @@ type ServiceReadyState struct {
 }
 
 func (g *ServiceReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until a Service exists and its EndpointSlices hold at least `minReadyEndpoints` ready (not terminating) endpoints, optionally for one port.")
+	a.Describe(g, "Waits until a Service exists and its EndpointSlices hold at least `minReadyEndpoints` serving (not terminating) endpoints, "+
+		"optionally for one port. `serving` is the pod's readiness; `ready` is not enough: with publishNotReadyAddresses it is true for pods that are not ready.")
 }
 
 func (a *ServiceReadyArgs) Annotate(an infer.Annotator) {

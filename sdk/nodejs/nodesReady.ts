@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
 
 /**
- * Waits until at least `minCount` nodes (optionally matching a label selector) are Ready and schedulable.
+ * Waits until at least `minCount` nodes (optionally matching a label selector) are Ready and schedulable: Ready=True, not cordoned, and without a NoSchedule or NoExecute taint of a well-known key that keeps ordinary pods off (`node.kubernetes.io/*` from the node lifecycle controller: not-ready, unreachable, unschedulable, network-unavailable, memory/disk/pid-pressure, out-of-service; the cloud provider's `uninitialized` and `shutdown`; `node-role.kubernetes.io/control-plane`; the cluster autoscaler's `ToBeDeletedByClusterAutoscaler`; Karpenter's `karpenter.sh/disrupted`; Cilium's `agent-not-ready`). A taint of your own (`dedicated=gpu:NoSchedule`) does not count: your pods tolerate it or not. Progress names the taint that keeps a node out. It cannot know whether a node has room (allocatable) for your pods.
  */
 export class NodesReady extends pulumi.CustomResource {
     /**
@@ -63,6 +63,10 @@ export class NodesReady extends pulumi.CustomResource {
      */
     declare public readonly timeout: pulumi.Output<string | undefined>;
     /**
+     * Taint keys your pods tolerate, so that a node carrying one still counts, such as `node-role.kubernetes.io/control-plane` on a single-node cluster.
+     */
+    declare public readonly tolerate: pulumi.Output<string[] | undefined>;
+    /**
      * Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
      */
     declare public readonly triggers: pulumi.Output<any[] | undefined>;
@@ -83,6 +87,7 @@ export class NodesReady extends pulumi.CustomResource {
             resourceInputs["selector"] = args?.selector;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
+            resourceInputs["tolerate"] = args?.tolerate;
             resourceInputs["triggers"] = args?.triggers;
             resourceInputs["names"] = undefined /*out*/;
             resourceInputs["readyNodes"] = undefined /*out*/;
@@ -94,10 +99,11 @@ export class NodesReady extends pulumi.CustomResource {
             resourceInputs["selector"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
+            resourceInputs["tolerate"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
-        const replaceOnChanges = { replaceOnChanges: ["minCount", "selector", "triggers[*]"] };
+        const replaceOnChanges = { replaceOnChanges: ["minCount", "selector", "tolerate[*]", "triggers[*]"] };
         opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(NodesReady.__pulumiType, name, resourceInputs, opts);
     }
@@ -127,6 +133,10 @@ export interface NodesReadyArgs {
      * How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
      */
     timeout?: pulumi.Input<string | undefined>;
+    /**
+     * Taint keys your pods tolerate, so that a node carrying one still counts, such as `node-role.kubernetes.io/control-plane` on a single-node cluster.
+     */
+    tolerate?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     /**
      * Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
      */

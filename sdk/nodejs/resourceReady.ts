@@ -7,7 +7,7 @@ import * as outputs from "./types/output";
 import * as utilities from "./utilities";
 
 /**
- * Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`. With none, the default rule: kstatus must say `Current` (kstatus `Failed`, e.g. a fresh `Stalled=True`, fails at once). For kinds kstatus has no rule for (custom resources, APIService, Node, ...), a condition of a positive type (`Ready`, `Available`, `Established`, `NamesAccepted`, `Synced`, `Healthy`, `Installed`, `Succeeded`, `Programmed`, `Accepted`, `ResolvedRefs`, `Reconciled`, `Released`) that is False or Unknown, or one of `Stalled`, `Degraded`, `Failed`, `Reconciling` that is True, means not ready; an APIService needs `Available=True`; and a custom resource needs its controller's word on the current generation: a positive condition that is True, or `status.observedGeneration` equal to `metadata.generation` (kstatus would call a custom resource with no status Current). Conditions whose observedGeneration is older than the object's generation do not count, and a stale positive one means its verdict is pending. A PersistentVolumeClaim that is Pending under a `WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.
+ * Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`. With none, the default rule: kstatus must say `Current` (kstatus `Failed`, e.g. a fresh `Stalled=True`, fails at once), and a kind kstatus has a rule for must also pass that kind's own rule (from its controller, `kubectl rollout status` and `helm --wait`): a Pod Running and Ready (Failed or Succeeded fails at once), a Job Complete, an OnDelete StatefulSet's pods at the new revision, a LoadBalancer Service with an address, a PodDisruptionBudget computed, a ReplicaSet or ReplicationController with every replica available. For kinds kstatus has no rule for (custom resources, APIService, Node, ...), a condition of a positive type (`Ready`, `Available`, `Established`, `NamesAccepted`, `Synced`, `Healthy`, `Installed`, `Succeeded`, `Programmed`, `Accepted`, `ResolvedRefs`, `Reconciled`, `Released`) that is False or Unknown, or one of `Stalled`, `Degraded`, `Failed`, `Reconciling` that is True, means not ready; an APIService needs `Available=True`; and a custom resource needs its controller's word on the current generation: a positive condition that is True, or `status.observedGeneration` equal to `metadata.generation` (kstatus would call a custom resource with no status Current). Conditions whose observedGeneration is older than the object's generation do not count, and a stale positive one means its verdict is pending. A PersistentVolumeClaim that is Pending under a `WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.
  */
 export class ResourceReady extends pulumi.CustomResource {
     /**
@@ -45,7 +45,7 @@ export class ResourceReady extends pulumi.CustomResource {
      */
     declare public readonly cel: pulumi.Output<string | undefined>;
     /**
-     * Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
+     * Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the gate cannot tell which generation it describes.
      */
     declare public readonly condition: pulumi.Output<outputs.Condition | undefined>;
     /**
@@ -214,7 +214,7 @@ export interface ResourceReadyArgs {
      */
     cel?: pulumi.Input<string | undefined>;
     /**
-     * Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
+     * Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the gate cannot tell which generation it describes.
      */
     condition?: pulumi.Input<inputs.ConditionArgs | undefined>;
     /**

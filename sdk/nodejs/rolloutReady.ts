@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
 
 /**
- * Waits until a Deployment, StatefulSet or DaemonSet has rolled out (the `kubectl rollout status` rules: current generation observed, every replica updated and available, no old replicas, StatefulSet partitions honoured), or a Job has completed. A Deployment past its progress deadline, or a failed Job, fails at once with its reason.
+ * Waits until a Deployment, StatefulSet or DaemonSet has rolled out (the `kubectl rollout status` rules: current generation observed, every replica updated and available, no old replicas, StatefulSet partitions honoured), or a Job has completed. With the OnDelete update strategy (which kubectl refuses), every pod must run the new revision and be ready; progress says the old pods must be deleted. A Deployment past its progress deadline, or a failed Job, fails at once with its reason.
  */
 export class RolloutReady extends pulumi.CustomResource {
     /**

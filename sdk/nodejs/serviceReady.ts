@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
 
 /**
- * Waits until a Service exists and its EndpointSlices hold at least `minReadyEndpoints` ready (not terminating) endpoints, optionally for one port.
+ * Waits until a Service exists and its EndpointSlices hold at least `minReadyEndpoints` serving (not terminating) endpoints, optionally for one port. `serving` is the pod's readiness; `ready` is not enough: with publishNotReadyAddresses it is true for pods that are not ready.
  */
 export class ServiceReady extends pulumi.CustomResource {
     /**

@@ -112,3 +112,20 @@ func NewestCertificateRequest(requests []*unstructured.Unstructured, certName st
 	})
 	return mine[len(mine)-1]
 }
+
+// RequestFails decides whether the newest CertificateRequest fails a Certificate's gate. A
+// terminal request (Denied, InvalidRequest, Failed) fails only while the Certificate is not
+// Ready=True for its generation: a Ready Certificate still holds a valid certificate, and a
+// refused renewal is cert-manager's to retry and its owner's to fix before notAfter, not a broken
+// certificate, so it is returned as a note. A request for a changed spec leaves Ready stale or
+// False, and then fails.
+func RequestFails(cert, cr *unstructured.Unstructured) (fails bool, note string) {
+	terminal, summary := CertificateRequestVerdict(cr)
+	if !terminal {
+		return false, summary
+	}
+	if ready, _ := ConditionHolds(cert, "Ready", "True"); ready {
+		return false, "its renewal is refused (" + summary + "); the current certificate stays valid until it expires"
+	}
+	return true, summary
+}

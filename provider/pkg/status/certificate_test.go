@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -77,4 +78,48 @@ func mustDER(t *testing.T, certPEM []byte) []byte {
 		t.Fatal("no PEM")
 	}
 	return b.Bytes
+}
+
+func TestRequestFails(t *testing.T) {
+	const denied = `
+apiVersion: cert-manager.io/v1
+kind: CertificateRequest
+metadata: {name: web-2}
+status: {conditions: [{type: Denied, status: "True", reason: PolicyDenied, message: "not allowed"}, {type: Ready, status: "False", reason: Denied}]}`
+	const failed = `
+apiVersion: cert-manager.io/v1
+kind: CertificateRequest
+metadata: {name: web-2}
+status: {conditions: [{type: Approved, status: "True"}, {type: Ready, status: "False", reason: Failed, message: "ACME order failed"}]}`
+	const pending = `
+apiVersion: cert-manager.io/v1
+kind: CertificateRequest
+metadata: {name: web-2}
+status: {conditions: [{type: Ready, status: "False", reason: Pending}]}`
+	cert := func(ready string, gen, observed int) string {
+		return fmt.Sprintf(`
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: web, generation: %d}
+status: {conditions: [{type: Ready, status: %q, observedGeneration: %d}]}`, gen, ready, observed)
+	}
+	for name, tc := range map[string]struct {
+		cert, cr string
+		fails    bool
+		note     string
+	}{
+		"a refused renewal of a Ready certificate is a note":                     {cert("True", 1, 1), denied, false, "renewal is refused"},
+		"near miss: Denied while not Ready (first issuance) fails":               {cert("False", 1, 1), denied, true, "denied"},
+		"near miss: Denied for a changed spec (Ready is stale)":                  {cert("True", 2, 1), denied, true, "denied"},
+		"a failed renewal (the issuer's error) of a Ready certificate is a note": {cert("True", 1, 1), failed, false, "ACME order failed"},
+		"near miss: a failed first issuance fails":                               {cert("False", 1, 1), failed, true, "ACME order failed"},
+		"a pending request is a note":                                            {cert("False", 1, 1), pending, false, "Pending"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fails, note := RequestFails(fromYAML(t, tc.cert), fromYAML(t, tc.cr))
+			if fails != tc.fails || !strings.Contains(note, tc.note) {
+				t.Errorf("RequestFails = %v, %q; want %v, containing %q", fails, note, tc.fails, tc.note)
+			}
+		})
+	}
 }

@@ -85,6 +85,8 @@ func IsStale(obj *unstructured.Unstructured, c Condition) bool {
 
 // ConditionHolds reports whether obj has a fresh condition condType with the wanted status
 // (compared case-insensitively, as kubectl wait does), and a one-line description of what it saw.
+// Fresh: its own observedGeneration, or else status.observedGeneration, is not behind
+// metadata.generation; with neither, it is taken as current (nothing says otherwise).
 func ConditionHolds(obj *unstructured.Unstructured, condType, want string) (bool, string) {
 	c, ok := FindCondition(obj, condType)
 	if !ok {
@@ -92,6 +94,11 @@ func ConditionHolds(obj *unstructured.Unstructured, condType, want string) (bool
 	}
 	if IsStale(obj, c) {
 		return false, fmt.Sprintf("%s is stale (observedGeneration %d < generation %d)", c, c.ObservedGeneration, obj.GetGeneration())
+	}
+	// A condition without its own observedGeneration is as fresh as the status it sits in: when
+	// status.observedGeneration is behind, the controller has not reported on this spec yet.
+	if og, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration"); !c.HasObservedGeneration && found && og < obj.GetGeneration() {
+		return false, fmt.Sprintf("%s may be stale (status.observedGeneration %d < generation %d)", c, og, obj.GetGeneration())
 	}
 	return strings.EqualFold(c.Status, want), c.String()
 }

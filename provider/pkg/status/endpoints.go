@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// ReadyEndpoints counts the distinct ready endpoints in a Service's EndpointSlices, restricted
+// ReadyEndpoints counts the distinct serving endpoints in a Service's EndpointSlices, restricted
 // to slices that expose port (a port name or number; "" for any). An endpoint is counted once
 // per pod (its targetRef), not per address: a dual-stack pod appears in an IPv4 and an IPv6
 // slice, or lists two addresses, and is still one endpoint. Endpoints without a targetRef
@@ -40,12 +40,7 @@ func ReadyEndpoints(slices []*unstructured.Unstructured, port string) (int, []st
 		eps, _, _ := unstructured.NestedSlice(s.Object, "endpoints")
 		for _, e := range eps {
 			em, _ := e.(map[string]any)
-			cond, _ := em["conditions"].(map[string]any)
-			// An unset ready condition means ready (EndpointSlice API semantics).
-			if r, ok := cond["ready"].(bool); ok && !r {
-				continue
-			}
-			if t, ok := cond["terminating"].(bool); ok && t {
+			if !endpointServing(em) {
 				continue
 			}
 			if key := endpointKey(em); key != "" {
@@ -59,6 +54,24 @@ func ReadyEndpoints(slices []*unstructured.Unstructured, port string) (int, []st
 	}
 	sort.Strings(ports)
 	return len(ready), ports
+}
+
+// endpointServing reports whether an EndpointSlice endpoint stands for a backend that answers:
+// serving and not terminating. `serving` is the pod's own readiness; `ready` is not enough, for
+// the EndpointSlice controller sets ready=true for every pod of a Service with
+// publishNotReadyAddresses (Vault's and most StatefulSet charts' headless Services) whatever the
+// pod's state. Unset conditions mean ready (EndpointSlice API semantics): serving falls back to
+// ready for writers that predate it.
+func endpointServing(em map[string]any) bool {
+	cond, _ := em["conditions"].(map[string]any)
+	if t, ok := cond["terminating"].(bool); ok && t {
+		return false
+	}
+	if s, ok := cond["serving"].(bool); ok {
+		return s
+	}
+	r, ok := cond["ready"].(bool)
+	return !ok || r
 }
 
 // endpointKey identifies the backend behind an EndpointSlice endpoint: its targetRef (the pod)
@@ -84,15 +97,4 @@ func stringsOf(v any) []string {
 		}
 	}
 	return out
-}
-
-// NodeReady reports whether a Node's Ready condition is True.
-func NodeReady(obj *unstructured.Unstructured) bool {
-	ok, _ := ConditionHolds(obj, "Ready", "True")
-	return ok && !unschedulable(obj)
-}
-
-func unschedulable(obj *unstructured.Unstructured) bool {
-	u, _, _ := unstructured.NestedBool(obj.Object, "spec", "unschedulable")
-	return u
 }

@@ -55,10 +55,14 @@ var requiredConditions = map[schema.GroupKind]string{
 //
 //   - Stale conditions (observedGeneration older than metadata.generation) are dropped before
 //     anything reads them: they describe an earlier spec.
-//   - kstatus Failed (a fresh Stalled=True, a failed Job or Pod) fails; any status but Current
-//     is not ready.
+//   - kstatus Failed (a fresh Stalled=True, a failed Job, a crash-looping Pod, a Deployment past
+//     its progress deadline) fails; any status but Current is not ready.
 //   - Kinds kstatus has a rule for (Deployment, StatefulSet, DaemonSet, ReplicaSet, Pod, Job,
-//     PVC, Service, PDB, CRD, ConfigMap, Secret, CronJob) are ready when kstatus says Current.
+//     PVC, Service, PDB, CRD; and ReplicationController) are also judged by their own rule
+//     (kindRules: the kind's controller, kubectl rollout status and helm --wait): ready only
+//     when kstatus says Current and the rule agrees; a terminal verdict of the rule (an evicted
+//     or completed Pod, a Job past FailureTarget, a Lost claim) fails. ConfigMap, Secret and
+//     CronJob are ready once they exist.
 //   - Every other kind (custom resources, APIService, Node, ...): a fresh condition of a
 //     PositiveConditions type that is not True, or of a NegativeConditions type that is True,
 //     means not ready; an APIService needs Available=True.
@@ -75,6 +79,15 @@ func Generic(obj *unstructured.Unstructured) Result {
 		return Result{Message: "being deleted"}
 	}
 	fresh, stale := splitStale(obj)
+	rule := kindRule(fresh)
+	var verdict Result
+	if rule != nil {
+		// A terminal state the kind's rule knows (an evicted Pod, a Lost claim) fails whatever
+		// kstatus says of it.
+		if verdict = rule(fresh); verdict.Failed {
+			return verdict
+		}
+	}
 	res, err := kstatus.Compute(fresh)
 	if err != nil {
 		return Result{Message: "kstatus: " + err.Error()}
@@ -85,10 +98,20 @@ func Generic(obj *unstructured.Unstructured) Result {
 	case kstatus.CurrentStatus:
 	default:
 		msg := fmt.Sprintf("%s: %s", res.Status, res.Message)
+		if rule != nil && !verdict.Ready {
+			msg += " (" + verdict.Message + ")"
+		}
 		if len(Conditions(obj)) > 0 {
 			msg += " [" + SummarizeConditions(obj) + "]"
 		}
 		return Result{Message: msg}
+	}
+	if rule != nil {
+		// kstatus' Current is proof only where the kind's own rule agrees (see kindRules).
+		if !verdict.Ready {
+			return Result{Message: "kstatus says Current, but " + verdict.Message}
+		}
+		return Result{Ready: true, Message: "Current: " + verdict.Message}
 	}
 	if kstatus.GetLegacyConditionsFn(fresh) != nil {
 		return Result{Ready: true, Message: "Current: " + res.Message}

@@ -151,12 +151,12 @@ kind: Node
 metadata: {name: kwok-node-0}
 status: {conditions: [{type: Ready, status: "False", reason: KubeletNotReady}]}`,
 			msg: "Ready=False"},
-		"Pod Succeeded with Ready=False (kstatus' Pod rule decides)": {doc: `
+		"Pod Succeeded with Ready=False (never Ready again: helm --wait would not pass it)": {doc: `
 apiVersion: v1
 kind: Pod
 metadata: {name: p}
 status: {phase: Succeeded, conditions: [{type: Ready, status: "False", reason: PodCompleted}]}`,
-			ready: true},
+			failed: true, msg: "phase Succeeded"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -20,8 +20,8 @@ func nestedInt(obj *unstructured.Unstructured, fields ...string) int64 {
 
 // observed reports whether the controller has seen the current spec.
 func observed(obj *unstructured.Unstructured) (bool, string) {
-	og, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
-	if og < obj.GetGeneration() {
+	og, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	if !found || og < obj.GetGeneration() {
 		return false, fmt.Sprintf("waiting for the controller to observe generation %d (observed %d)", obj.GetGeneration(), og)
 	}
 	return true, ""
@@ -62,7 +62,7 @@ func DeploymentRollout(obj *unstructured.Unstructured) Rollout {
 }
 
 // StatefulSetRollout follows `kubectl rollout status` for RollingUpdate StatefulSets, honouring
-// a partition (only ordinals at or above it are updated).
+// a partition (only ordinals at or above it are updated); OnDelete ones see statefulSetOnDelete.
 func StatefulSetRollout(obj *unstructured.Unstructured) Rollout {
 	if obj == nil {
 		return Rollout{Result: Result{Message: "not found"}}
@@ -79,8 +79,7 @@ func StatefulSetRollout(obj *unstructured.Unstructured) Rollout {
 		return r
 	}
 	if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "updateStrategy", "type"); strategy == "OnDelete" {
-		r.Ready, r.Message = r.ReadyReplicas >= want, fmt.Sprintf("%d of %d pods ready (OnDelete strategy: not tracking updates)", r.ReadyReplicas, want)
-		return r
+		return statefulSetOnDelete(r, want)
 	}
 	if r.ReadyReplicas < want {
 		r.Message = fmt.Sprintf("%d of %d pods ready", r.ReadyReplicas, want)
@@ -104,8 +103,29 @@ func StatefulSetRollout(obj *unstructured.Unstructured) Rollout {
 	return r
 }
 
+// statefulSetOnDelete judges an OnDelete StatefulSet, which `kubectl rollout status` refuses:
+// the controller never replaces a pod itself, so after a template change the old pods keep
+// running (and stay ready) until someone deletes them. status.updatedReplicas is the
+// controller's count of pods whose controller-revision-hash is status.updateRevision; the set
+// is rolled out when every wanted pod is at that revision and ready, and no extra pod remains.
+func statefulSetOnDelete(r Rollout, want int64) Rollout {
+	switch {
+	case r.UpdatedReplicas < want:
+		r.Message = fmt.Sprintf("OnDelete update strategy: %d of %d pods run revision %s; the controller replaces the others "+
+			"only once they are deleted (kubectl delete pod)", r.UpdatedReplicas, want, r.Revision)
+	case r.Replicas > want:
+		r.Message = fmt.Sprintf("%d extra pods are pending termination", r.Replicas-want)
+	case r.ReadyReplicas < want:
+		r.Message = fmt.Sprintf("%d of %d pods ready at revision %s (OnDelete update strategy)", r.ReadyReplicas, want, r.Revision)
+	default:
+		r.Ready, r.Message = true, fmt.Sprintf("%d of %d pods ready at revision %s (OnDelete update strategy)", r.ReadyReplicas, want, r.Revision)
+	}
+	return r
+}
+
 // DaemonSetRollout follows `kubectl rollout status`: every scheduled node runs an updated,
-// available pod.
+// available pod. For OnDelete (which kubectl refuses) the same holds, and progress says that
+// the old pods must be deleted.
 func DaemonSetRollout(obj *unstructured.Unstructured) Rollout {
 	if obj == nil {
 		return Rollout{Result: Result{Message: "not found"}}
@@ -117,9 +137,14 @@ func DaemonSetRollout(obj *unstructured.Unstructured) Rollout {
 		r.Message = msg
 		return r
 	}
+	onDelete := ""
+	if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "updateStrategy", "type"); strategy == "OnDelete" {
+		// `kubectl rollout status` refuses OnDelete; say what the wait needs instead.
+		onDelete = " (OnDelete update strategy: the controller replaces an old pod only once it is deleted: kubectl delete pod)"
+	}
 	switch {
 	case r.UpdatedReplicas < desired:
-		r.Message = fmt.Sprintf("%d of %d scheduled pods updated", r.UpdatedReplicas, desired)
+		r.Message = fmt.Sprintf("%d of %d scheduled pods updated%s", r.UpdatedReplicas, desired, onDelete)
 	case r.AvailableReplicas < desired:
 		r.Message = fmt.Sprintf("%d of %d updated pods available", r.AvailableReplicas, desired)
 	default:

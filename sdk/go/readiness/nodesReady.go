@@ -11,7 +11,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
-// Waits until at least `minCount` nodes (optionally matching a label selector) are Ready and schedulable.
+// Waits until at least `minCount` nodes (optionally matching a label selector) are Ready and schedulable: Ready=True, not cordoned, and without a NoSchedule or NoExecute taint of a well-known key that keeps ordinary pods off (`node.kubernetes.io/*` from the node lifecycle controller: not-ready, unreachable, unschedulable, network-unavailable, memory/disk/pid-pressure, out-of-service; the cloud provider's `uninitialized` and `shutdown`; `node-role.kubernetes.io/control-plane`; the cluster autoscaler's `ToBeDeletedByClusterAutoscaler`; Karpenter's `karpenter.sh/disrupted`; Cilium's `agent-not-ready`). A taint of your own (`dedicated=gpu:NoSchedule`) does not count: your pods tolerate it or not. Progress names the taint that keeps a node out. It cannot know whether a node has room (allocatable) for your pods.
 type NodesReady struct {
 	pulumi.CustomResourceState
 
@@ -29,6 +29,8 @@ type NodesReady struct {
 	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
+	// Taint keys your pods tolerate, so that a node carrying one still counts, such as `node-role.kubernetes.io/control-plane` on a single-node cluster.
+	Tolerate pulumi.StringArrayOutput `pulumi:"tolerate"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
 	Triggers pulumi.ArrayOutput `pulumi:"triggers"`
 }
@@ -43,6 +45,7 @@ func NewNodesReady(ctx *pulumi.Context,
 	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
 		"minCount",
 		"selector",
+		"tolerate[*]",
 		"triggers[*]",
 	})
 	opts = append(opts, replaceOnChanges)
@@ -89,6 +92,8 @@ type nodesReadyArgs struct {
 	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout *string `pulumi:"timeout"`
+	// Taint keys your pods tolerate, so that a node carrying one still counts, such as `node-role.kubernetes.io/control-plane` on a single-node cluster.
+	Tolerate []string `pulumi:"tolerate"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
 	Triggers []interface{} `pulumi:"triggers"`
 }
@@ -105,6 +110,8 @@ type NodesReadyArgs struct {
 	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 	Timeout pulumi.StringPtrInput
+	// Taint keys your pods tolerate, so that a node carrying one still counts, such as `node-role.kubernetes.io/control-plane` on a single-node cluster.
+	Tolerate pulumi.StringArrayInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
 	Triggers pulumi.ArrayInput
 }
@@ -229,6 +236,11 @@ func (o NodesReadyOutput) StableFor() pulumi.StringPtrOutput {
 // How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
 func (o NodesReadyOutput) Timeout() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *NodesReady) pulumi.StringPtrOutput { return v.Timeout }).(pulumi.StringPtrOutput)
+}
+
+// Taint keys your pods tolerate, so that a node carrying one still counts, such as `node-role.kubernetes.io/control-plane` on a single-node cluster.
+func (o NodesReadyOutput) Tolerate() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v *NodesReady) pulumi.StringArrayOutput { return v.Tolerate }).(pulumi.StringArrayOutput)
 }
 
 // Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.

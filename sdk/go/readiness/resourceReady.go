@@ -12,7 +12,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
-// Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`. With none, the default rule: kstatus must say `Current` (kstatus `Failed`, e.g. a fresh `Stalled=True`, fails at once). For kinds kstatus has no rule for (custom resources, APIService, Node, ...), a condition of a positive type (`Ready`, `Available`, `Established`, `NamesAccepted`, `Synced`, `Healthy`, `Installed`, `Succeeded`, `Programmed`, `Accepted`, `ResolvedRefs`, `Reconciled`, `Released`) that is False or Unknown, or one of `Stalled`, `Degraded`, `Failed`, `Reconciling` that is True, means not ready; an APIService needs `Available=True`; and a custom resource needs its controller's word on the current generation: a positive condition that is True, or `status.observedGeneration` equal to `metadata.generation` (kstatus would call a custom resource with no status Current). Conditions whose observedGeneration is older than the object's generation do not count, and a stale positive one means its verdict is pending. A PersistentVolumeClaim that is Pending under a `WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.
+// Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`. With none, the default rule: kstatus must say `Current` (kstatus `Failed`, e.g. a fresh `Stalled=True`, fails at once), and a kind kstatus has a rule for must also pass that kind's own rule (from its controller, `kubectl rollout status` and `helm --wait`): a Pod Running and Ready (Failed or Succeeded fails at once), a Job Complete, an OnDelete StatefulSet's pods at the new revision, a LoadBalancer Service with an address, a PodDisruptionBudget computed, a ReplicaSet or ReplicationController with every replica available. For kinds kstatus has no rule for (custom resources, APIService, Node, ...), a condition of a positive type (`Ready`, `Available`, `Established`, `NamesAccepted`, `Synced`, `Healthy`, `Installed`, `Succeeded`, `Programmed`, `Accepted`, `ResolvedRefs`, `Reconciled`, `Released`) that is False or Unknown, or one of `Stalled`, `Degraded`, `Failed`, `Reconciling` that is True, means not ready; an APIService needs `Available=True`; and a custom resource needs its controller's word on the current generation: a positive condition that is True, or `status.observedGeneration` equal to `metadata.generation` (kstatus would call a custom resource with no status Current). Conditions whose observedGeneration is older than the object's generation do not count, and a stale positive one means its verdict is pending. A PersistentVolumeClaim that is Pending under a `WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.
 type ResourceReady struct {
 	pulumi.CustomResourceState
 
@@ -20,7 +20,7 @@ type ResourceReady struct {
 	ApiVersion pulumi.StringOutput `pulumi:"apiVersion"`
 	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
 	Cel pulumi.StringPtrOutput `pulumi:"cel"`
-	// Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
+	// Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the gate cannot tell which generation it describes.
 	Condition ConditionPtrOutput `pulumi:"condition"`
 	// Ready once the object is gone (for teardown ordering). The kind is resolved at any version the server serves (an object is the same at every version). A kind served at no version is an error naming what the group serves, not "nothing exists"; only a CRD the gate saw defining the kind and then saw deleted proves its objects gone.
 	Deleted pulumi.BoolPtrOutput `pulumi:"deleted"`
@@ -133,7 +133,7 @@ type resourceReadyArgs struct {
 	ApiVersion string `pulumi:"apiVersion"`
 	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
 	Cel *string `pulumi:"cel"`
-	// Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
+	// Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the gate cannot tell which generation it describes.
 	Condition *Condition `pulumi:"condition"`
 	// Ready once the object is gone (for teardown ordering). The kind is resolved at any version the server serves (an object is the same at every version). A kind served at no version is an error naming what the group serves, not "nothing exists"; only a CRD the gate saw defining the kind and then saw deleted proves its objects gone.
 	Deleted *bool `pulumi:"deleted"`
@@ -175,7 +175,7 @@ type ResourceReadyArgs struct {
 	ApiVersion pulumi.StringInput
 	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
 	Cel pulumi.StringPtrInput
-	// Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
+	// Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the gate cannot tell which generation it describes.
 	Condition ConditionPtrInput
 	// Ready once the object is gone (for teardown ordering). The kind is resolved at any version the server serves (an object is the same at every version). A kind served at no version is an error naming what the group serves, not "nothing exists"; only a CRD the gate saw defining the kind and then saw deleted proves its objects gone.
 	Deleted pulumi.BoolPtrInput
@@ -308,7 +308,7 @@ func (o ResourceReadyOutput) Cel() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.Cel }).(pulumi.StringPtrOutput)
 }
 
-// Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).
+// Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the gate cannot tell which generation it describes.
 func (o ResourceReadyOutput) Condition() ConditionPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) ConditionPtrOutput { return v.Condition }).(ConditionPtrOutput)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
-// Waits until a Service exists and its EndpointSlices hold at least `minReadyEndpoints` ready (not terminating) endpoints, optionally for one port.
+// Waits until a Service exists and its EndpointSlices hold at least `minReadyEndpoints` serving (not terminating) endpoints, optionally for one port. `serving` is the pod's readiness; `ready` is not enough: with publishNotReadyAddresses it is true for pods that are not ready.
 type ServiceReady struct {
 	pulumi.CustomResourceState
 
