@@ -431,6 +431,12 @@ func (e *admissionEval) webhooks() *wait.Result {
 			e.hooks = append(e.hooks, webhooksOf(gvk.Kind, cfg)...)
 		}
 	}
+	for _, h := range e.hooks {
+		if h.url != "" && e.mayIntercept(h) {
+			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
+			fmt.Fprintf(&fp, "reach %s=%t;", h.url, e.r.listening(h.url))
+		}
+	}
 	if fp.String() != e.configs {
 		if e.configs != "" {
 			// The API server learns of the change a few milliseconds after the gate: if this
@@ -440,6 +446,25 @@ func (e *admissionEval) webhooks() *wait.Result {
 		e.configs = fp.String()
 	}
 	return nil
+}
+
+// mayIntercept says whether h's rules cover one of the objects' resources (selectors aside):
+// the webhooks worth a wake-up when they start listening.
+func (e *admissionEval) mayIntercept(h *admissionHook) bool {
+	for _, o := range e.objs {
+		m, err := e.r.clients.Mapping(o.GroupVersionKind())
+		if err != nil {
+			continue
+		}
+		q := probeRequest{gvr: m.Resource, namespace: o.GetNamespace()}
+		if m.Scope.Name() == meta.RESTScopeNameNamespace && q.namespace == "" {
+			q.namespace = e.r.clients.Namespace
+		}
+		if h.match.rulesMatch(q) || h.match.rulesMatch(probeRequest{gvr: m.Resource, namespace: q.namespace, update: true}) {
+			return true
+		}
+	}
+	return false
 }
 
 // ignoreWebhooks requires, of an admitted object, an answer from every failurePolicy Ignore
