@@ -107,7 +107,7 @@ func ruleCovers(r admissionregistrationv1.RuleWithOperations, k servedKind, anyO
 // pickProbeKind chooses the kind to derive a probe from for hooks: the first webhook, in order,
 // with a rule covering a served kind; among the kinds its rules cover, the best ranked (a kind
 // the rule names before a wildcard match, then probeKindRank, the rule's order, the preferred
-// version). Rules that send CREATE are tried first; failing those, any rule (the direct call then
+// version, the name). Rules that send CREATE are tried first; failing those, any rule (the direct call then
 // proves its webhook). ok is false when no rule covers any served kind.
 func pickProbeKind(hooks []*admissionHook, served []servedKind) (best servedKind, ok bool) {
 	type score struct{ wildcard, rank, rule, listed, version int }
@@ -130,7 +130,7 @@ func pickProbeKind(hooks []*admissionHook, served []servedKind) (best servedKind
 					if !k.preferred {
 						s.version = 1
 					}
-					if !ok || less(s, bestScore) {
+					if !ok || less(s, bestScore) || (s == bestScore && gvrString(k.gvr) < gvrString(best.gvr)) {
 						best, bestScore, ok = k, s, true
 					}
 				}
