@@ -59,7 +59,7 @@ var bareValid = map[schema.GroupKind]bool{{Kind: "ConfigMap"}: true, {Kind: "Ser
 
 // probeKindRank orders candidate kinds: those with a minimal spec the gate knows (probeSpecs),
 // then core kinds valid without one, then namespaced kinds (custom resources), then
-// cluster-scoped ones; Secrets last (their answers are never quoted).
+// cluster-scoped ones (core first); Secrets last (their answers are never quoted).
 func probeKindRank(k servedKind) int {
 	gk := schema.GroupKind{Group: k.gvr.Group, Kind: k.kind}
 	switch {
@@ -71,8 +71,10 @@ func probeKindRank(k servedKind) int {
 		return 1
 	case k.namespaced:
 		return 2
+	case k.gvr.Group == "":
+		return 3
 	}
-	return 3
+	return 4
 }
 
 // ruleCovers says whether rule r sends a CREATE of k to its webhook (anyOp: any operation, and a

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ webhooks:
 			if r.err == nil {
 				t.Fatalf("passed while the webhook does not serve: %v", r.resp.Properties)
 			}
-			if !strings.Contains(r.err.Error(), "connection refused") {
+			if !strings.Contains(r.err.Error(), "dry-run probe") {
 				t.Errorf("the error does not say why: %v", r.err)
 			}
 			ch := createAsync(t, s, "HelmReleaseReady", props("name", "wild", "namespace", ns, "timeout", "60s"))
@@ -154,7 +155,8 @@ func TestWebhookReadyProvesATargetBehindADenyingPolicy(t *testing.T) {
 				policy := testenv.NewWebhook(t)
 				policy.Mode.Store("deny-named")
 				policy.Start(t)
-				policy.RegisterAs(t, "MutatingWebhookConfiguration", "policy-"+base, "Fail", group, "widgets")
+				hook := policy.RegisterAs(t, "MutatingWebhookConfiguration", "policy-"+base, "Fail", group, "widgets")
+				deniedWithin(t, group, `admission webhook "`+hook+`" denied the request`)
 			} else {
 				want = "probe denied by an admission policy"
 				denyByPolicy(t, "deny-"+base, group)
@@ -215,11 +217,19 @@ spec: {policyName: %[1]s, validationActions: [Deny]}`, name, group))
 			_ = testenv.Resource(t, o).Delete(context.Background(), name, metav1.DeleteOptions{})
 		}
 	})
+	deniedWithin(t, group, "ValidatingAdmissionPolicy")
+}
+
+// deniedWithin waits (up to 30 s) until a dry-run create of a Widget of group is refused with
+// a message containing want: the policy is enforced, and the API server's first requests for
+// a new kind (which can take seconds) are behind us.
+func deniedWithin(t *testing.T, group, want string) {
+	t.Helper()
 	w := testenv.Object(t, widget(group, "policy-check"))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, err := testenv.Resource(t, w).Create(context.Background(), w, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+		if err != nil && strings.Contains(err.Error(), want) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -249,22 +259,22 @@ func TestWebhookReadyExternalNameService(t *testing.T) {
 	group := widgetCRD(t)
 	for name, tc := range map[string]struct {
 		policy string
-		gate   func(ns, cfg string) (string, map[string]property.Value)
+		gate   func(ns, cfg string, port float64) (string, map[string]property.Value)
 	}{
-		"configuration with probe": {"Fail", func(ns, cfg string) (string, map[string]property.Value) {
+		"configuration with probe": {"Fail", func(ns, cfg string, port float64) (string, map[string]property.Value) {
 			return "WebhookReady", props("validatingWebhookConfiguration", cfg, "probe", generatedProbeOf(group))
 		}},
-		"configuration, derived probe": {"Fail", func(ns, cfg string) (string, map[string]property.Value) {
+		"configuration, derived probe": {"Fail", func(ns, cfg string, port float64) (string, map[string]property.Value) {
 			return "WebhookReady", props("validatingWebhookConfiguration", cfg)
 		}},
-		"Ignore policy (direct call to the external name)": {"Ignore", func(ns, cfg string) (string, map[string]property.Value) {
+		"Ignore policy (direct call to the external name)": {"Ignore", func(ns, cfg string, port float64) (string, map[string]property.Value) {
 			return "WebhookReady", props("validatingWebhookConfiguration", cfg, "probe", generatedProbeOf(group))
 		}},
-		"service with probe": {"Fail", func(ns, cfg string) (string, map[string]property.Value) {
-			svc := property.New(property.NewMap(map[string]property.Value{"namespace": property.New(ns), "name": property.New("hook")}))
+		"service with probe": {"Fail", func(ns, cfg string, port float64) (string, map[string]property.Value) {
+			svc := property.New(property.NewMap(map[string]property.Value{"namespace": property.New(ns), "name": property.New("hook"), "port": property.New(port)}))
 			return "WebhookReady", props("service", svc, "probe", generatedProbeOf(group))
 		}},
-		"HelmReleaseReady": {"Fail", func(ns, cfg string) (string, map[string]property.Value) {
+		"HelmReleaseReady": {"Fail", func(ns, cfg string, port float64) (string, map[string]property.Value) {
 			return "HelmReleaseReady", props("name", "ext", "namespace", ns)
 		}},
 	} {
@@ -286,7 +296,8 @@ webhooks:
   rules: [{apiGroups: ["%[2]s"], apiVersions: ["*"], operations: [CREATE], resources: [widgets]}]`, cfg, group, ns, port, wh.CABundle(), tc.policy)
 			releaseOf(t, "ext", ns, doc)
 			applyConfiguration(t, doc)
-			kind, in := tc.gate(ns, cfg)
+			portNum, _ := strconv.Atoi(port)
+			kind, in := tc.gate(ns, cfg, float64(portNum))
 			if tc.policy == "Fail" {
 				// What the gate promises: the API server reaches the webhook at the external name.
 				defer func() {
