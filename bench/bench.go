@@ -26,6 +26,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/provider"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 )
@@ -357,6 +358,48 @@ func (b *bench) webhookTrials(ctx context.Context, trials int, event bool, gate 
 		}
 		wh.Close()
 		_ = b.dyn.Resource(vwc).Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	return out, nil
+}
+
+// conversionDetection measures how soon CrdReady proves a conversion webhook (registered by URL,
+// as testenv.ConversionCRD's) that starts listening while the gate waits: a CRD of its own per
+// trial, the webhook started at a random phase of the gate's schedule; time from Listen to the
+// gate returning.
+func (b *bench) conversionDetection(ctx context.Context, trials int) (dist, error) {
+	var out dist
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	for i := 0; i < trials; i++ {
+		wh, err := fakes.NewWebhook()
+		if err != nil {
+			return nil, err
+		}
+		c := testenv.ConversionCRD{Group: fmt.Sprintf("conv%d.%s", i, group), Kind: "Gadget", Plural: "gadgets", URL: wh.ConvertURL(), CABundle: wh.CABundle()}
+		if _, err := b.cp.Apply(ctx, c.Doc()); err != nil {
+			return nil, err
+		}
+		name := "gadgets." + c.Group
+		done := make(chan time.Time, 1)
+		go func() {
+			_, err := b.gate("CrdReady", map[string]property.Value{"names": property.New([]property.Value{str(name)}), "timeout": str("60s")})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "CrdReady gate:", err)
+				done <- time.Time{}
+				return
+			}
+			done <- time.Now()
+		}()
+		// The gate is proving against a closed port by now; start at a random phase.
+		time.Sleep(1500*time.Millisecond + rand.N(500*time.Millisecond))
+		t0 := time.Now()
+		if err := wh.Start(); err != nil {
+			return nil, err
+		}
+		if t := <-done; !t.IsZero() {
+			out = append(out, t.Sub(t0))
+		}
+		wh.Close()
+		_ = b.dyn.Resource(crds).Delete(ctx, name, metav1.DeleteOptions{})
 	}
 	return out, nil
 }

@@ -328,7 +328,7 @@ func (e *webhookEval) checkObjects() wait.Result {
 			}
 			h.externalName = e.external[h.svcNamespace+"/"+h.svcName]
 		}
-		if u, _ := h.directURL(); u != "" && e.probe != nil {
+		if u, _ := h.directURL(); u != "" && (e.probe != nil || e.deriveProbeIn != "") {
 			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
 			fmt.Fprintf(&e.state, ";reach %s=%t", u, e.r.listening(u))
 		}

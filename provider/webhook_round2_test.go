@@ -277,6 +277,11 @@ func TestWebhookReadyExternalNameService(t *testing.T) {
 		"HelmReleaseReady": {"Fail", func(ns, cfg string, port float64) (string, map[string]property.Value) {
 			return "HelmReleaseReady", props("name", "ext", "namespace", ns)
 		}},
+		// The API server admits without a down Ignore webhook: AdmissionReady calls it directly,
+		// at the external name (the service proxy cannot reach an ExternalName Service).
+		"AdmissionReady, Ignore policy": {"Ignore", func(ns, cfg string, port float64) (string, map[string]property.Value) {
+			return "AdmissionReady", props("objects", manifests(t, widgetIn(group, ns, "db")))
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ns := testenv.Namespace(t, "extname")
