@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"net"
 	"net/url"
 	"sync/atomic"
@@ -19,6 +20,9 @@ const (
 	// 50 ms later, a webhook that starts listening is proven within about 100 ms.
 	reachMaxInterval = 25 * time.Millisecond
 	reachDialTimeout = time.Second
+	// reachResolveEvery bounds DNS lookups of a URL's host name: its addresses are dialled
+	// between lookups.
+	reachResolveEvery = time.Second
 )
 
 // urlDialer dials one address until a connect succeeds or it is stopped.
@@ -68,9 +72,13 @@ func dialAddress(u string) string {
 }
 
 // dial connects to addr on a short backoff until a connect succeeds (then marks the dialer up
-// and pokes wake once) or stop closes.
+// and pokes wake once) or stop closes; a host name is looked up at most every
+// reachResolveEvery.
 func (d *urlDialer) dial(addr string, wake chan<- struct{}) {
 	dialer := net.Dialer{Timeout: reachDialTimeout}
+	host, port, _ := net.SplitHostPort(addr)
+	var ips []string
+	var resolved time.Time
 	interval := reachMinInterval
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -80,14 +88,22 @@ func (d *urlDialer) dial(addr string, wake chan<- struct{}) {
 			return
 		case <-timer.C:
 		}
-		if c, err := dialer.Dial("tcp", addr); err == nil {
-			_ = c.Close()
-			d.up.Store(true)
-			select {
-			case wake <- struct{}{}:
-			default: // a wake-up is already pending
+		if net.ParseIP(host) != nil {
+			ips = []string{host}
+		} else if time.Since(resolved) > reachResolveEvery {
+			ips, _ = net.DefaultResolver.LookupHost(context.Background(), host)
+			resolved = time.Now()
+		}
+		for _, ip := range ips {
+			if c, err := dialer.Dial("tcp", net.JoinHostPort(ip, port)); err == nil {
+				_ = c.Close()
+				d.up.Store(true)
+				select {
+				case wake <- struct{}{}:
+				default: // a wake-up is already pending
+				}
+				return
 			}
-			return
 		}
 		interval = min(interval*2, reachMaxInterval)
 		timer.Reset(interval)

@@ -328,9 +328,9 @@ func (e *webhookEval) checkObjects() wait.Result {
 			}
 			h.externalName = e.external[h.svcNamespace+"/"+h.svcName]
 		}
-		if u, _ := h.directURL(); u != "" && (e.probe != nil || e.deriveProbeIn != "") {
+		if h.url != "" && (e.probe != nil || e.deriveProbeIn != "") {
 			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
-			fmt.Fprintf(&e.state, ";reach %s=%t", u, e.r.listening(u))
+			fmt.Fprintf(&e.state, ";reach %s=%t", h.url, e.r.listening(h.url))
 		}
 		sums = append(sums, string(h.caBundle))
 	}
