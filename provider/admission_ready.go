@@ -199,6 +199,7 @@ type admissionEval struct {
 
 	good    int
 	backoff time.Duration
+	next    time.Time // when the next round is due (kept only while confirming)
 	last    wait.Result
 	deniers map[string]bool
 	// Of the last good round.
@@ -240,6 +241,12 @@ func (e *admissionEval) roundCap() time.Duration {
 func (e *admissionEval) maxBackoff() time.Duration { return e.roundCap() }
 
 func (e *admissionEval) check(ctx context.Context) wait.Result {
+	if now := time.Now(); e.good > 0 && now.Before(e.next) {
+		// A wake-up while confirming: the confirming round keeps its confirmDelay.
+		r := e.last
+		r.RetryIn = e.next.Sub(now)
+		return r
+	}
 	res := e.round(ctx)
 	if ctx.Err() != nil && e.last.Message != "" && res.Failed == nil && !res.Ready {
 		return e.last // the wait ended during this round: its deadline is not the API server's answer
@@ -256,6 +263,7 @@ func (e *admissionEval) check(ctx context.Context) wait.Result {
 			e.backoff = 0
 		}
 		res.Poll, res.RetryIn = true, delay
+		e.next = time.Now().Add(delay)
 	}
 	e.last = res
 	return res
