@@ -26,6 +26,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/provider"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 )
@@ -279,8 +280,8 @@ func (b *bench) create(ctx context.Context, gvr schema.GroupVersionResource, ns,
 }
 
 // webhookDetection measures how soon WebhookReady notices a webhook that starts listening
-// while nothing in the cluster changes (a URL webhook outside the cluster): only the probe's
-// backoff clock can notice it. The webhook starts at a random moment of the gate's probe
+// while nothing in the cluster changes (a URL webhook outside the cluster): the gate's TCP
+// connects to the URL's address notice it (see provider/url_wake.go). The webhook starts at a random moment of the gate's probe
 // schedule, so the figures cover every phase of it.
 func (b *bench) webhookDetection(ctx context.Context, trials int) (dist, error) {
 	return b.webhookTrials(ctx, trials, false, "WebhookReady")
@@ -359,6 +360,73 @@ func (b *bench) webhookTrials(ctx context.Context, trials int, event bool, gate 
 		_ = b.dyn.Resource(vwc).Delete(ctx, name, metav1.DeleteOptions{})
 	}
 	return out, nil
+}
+
+// conversionDetection measures how soon CrdReady proves a conversion webhook (registered by URL,
+// as testenv.ConversionCRD's) that starts listening while the gate waits: a CRD of its own per
+// trial, the webhook started at a random phase of the gate's schedule; time from Listen to the
+// gate returning.
+func (b *bench) conversionDetection(ctx context.Context, trials int) (dist, error) {
+	var out dist
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	for i := 0; i < trials; i++ {
+		wh, err := fakes.NewWebhook()
+		if err != nil {
+			return nil, err
+		}
+		c := testenv.ConversionCRD{Group: fmt.Sprintf("conv%d.%s", i, group), Kind: "Gadget", Plural: "gadgets", URL: wh.ConvertURL(), CABundle: wh.CABundle()}
+		if _, err := b.cp.Apply(ctx, c.Doc()); err != nil {
+			return nil, err
+		}
+		name := "gadgets." + c.Group
+		// The API server's first requests for a new CRD can take seconds: wait until a dry-run
+		// through v2 fails fast on the conversion webhook, so the trial measures the gate.
+		if err := b.conversionFailsFast(ctx, c); err != nil {
+			return nil, err
+		}
+		done := make(chan time.Time, 1)
+		go func() {
+			_, err := b.gate("CrdReady", map[string]property.Value{"names": property.New([]property.Value{str(name)}), "timeout": str("60s")})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "CrdReady gate:", err)
+				done <- time.Time{}
+				return
+			}
+			done <- time.Now()
+		}()
+		// The gate is proving against a closed port by now; start at a random phase.
+		time.Sleep(1500*time.Millisecond + rand.N(500*time.Millisecond))
+		t0 := time.Now()
+		if err := wh.Start(); err != nil {
+			return nil, err
+		}
+		if t := <-done; !t.IsZero() {
+			out = append(out, t.Sub(t0))
+		}
+		wh.Close()
+		_ = b.dyn.Resource(crds).Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	return out, nil
+}
+
+// conversionFailsFast waits (up to 60 s) until a dry-run create of c's kind through v2 is
+// refused by the conversion webhook within 100 ms.
+func (b *bench) conversionFailsFast(ctx context.Context, c testenv.ConversionCRD) error {
+	gvr := schema.GroupVersionResource{Group: c.Group, Version: "v2", Resource: c.Plural}
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": c.Group + "/v2", "kind": c.Kind,
+		"metadata": map[string]any{"generateName": "warm-", "namespace": "default"}, "spec": map[string]any{"count": int64(1)}}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		t0 := time.Now()
+		_, err := b.dyn.Resource(gvr).Namespace("default").Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), "conversion webhook") && time.Since(t0) < 100*time.Millisecond {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("CRD %s: a dry-run through v2 did not fail fast on its conversion webhook: %v", c.Group, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // heapSampler records the peak Go heap in use while it runs.

@@ -44,7 +44,7 @@ func main() {
 	flag.IntVar(&c.stackGates, "stack-gates", 30, "gates in the Pulumi stack-overhead run")
 	flag.IntVar(&c.readyTrials, "ready-trials", 50, "sequential trials per gate kind with the target already ready")
 	flag.IntVar(&c.stackScale, "stack-scale", 1000, "gates in the Pulumi stack run with and without checkpoints (0: skip)")
-	flag.StringVar(&c.sections, "sections", "all", "comma-separated sections to run, for partial runs (detection, webhook, admission, ready, scale, stack, engine); the others' figures stay empty")
+	flag.StringVar(&c.sections, "sections", "all", "comma-separated sections to run, for partial runs (detection, webhook, admission, conversion, ready, scale, stack, engine); the others' figures stay empty")
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "results file (regenerated)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -101,6 +101,12 @@ func run(c config) error {
 		}
 		logf("AdmissionReady detection on a cluster event (caBundle injected), %d trials", c.webhookTrials)
 		if r.admissionEvent, err = b.admissionDetection(ctx, c.webhookTrials, true); err != nil {
+			return err
+		}
+	}
+	if c.on("conversion") {
+		logf("CrdReady conversion webhook detection after it starts serving, %d trials", c.webhookTrials)
+		if r.conversion, err = b.conversionDetection(ctx, c.webhookTrials); err != nil {
 			return err
 		}
 	}

@@ -199,6 +199,7 @@ type admissionEval struct {
 
 	good    int
 	backoff time.Duration
+	next    time.Time // when the next round is due (kept only while confirming)
 	last    wait.Result
 	deniers map[string]bool
 	// Of the last good round.
@@ -240,6 +241,12 @@ func (e *admissionEval) roundCap() time.Duration {
 func (e *admissionEval) maxBackoff() time.Duration { return e.roundCap() }
 
 func (e *admissionEval) check(ctx context.Context) wait.Result {
+	if now := time.Now(); e.good > 0 && now.Before(e.next) {
+		// A wake-up while confirming: the confirming round keeps its confirmDelay.
+		r := e.last
+		r.RetryIn = e.next.Sub(now)
+		return r
+	}
 	res := e.round(ctx)
 	if ctx.Err() != nil && e.last.Message != "" && res.Failed == nil && !res.Ready {
 		return e.last // the wait ended during this round: its deadline is not the API server's answer
@@ -256,6 +263,7 @@ func (e *admissionEval) check(ctx context.Context) wait.Result {
 			e.backoff = 0
 		}
 		res.Poll, res.RetryIn = true, delay
+		e.next = time.Now().Add(delay)
 	}
 	e.last = res
 	return res
@@ -431,6 +439,12 @@ func (e *admissionEval) webhooks() *wait.Result {
 			e.hooks = append(e.hooks, webhooksOf(gvk.Kind, cfg)...)
 		}
 	}
+	for _, h := range e.hooks {
+		if h.url != "" && e.mayIntercept(h) {
+			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
+			fmt.Fprintf(&fp, "reach %s=%t;", h.url, e.r.listening(h.url))
+		}
+	}
 	if fp.String() != e.configs {
 		if e.configs != "" {
 			// The API server learns of the change a few milliseconds after the gate: if this
@@ -440,6 +454,25 @@ func (e *admissionEval) webhooks() *wait.Result {
 		e.configs = fp.String()
 	}
 	return nil
+}
+
+// mayIntercept says whether h's rules cover one of the objects' resources (selectors aside):
+// the webhooks worth a wake-up when they start listening.
+func (e *admissionEval) mayIntercept(h *admissionHook) bool {
+	for _, o := range e.objs {
+		m, err := e.r.clients.Mapping(o.GroupVersionKind())
+		if err != nil {
+			continue
+		}
+		q := probeRequest{gvr: m.Resource, namespace: o.GetNamespace()}
+		if m.Scope.Name() == meta.RESTScopeNameNamespace && q.namespace == "" {
+			q.namespace = e.r.clients.Namespace
+		}
+		if h.match.rulesMatch(q) || h.match.rulesMatch(probeRequest{gvr: m.Resource, namespace: q.namespace, update: true}) {
+			return true
+		}
+	}
+	return false
 }
 
 // ignoreWebhooks requires, of an admitted object, an answer from every failurePolicy Ignore

@@ -63,6 +63,7 @@ type conversionProof struct {
 	last    wait.Result
 	how     string // what the last good round did, for messages
 	proven  bool
+	reached bool // a connect to the webhook's URL succeeded (see url_wake.go)
 }
 
 // conversionOn says whether the gate proves res's conversion webhook.
@@ -128,6 +129,13 @@ func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res statu
 	}
 	if p.proven {
 		return wait.Result{Ready: true}
+	}
+	if res.Conversion.URL != "" && !p.reached && e.r.listening(res.Conversion.URL) {
+		// Something listens at the URL now (see url_wake.go): try at once, unless confirming.
+		p.reached = true
+		if p.good == 0 {
+			p.next, p.backoff = time.Time{}, conversionMinBackoff/2
+		}
 	}
 	if now := time.Now(); now.Before(p.next) {
 		r := p.last

@@ -123,6 +123,10 @@ type run struct {
 	wake    chan struct{}
 	subs    map[kube.WatchKey]*kube.Subscription
 	log     p.Logger
+	// externalNames caches, by namespace/name, what a webhook's Service resolves to when it is
+	// an ExternalName Service (see externalNameFor); dialers are the URL dialers (see url_wake.go).
+	externalNames map[string]string
+	dialers       map[string]*urlDialer
 }
 
 // newRun gets the shared clients. It does not call the cluster (see reach).
@@ -199,6 +203,7 @@ func (r *run) close() {
 		s.Close()
 	}
 	r.subs = nil
+	r.stopReach()
 }
 
 // wait runs the shared wait loop, reporting progress on the resource's status line.

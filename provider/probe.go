@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -108,7 +110,10 @@ func (p *prober) step(ctx context.Context, state string) wait.Result {
 		if p.seen != "" {
 			p.backoff = afterEventBackoff / 2
 		}
-		p.seen, p.next = state, time.Time{}
+		p.seen = state
+		if p.good == 0 {
+			p.next = time.Time{} // a confirming probe keeps its confirmDelay
+		}
 	}
 	if now.Before(p.next) {
 		r := p.last
@@ -139,7 +144,12 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 	if o.Terminal != nil {
 		return wait.Result{Failed: o.Terminal}
 	}
-	if o.Answered {
+	if o.Blocked {
+		if res := p.proveBlocked(ctx, &o); res != nil {
+			return *res
+		}
+	}
+	if o.Answered && !o.Direct {
 		needs, credited, err := p.unproven(o)
 		if err != nil {
 			o.Answered, o.Why = false, err.Error()
@@ -176,6 +186,37 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 		return wait.Result{Message: fmt.Sprintf("dry-run probe answered (%s); confirming", o.Why), Confirming: true}
 	}
 	return wait.Result{Ready: true, Message: "dry-run probe answered: " + o.Why}
+}
+
+// proveBlocked: a policy that denies the probe before the target (a policy engine's mutating
+// webhook, a ValidatingAdmissionPolicy) may deny it forever, so the target's webhooks are proven
+// the way an Ignore webhook is: each must answer a direct AdmissionReview for the probe. o
+// becomes answered when all do; it stays unanswered, saying which did not, otherwise. With
+// `expect`, no direct answer shows the mutation, so the gate keeps waiting for an admitted probe.
+// Non-nil: the wait ended during a call, or a call may not be made (terminal).
+func (p *prober) proveBlocked(ctx context.Context, o *ProbeOutcome) *wait.Result {
+	if len(p.hooks) == 0 || p.expect != nil {
+		return nil
+	}
+	var answered []string
+	for _, h := range p.hooks {
+		need := fmt.Sprintf("the probe never reaches webhook %s (%s)", h.name, o.Why)
+		ok, why, terminal := p.callDirect(ctx, h, need, "give a `probe` the policy admits")
+		if ctx.Err() != nil && p.last.Message != "" {
+			return &p.last
+		}
+		if terminal != nil {
+			return &wait.Result{Failed: terminal}
+		}
+		if !ok {
+			o.Why += fmt.Sprintf("; calling webhook %s directly instead: %s", h.name, why)
+			return nil
+		}
+		answered = append(answered, h.name)
+	}
+	o.Answered, o.Blocked, o.Direct = true, false, true
+	o.Why += "; instead, " + strings.Join(answered, ", ") + " answered a direct call"
+	return nil
 }
 
 // directNeed is a checked webhook that the dry-run's answer does not prove, why, and what the
@@ -390,6 +431,11 @@ type ProbeOutcome struct {
 	ExpectHeld bool
 	// Hint says what to check, when the outcome has a better idea than the usual one.
 	Hint string
+	// Blocked: another webhook or an admission policy denied the probe, so the API server never
+	// called the target (see prober.proveBlocked).
+	Blocked bool
+	// Direct: every checked webhook answered a direct call (see prober.proveBlocked).
+	Direct bool
 }
 
 var deniedRE = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
@@ -425,14 +471,14 @@ func ClassifyProbe(err error, t ProbeTarget) ProbeOutcome {
 		if t.Webhooks == nil {
 			return ProbeOutcome{Why: fmt.Sprintf("probe denied by webhook %q, which cannot be told apart from %s: %s", name, what, msg)}
 		}
-		return ProbeOutcome{Why: fmt.Sprintf("probe denied by policy webhook %q before reaching %s: %s", name, what, msg)}
+		return ProbeOutcome{Blocked: true, Why: fmt.Sprintf("probe denied by policy webhook %q before reaching %s: %s", name, what, msg)}
 	}
 	if m := failedCallRE.FindStringSubmatch(msg); m != nil && t.Webhooks != nil && !t.owns(m[1]) {
 		return ProbeOutcome{Why: fmt.Sprintf("the API server could not call webhook %q, which runs before %s: %s", m[1], what, msg)}
 	}
 	switch {
 	case strings.Contains(msg, "ValidatingAdmissionPolicy") || strings.Contains(msg, "MutatingAdmissionPolicy"):
-		return ProbeOutcome{Why: fmt.Sprintf("probe denied by an admission policy before reaching %s: %s", what, msg)}
+		return ProbeOutcome{Blocked: true, Why: fmt.Sprintf("probe denied by an admission policy before reaching %s: %s", what, msg)}
 	case apierrors.IsAlreadyExists(err):
 		return ProbeOutcome{Answered: true, Why: "admitted (the object already exists)"}
 	// An Invalid answer is judged by its reason, before any text match: its message may well
@@ -464,9 +510,12 @@ type admissionHook struct {
 	name, policy string
 	// config is the configuration holding it (Kind/name); mutating says it is a
 	// MutatingWebhookConfiguration's.
-	config       string
-	mutating     bool
-	url          string // clientConfig.url; empty for a Service-backed webhook
+	config   string
+	mutating bool
+	url      string // clientConfig.url; empty for a Service-backed webhook
+	// externalName is the external name of an ExternalName Service the webhook is behind,
+	// which the API server dials (at svcPort) instead of a ClusterIP; set by WebhookReady.
+	externalName string
 	svcNamespace string
 	svcName      string
 	svcPort      int
@@ -478,6 +527,20 @@ type admissionHook struct {
 	// not be read (then it is never taken as called).
 	match    hookMatch
 	matchErr string
+}
+
+// directURL is where the gate calls the webhook itself, as the API server does: its URL, or
+// for a webhook behind an ExternalName Service, the external name at the webhook's port with
+// the TLS server name <service>.<namespace>.svc (the API server's service proxy cannot reach an
+// ExternalName Service: it has no endpoints). "" for any other Service (the service proxy).
+func (h *admissionHook) directURL() (u, serverName string) {
+	switch {
+	case h.url != "":
+		return h.url, ""
+	case h.externalName != "":
+		return "https://" + net.JoinHostPort(h.externalName, strconv.Itoa(h.svcPort)) + h.path, h.svcName + "." + h.svcNamespace + ".svc"
+	}
+	return "", ""
 }
 
 func (h *admissionHook) endpoint() string {
@@ -520,10 +583,10 @@ func callDirect(ctx context.Context, r *run, in *unstructured.Unstructured, h *a
 	defer cancel()
 	var status int
 	var answer []byte
-	if h.url != "" {
-		status, answer, err = postURL(ctx, h.url, h.caBundle, body)
+	if u, serverName := h.directURL(); u != "" {
+		status, answer, err = postURL(ctx, u, serverName, h.caBundle, body)
 		if err != nil {
-			return false, "POST " + h.url + ": " + err.Error(), nil
+			return false, "POST " + u + ": " + err.Error(), nil
 		}
 	} else {
 		// Made by hand (as HttpReady's): the exact status and body tell the API server's own
@@ -548,10 +611,39 @@ func callDirect(ctx context.Context, r *run, in *unstructured.Unstructured, h *a
 				return false, "", fmt.Errorf("%s, and calling it through the API server's service proxy is forbidden: %s; "+
 					"grant verb `create` on resource \"services/proxy\" in namespace %s to the provider's identity, or %s", need, st.Message, h.svcNamespace, remedy)
 			}
+			if st.Code == http.StatusServiceUnavailable || st.Code == http.StatusNotFound {
+				// No endpoints (or no Endpoints object): an ExternalName Service has none, and the
+				// proxy cannot reach it.
+				if ext := externalNameFor(ctx, r, h); ext != "" {
+					eh := *h
+					eh.externalName = ext
+					return callDirect(ctx, r, in, &eh, need, remedy)
+				}
+			}
 			return false, fmt.Sprintf("through the API server's service proxy: HTTP %d: %s", st.Code, st.Message), nil
 		}
 	}
 	return checkReview(answer, status, uid)
+}
+
+// externalNameFor reads webhook h's Service once per gate (a GET, for callers that do not watch
+// it) and returns its external name when it is an ExternalName Service; "" otherwise, or when it
+// cannot be read.
+func externalNameFor(ctx context.Context, r *run, h *admissionHook) string {
+	key := h.svcNamespace + "/" + h.svcName
+	if ext, ok := r.externalNames[key]; ok {
+		return ext
+	}
+	svc, err := r.clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).
+		Namespace(h.svcNamespace).Get(ctx, h.svcName, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	if r.externalNames == nil {
+		r.externalNames = map[string]string{}
+	}
+	r.externalNames[key] = externalNameOf(svc)
+	return r.externalNames[key]
 }
 
 // admissionReview encodes the AdmissionReview the API server would send for a dry-run create of
@@ -586,8 +678,8 @@ func admissionReview(obj *unstructured.Unstructured, gvr schema.GroupVersionReso
 
 // postURL posts body to a webhook URL the way the API server does: TLS trusting only the
 // configuration's caBundle (the system roots when it has none), no proxy, no redirects.
-func postURL(ctx context.Context, url string, caBundle, body []byte) (int, []byte, error) {
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+func postURL(ctx context.Context, url, serverName string, caBundle, body []byte) (int, []byte, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
 	if len(caBundle) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(caBundle) {

@@ -214,9 +214,13 @@ type webhookEval struct {
 	args         WebhookReadyArgs
 	minEndpoints int
 	probe        *prober
-	// deriveProbeIn, when set, derives a probe from the configuration's rules (a minimal object
-	// of the first concrete CREATE rule) in that namespace, when no probe was given.
+	// deriveProbeIn, when set, derives a probe from the configuration's rules (see
+	// deriveProbe) in that namespace, when no probe was given; rediscovered is when discovery
+	// was last refreshed for lack of a kind to derive it from.
 	deriveProbeIn string
+	rediscovered  time.Time
+	// external maps the checked ExternalName Services (namespace/name) to their external names.
+	external map[string]string
 
 	configName, serviceName, caSum, policy string
 	names                                  []string
@@ -256,13 +260,14 @@ func (e *webhookEval) check(ctx context.Context) wait.Result {
 // checkObjects checks what the watch caches show: configuration, webhooks, caBundle, endpoints.
 func (e *webhookEval) checkObjects() wait.Result {
 	e.policy = "Fail"
+	e.external = map[string]string{}
 	if e.args.Service != nil {
 		port := 443
 		if e.args.Service.Port != nil {
 			port = *e.args.Service.Port
 		}
 		res := e.serviceReady(e.args.Service.Namespace, e.args.Service.Name, port)
-		if !res.Ready || (e.probe == nil && len(e.args.Webhooks) == 0) {
+		if !res.Ready || (e.probe == nil && len(e.args.Webhooks) == 0 && len(e.external) == 0) {
 			return res // without a probe or named webhooks: the Service's endpoints only
 		}
 		return e.serviceHooks(e.args.Service.Namespace, e.args.Service.Name, port)
@@ -281,11 +286,6 @@ func (e *webhookEval) checkObjects() wait.Result {
 	cfg := objs[0]
 	e.configName = name
 	fmt.Fprintf(&e.state, "%s@%s", name, cfg.GetResourceVersion())
-	if e.probe == nil && e.deriveProbeIn != "" {
-		if obj := e.deriveProbe(cfg); obj != nil {
-			e.probe = &prober{r: e.r, obj: obj, derived: true}
-		}
-	}
 	all := webhooksOf(kind, cfg)
 	var present []string
 	for _, h := range all {
@@ -326,14 +326,42 @@ func (e *webhookEval) checkObjects() wait.Result {
 				res.Message = fmt.Sprintf("webhook %s: %s", h.name, res.Message)
 				return res
 			}
+			h.externalName = e.external[h.svcNamespace+"/"+h.svcName]
+		}
+		if h.url != "" && (e.probe != nil || e.deriveProbeIn != "") {
+			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
+			fmt.Fprintf(&e.state, ";reach %s=%t", h.url, e.r.listening(h.url))
 		}
 		sums = append(sums, string(h.caBundle))
 	}
 	if len(e.names) == 0 {
 		return wait.Result{Message: fmt.Sprintf("%s %s has no webhooks yet", kind, name)}
 	}
+	if res := e.deriveIfNeeded(); res != nil {
+		return *res
+	}
 	e.checked(sums)
 	return wait.Result{Ready: true}
+}
+
+// deriveIfNeeded derives a probe from the checked webhooks' rules when none was given and one
+// is needed: always for HelmReleaseReady (deriveProbeIn), and for a webhook behind an
+// ExternalName Service, which has no endpoints to count (in the provider's namespace).
+func (e *webhookEval) deriveIfNeeded() *wait.Result {
+	if e.probe != nil || (e.deriveProbeIn == "" && len(e.external) == 0) {
+		return nil
+	}
+	ns := e.deriveProbeIn
+	if ns == "" {
+		ns = e.r.clients.Namespace
+	}
+	obj, why := e.deriveProbe(e.hooks, ns)
+	if obj == nil {
+		return &wait.Result{Message: why, Poll: true,
+			Hint: "give `probe`: an object the webhooks intercept (their caBundle and endpoints alone do not show they answer)"}
+	}
+	e.probe = &prober{r: e.r, obj: obj, derived: true}
+	return nil
 }
 
 // checked records the checked webhooks' caBundles and warns once about failurePolicy Ignore.
@@ -381,6 +409,7 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 					return wait.Result{Message: fmt.Sprintf("webhook %s (%s %s): caBundle is empty", h.name, kind, cfg.GetName()),
 						Hint: "is cert-manager's cainjector (or the chart's certificate job) running?"}
 				}
+				h.externalName = e.external[ns+"/"+name]
 				e.names = append(e.names, h.name)
 				e.hooks = append(e.hooks, h)
 				if h.policy == "Ignore" {
@@ -404,6 +433,9 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 	if len(e.hooks) == 0 {
 		return wait.Result{Message: fmt.Sprintf("no webhook configuration points at Service %s/%s:%d yet, so no probe can prove it serves", ns, name, port),
 			Hint: "is the chart that registers the webhook part of the stack? its clientConfig.service must name this Service and port"}
+	}
+	if res := e.deriveIfNeeded(); res != nil {
+		return *res
 	}
 	e.checked(sums)
 	return wait.Result{Ready: true}
@@ -459,6 +491,15 @@ func injectionAnnotation(cfg *unstructured.Unstructured) string {
 	return ""
 }
 
+// externalNameOf is an ExternalName Service's external name; "" for any other Service.
+func externalNameOf(svc *unstructured.Unstructured) string {
+	if t, _, _ := unstructured.NestedString(svc.Object, "spec", "type"); t != "ExternalName" {
+		return ""
+	}
+	ext, _, _ := unstructured.NestedString(svc.Object, "spec", "externalName")
+	return ext
+}
+
 // serviceReady checks the webhook Service has ready endpoints for the Service port the webhook
 // uses. EndpointSlices name their ports after the Service port (with the resolved container
 // port's number), never after a named targetPort: ingress-nginx's admission Service is
@@ -470,6 +511,14 @@ func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
 	}
 	if len(svcs) == 0 {
 		return wait.Result{Message: fmt.Sprintf("service %s/%s not found", ns, name), Hint: "the webhook's Service is not created yet"}
+	}
+	if ext := externalNameOf(svcs[0]); ext != "" {
+		// The API server dials the external name at the webhook's port: no endpoints to
+		// count, only an answer shows it serves (the probe, derived when not given).
+		e.serviceName, e.endpoints = fmt.Sprintf("%s/%s:%d", ns, name, port), 0
+		e.external[ns+"/"+name] = ext
+		fmt.Fprintf(&e.state, ";%s/%s@%s=external", ns, name, svcs[0].GetResourceVersion())
+		return wait.Result{Ready: true}
 	}
 	ports, _, _ := unstructured.NestedSlice(svcs[0].Object, "spec", "ports")
 	slicePort, found := "", false
@@ -612,41 +661,6 @@ func (e *webhookEval) maxBackoff() time.Duration { return 250 * time.Millisecond
 
 func unstructuredOf(m map[string]any) *unstructured.Unstructured {
 	return (&unstructured.Unstructured{Object: m}).DeepCopy()
-}
-
-// deriveProbe builds a minimal object that the configuration's first concrete CREATE rule
-// intercepts; nil when every rule uses wildcards or subresources.
-func (e *webhookEval) deriveProbe(cfg *unstructured.Unstructured) *unstructured.Unstructured {
-	hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
-	for _, h := range hooks {
-		hm, _ := h.(map[string]any)
-		rules, _ := hm["rules"].([]any)
-		for _, rl := range rules {
-			rm, _ := rl.(map[string]any)
-			ops, groups, versions, resources := stringList(rm["operations"]), stringList(rm["apiGroups"]), stringList(rm["apiVersions"]), stringList(rm["resources"])
-			if !containsAny(ops, "CREATE", "*") || len(groups) == 0 || len(versions) == 0 || len(resources) == 0 ||
-				groups[0] == "*" || resources[0] == "*" || strings.Contains(resources[0], "/") {
-				continue
-			}
-			version := versions[0]
-			if version == "*" {
-				version = "" // the preferred version
-			}
-			gvk, err := e.r.clients.Mapper.KindFor(schema.GroupVersionResource{Group: groups[0], Version: version, Resource: resources[0]})
-			if err != nil {
-				continue
-			}
-			obj := &unstructured.Unstructured{Object: map[string]any{}}
-			if spec := probeSpecs[gvk.GroupKind()]; spec != nil {
-				obj.Object = spec()
-			}
-			obj.SetGroupVersionKind(gvk)
-			obj.SetGenerateName("readiness-probe-")
-			obj.SetNamespace(e.deriveProbeIn)
-			return obj
-		}
-	}
-	return nil
 }
 
 // probeSpecs give derived probes of core kinds the minimal content schema validation needs, so
