@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,28 +86,68 @@ var (
 const defaultConsecutive = 2
 
 // admissionObjectProblem says what is wrong with one manifest of `objects`, or "".
-func admissionObjectProblem(m map[string]any) string {
+func admissionObjectProblem(m map[string]any) string { return manifestProblem(m, true) }
+
+// maxManifestBytes is the API server's default limit on a request body (3 MiB): a larger object
+// is refused with "Request entity too large" on every try.
+const maxManifestBytes = 3 << 20
+
+// manifestProblem says what is wrong with a manifest the gate will dry-run create (AdmissionReady's
+// objects, a probe), or "": what the API server would refuse on every try, so waiting cannot help.
+// needName: a probe may leave out its name (it gets generateName). Never quotes a value that
+// could be data (only apiVersion, kind, names and namespaces, which are not).
+func manifestProblem(m map[string]any, needName bool) string {
 	u := &unstructured.Unstructured{Object: m}
 	av, _ := m["apiVersion"].(string)
 	if av == "" {
-		return "apiVersion is missing"
+		return "apiVersion is missing (or not a string)"
 	}
 	if _, err := schema.ParseGroupVersion(av); err != nil {
 		return fmt.Sprintf("%q is not an apiVersion such as v1, apps/v1 or external-secrets.io/v1beta1", av)
 	}
-	if k, _ := m["kind"].(string); k == "" || strings.ContainsAny(k, " /.") {
-		return fmt.Sprintf("%q is not a kind such as ConfigMap", m["kind"])
+	k, _ := m["kind"].(string)
+	switch {
+	case k == "":
+		return "kind is missing (or not a string)"
+	case strings.ContainsAny(k, " /."):
+		return fmt.Sprintf("%q is not a kind such as ConfigMap", k)
+	case k == "List" || (strings.HasSuffix(k, "List") && m["items"] != nil):
+		return fmt.Sprintf("%s is a list of objects, which cannot be created as one: give each object on its own", k)
 	}
-	if _, ok := m["metadata"].(map[string]any); !ok {
+	md, hasMD := m["metadata"]
+	if _, ok := md.(map[string]any); hasMD && !ok {
+		return "metadata must be an object (a map with name, namespace, labels, ...)"
+	}
+	if needName && !hasMD {
 		return "metadata is missing (it needs name or generateName)"
 	}
-	if u.GetName() == "" && u.GetGenerateName() == "" {
+	for _, f := range []string{"name", "generateName", "namespace"} {
+		if v, ok := md.(map[string]any)[f]; ok {
+			if _, isStr := v.(string); !isStr {
+				return fmt.Sprintf("metadata.%s must be a string", f)
+			}
+		}
+	}
+	// Names are not all DNS names (RBAC's "system:..."), but each becomes one segment of an API path.
+	if errs := path.IsValidPathSegmentName(u.GetName()); len(errs) > 0 {
+		return fmt.Sprintf("metadata.name %q %s", u.GetName(), strings.Join(errs, "; "))
+	}
+	if errs := path.IsValidPathSegmentPrefix(u.GetGenerateName()); len(errs) > 0 {
+		return fmt.Sprintf("metadata.generateName %q %s", u.GetGenerateName(), strings.Join(errs, "; "))
+	}
+	if needName && u.GetName() == "" && u.GetGenerateName() == "" {
 		return "metadata.name (or metadata.generateName) is missing"
 	}
 	if ns := u.GetNamespace(); ns != "" {
 		if msg := namespaceProblem(ns); msg != "" {
 			return "metadata.namespace: " + msg
 		}
+	}
+	if b, err := json.Marshal(m); err != nil {
+		return "it cannot be encoded as JSON"
+	} else if len(b) > maxManifestBytes {
+		return fmt.Sprintf("it is %d bytes as JSON, over the API server's default request limit of %d (it would be refused "+
+			"with \"Request entity too large\" on every try)", len(b), maxManifestBytes)
 	}
 	return ""
 }

@@ -365,8 +365,11 @@ func checkGate[A interface{ gateArgs() GateArgs }](ctx context.Context, req infe
 	validate func(args A, failures []p.CheckFailure) []p.CheckFailure) (infer.CheckResponse[A], error) {
 	args, failures, err := infer.DefaultCheck[A](ctx, req.NewInputs)
 	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[A]{Inputs: args, Failures: failures}, err
+		return infer.CheckResponse[A]{Inputs: args, Failures: hideValues(req.NewInputs, typeFailures(failures))}, err
+	}
+	if failures = wholeNumberFailures[A](req.NewInputs); len(failures) > 0 {
+		return infer.CheckResponse[A]{Inputs: args, Failures: hideValues(req.NewInputs, failures)}, nil
 	}
 	failures = append(failures, args.gateArgs().checkFailures(req.NewInputs)...)
-	return infer.CheckResponse[A]{Inputs: args, Failures: validate(args, failures)}, nil
+	return infer.CheckResponse[A]{Inputs: args, Failures: hideValues(req.NewInputs, validate(args, failures))}, nil
 }

@@ -1,0 +1,175 @@
+package provider
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+)
+
+// The engine prints a Check failure on a top-level input as
+// `property <key> value <the input's value> has a problem: <reason>`, secret or not (pkg/v3
+// resource/deploy/step_generator.go, issueCheckFailures). A failure on a nested path
+// (`objects[0]`, `service.path`) or on no property prints no value.
+
+// valueKeys are inputs whose value may hold credentials even when not marked secret: a URL's
+// userinfo or token, a value or pattern compared with a Secret's data.
+var valueKeys = map[string]bool{"url": true, "value": true, "regex": true, "bodyRegex": true}
+
+// hideValues rewrites failures so that no message the engine prints holds an input's value that
+// may be secret: a failure on a top-level input that is secret, a manifest (a map or list) or one
+// of valueKeys moves to no property, its reason naming the field; and every input value marked
+// secret is replaced by [secret] in every reason.
+func hideValues(inputs property.Map, failures []p.CheckFailure) []p.CheckFailure {
+	secrets := secretStrings(inputs)
+	out := make([]p.CheckFailure, 0, len(failures))
+	for _, f := range failures {
+		if v, ok := inputs.GetOk(f.Property); ok && f.Property != "" && mayHoldSecrets(f.Property, v) {
+			if !strings.HasPrefix(f.Reason, f.Property) {
+				f.Reason = f.Property + ": " + f.Reason
+			}
+			f.Property = ""
+		}
+		f.Reason = redactStrings(f.Reason, secrets)
+		out = append(out, f)
+	}
+	return out
+}
+
+func mayHoldSecrets(key string, v property.Value) bool {
+	return valueKeys[key] || v.Secret() || v.HasSecrets() || v.IsMap() || v.IsArray()
+}
+
+// minSecretLen: shorter secret values are not searched for in messages (a one-letter "secret"
+// would blank every such letter); no real credential is that short.
+const minSecretLen = 4
+
+// secretStrings is every string (and number, as text) inside a value marked secret, longest first.
+func secretStrings(inputs property.Map) []string {
+	var out []string
+	var walk func(v property.Value, secret bool)
+	walk = func(v property.Value, secret bool) {
+		secret = secret || v.Secret()
+		switch {
+		case v.IsString() && secret:
+			out = append(out, v.AsString())
+		case v.IsNumber() && secret:
+			out = append(out, strconv.FormatFloat(v.AsNumber(), 'f', -1, 64))
+		case v.IsArray():
+			for _, e := range v.AsArray().All {
+				walk(e, secret)
+			}
+		case v.IsMap():
+			for k, e := range v.AsMap().All {
+				if secret {
+					out = append(out, k) // a key of a secret map (a Secret's data key) is data too
+				}
+				walk(e, secret)
+			}
+		}
+	}
+	for _, v := range inputs.All {
+		walk(v, false)
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// redactStrings replaces each of secrets (as given and as Go or JSON would quote it) in s.
+func redactStrings(s string, secrets []string) string {
+	for _, sec := range secrets {
+		if len(sec) < minSecretLen {
+			continue
+		}
+		s = strings.ReplaceAll(s, sec, "[secret]")
+		if q := strconv.Quote(sec); q[1:len(q)-1] != sec {
+			s = strings.ReplaceAll(s, q[1:len(q)-1], "[secret]")
+		}
+	}
+	return s
+}
+
+// wrongTypeRE is the mapper's wrong-type reason, which names Go types
+// ("Field 'objects' on 'provider.AdmissionReadyArgs' must be a '[]map[string]interface {}'; got 'string' instead").
+var wrongTypeRE = regexp.MustCompile(`^Field '([^']*)' on '[^']*' must be a '([^']*)'; got '([^']*)' instead$`)
+
+// typeFailures says the input decoder's wrong-type failures in the schema's words, not Go's.
+func typeFailures(failures []p.CheckFailure) []p.CheckFailure {
+	for i, f := range failures {
+		if m := wrongTypeRE.FindStringSubmatch(f.Reason); m != nil {
+			failures[i].Reason = fmt.Sprintf("%s must be %s, not %s", m[1], typeWords(m[2]), typeWords(m[3]))
+		}
+	}
+	return failures
+}
+
+func typeWords(goType string) string {
+	t := strings.TrimPrefix(goType, "*")
+	switch {
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "a boolean"
+	case t == "float64" || t == "float32":
+		return "a number"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		return "a whole number"
+	case t == "[]string":
+		return "a list of strings"
+	case strings.HasPrefix(t, "[]map[") || t == "[][]interface {}":
+		return "a list of objects (manifests as maps)"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["), strings.Contains(t, "."):
+		return "an object (a map)"
+	}
+	return "a value of another type"
+}
+
+// wholeNumberFailures rejects a fraction given for an integer input (`minCount: 1.5`), which the
+// decoder would silently truncate.
+func wholeNumberFailures[A any](inputs property.Map) []p.CheckFailure {
+	var out []p.CheckFailure
+	for key, kind := range intFields(reflect.TypeFor[A]()) {
+		v, ok := inputs.GetOk(key)
+		if !ok || !v.IsNumber() {
+			continue
+		}
+		n := v.AsNumber()
+		if n != math.Trunc(n) || math.IsInf(n, 0) || math.Abs(n) > 1<<53 || (kind == reflect.Uint && n < 0) {
+			out = append(out, p.CheckFailure{Property: key, Reason: fmt.Sprintf("%s must be a whole number", key)})
+		}
+	}
+	return out
+}
+
+// intFields maps the pulumi names of t's integer fields (embedded structs included) to their kind.
+func intFields(t reflect.Type) map[string]reflect.Kind {
+	out := map[string]reflect.Kind{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && ft.Kind() == reflect.Struct {
+			maps.Copy(out, intFields(ft))
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("pulumi"), ",")
+		switch ft.Kind() {
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			out[name] = reflect.Int
+		case reflect.Uint, reflect.Uint32, reflect.Uint64:
+			out[name] = reflect.Uint
+		}
+	}
+	return out
+}
