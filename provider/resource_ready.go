@@ -219,7 +219,7 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 					ok, msg, err := c.Eval(o.Object)
 					if err != nil {
 						// A result of the wrong type will not change by waiting.
-						return status.Result{Message: err.Error(), Failed: expr.IsResultType(err)}
+						return status.Result{Message: err.Error(), Failed: expr.IsTerminal(err)}
 					}
 					return status.Result{Ready: ok, Message: msg}
 				}
@@ -339,7 +339,7 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait
 	if e.d.failedCel != nil {
 		bad, msg, err := e.d.failedCel.Eval(o.Object)
 		switch {
-		case expr.IsResultType(err):
+		case expr.IsTerminal(err):
 			return status.Result{Failed: true, Message: "failedCel: " + err.Error()}, nil
 		case err == nil && bad:
 			return status.Result{Failed: true, Message: "failedCel holds: " + msg}, nil

@@ -153,3 +153,48 @@ func FuzzCEL(f *testing.F) {
 		_, _, _ = c.Eval(pod) // must not panic
 	})
 }
+
+// TestCELCostBounds: an expression whose cost is fixed by itself and over the limit is refused
+// at compile time (preview); one whose size comes from the object is refused at run time before it
+// allocates, as a terminal *CostError; ordinary uses of the same functions keep working.
+func TestCELCostBounds(t *testing.T) {
+	atPreview := []string{
+		`lists.range(100000000).size() > 0`,
+		`lists.range(2000000).size() > 0`,
+		`lists.range(100000).map(x, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx").join("").size() > 0`,
+	}
+	for _, src := range atPreview {
+		if _, err := CompileCEL(src); err == nil || !strings.Contains(err.Error(), "over the limit") {
+			t.Errorf("%s: compile error = %v, want the estimated cost over the limit", src, err)
+		}
+	}
+	big := map[string]any{"spec": map[string]any{"n": int64(100000000), "s": "ab"}}
+	rep := `object.spec.s` + strings.Repeat(`.replace("", "xxxxxxxxxx")`, 9) + `.size() > 0`
+	atRunTime := []string{
+		`lists.range(object.spec.n).size() > 0`,
+		rep,
+		`lists.range(object.spec.n / 1000).map(x, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx").join("").size() > 0`,
+	}
+	for _, src := range atRunTime {
+		c, err := CompileCEL(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		_, _, err = c.Eval(big)
+		var ce *CostError
+		if !errors.As(err, &ce) || !IsTerminal(err) {
+			t.Errorf("%.60s: Eval error = %v, want a terminal *CostError", src, err)
+		}
+	}
+	ok := []string{`lists.range(5).size() == 5`, `"a-b".replace("-", "_") == "a_b"`, `"aaa".replace("a", "b", 2) == "bba"`,
+		`["a", "b"].join(",") == "a,b"`, `["a", "b"].join() == "ab"`, `"ab".replace("", "_") == "_a_b_"`}
+	for _, src := range ok {
+		c, err := CompileCEL(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if got, msg, err := c.Eval(pod); err != nil || !got {
+			t.Errorf("%s = %v (%s, %v), want true", src, got, msg, err)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package expr
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+)
+
+// MaxCost is the most an expression may cost per evaluation (cel-go's runtime cost units, about
+// one per step): the limit Kubernetes gives one CRD validation rule.
+const MaxCost = 1_000_000
+
+// MaxValueSize is the largest list (elements) or string (bytes) a function may build. cel-go
+// charges a call for the size of its result only after building it, so `lists.range(100000000)`
+// allocated gigabytes before the cost limit stopped it; the functions below refuse first.
+const MaxValueSize = 1 << 20
+
+// errTooLarge is the message of a refused allocation; isCostOverrun recognises it.
+const errTooLarge = "would build a value over the size limit"
+
+// boundedFunctions redefine the extension functions whose result can be far larger than their
+// inputs (cel-go lets an overload be redefined with the same signature; the later one wins).
+var boundedFunctions = []cel.EnvOption{
+	cel.Function("lists.range",
+		cel.Overload("lists_range", []*cel.Type{cel.IntType}, cel.ListType(cel.IntType),
+			cel.UnaryBinding(func(n ref.Val) ref.Val {
+				size := int64(n.(types.Int))
+				if size > MaxValueSize {
+					return tooLarge("lists.range(%d)", size)
+				}
+				out := make([]ref.Val, 0, max(size, 0))
+				for i := range size {
+					out = append(out, types.Int(i))
+				}
+				return types.DefaultTypeAdapter.NativeToValue(out)
+			}))),
+	cel.Function("replace",
+		cel.MemberOverload("string_replace_string_string", []*cel.Type{cel.StringType, cel.StringType, cel.StringType}, cel.StringType,
+			cel.FunctionBinding(func(args ...ref.Val) ref.Val {
+				return boundedReplace(args[0], args[1], args[2], -1)
+			})),
+		cel.MemberOverload("string_replace_string_string_int", []*cel.Type{cel.StringType, cel.StringType, cel.StringType, cel.IntType}, cel.StringType,
+			cel.FunctionBinding(func(args ...ref.Val) ref.Val {
+				return boundedReplace(args[0], args[1], args[2], int64(args[3].(types.Int)))
+			}))),
+	cel.Function("join",
+		cel.MemberOverload("list_join", []*cel.Type{cel.ListType(cel.StringType)}, cel.StringType,
+			cel.UnaryBinding(func(list ref.Val) ref.Val { return boundedJoin(list, "") })),
+		cel.MemberOverload("list_join_string", []*cel.Type{cel.ListType(cel.StringType), cel.StringType}, cel.StringType,
+			cel.BinaryBinding(func(list, sep ref.Val) ref.Val { return boundedJoin(list, string(sep.(types.String))) }))),
+}
+
+func tooLarge(format string, args ...any) ref.Val {
+	return types.NewErr("%s %s (%d)", fmt.Sprintf(format, args...), errTooLarge, MaxValueSize)
+}
+
+// boundedReplace is ext.Strings' replace, refused when its result would be over MaxValueSize.
+func boundedReplace(str, old, repl ref.Val, n int64) ref.Val {
+	s, o, r := string(str.(types.String)), string(old.(types.String)), string(repl.(types.String))
+	count := int64(strings.Count(s, o))
+	if n >= 0 && n < count {
+		count = n
+	}
+	if size := int64(len(s)) + count*(int64(len(r))-int64(len(o))); size > MaxValueSize {
+		return tooLarge("replace() of %d occurrences", count)
+	}
+	out := strings.Replace(s, o, r, int(max(min(n, int64(len(s))+1), -1)))
+	if !utf8.ValidString(out) {
+		return types.NewErr("replace() built an invalid UTF-8 string")
+	}
+	return types.String(out)
+}
+
+// boundedJoin is ext.Strings' join, refused when its result would be over MaxValueSize.
+func boundedJoin(list ref.Val, sep string) ref.Val {
+	l := list.(traits.Lister)
+	n := int64(l.Size().(types.Int))
+	parts := make([]string, 0, n)
+	size := int64(0)
+	for i := range n {
+		s, ok := l.Get(types.Int(i)).(types.String)
+		if !ok {
+			return types.NewErr("join: %v is not a string", l.Get(types.Int(i)).Type())
+		}
+		if size += int64(len(s)) + int64(len(sep)); size > MaxValueSize {
+			return tooLarge("join() of %d strings", n)
+		}
+		parts = append(parts, string(s))
+	}
+	return types.String(strings.Join(parts, sep))
+}
+
+// isCostOverrun reports whether an evaluation error is the cost limit or a refused allocation.
+func isCostOverrun(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "cost limit exceeded") || strings.Contains(err.Error(), errTooLarge))
+}
+
+// unknownSizes gives the cost estimator no sizes: only what the expression fixes by itself
+// (`lists.range(100000000)`) raises its minimum cost, so an expression over the object is never
+// refused for what a large object could cost.
+type unknownSizes struct{}
+
+func (unknownSizes) EstimateSize(checker.AstNode) *checker.SizeEstimate { return nil }
+func (unknownSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
