@@ -158,8 +158,8 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 			fail("namespace", "%s", msg)
 		}
 	}
-	if a.MinCount != nil && *a.MinCount < 0 {
-		fail("minCount", "must not be negative")
+	if a.MinCount != nil && *a.MinCount < 1 {
+		fail("minCount", "must be at least 1 (the gate passes only on objects it found)")
 	}
 	if a.MinCount != nil && a.Selector == nil {
 		fail("minCount", "minCount only applies with selector")
@@ -184,6 +184,15 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 			ok, msg := status.ConditionHolds(o, ct, want)
 			return status.Result{Ready: ok, Message: msg}
 		}
+	}
+	if a.JSONPath != nil && (a.Value != nil || a.Regex != nil) && known("jsonPath") && secretDataPath(a.APIVersion, a.Kind, *a.JSONPath) {
+		field := "value"
+		if a.Value == nil {
+			field = "regex"
+		}
+		fail(field, "a Secret's values are never kept by the gate (only its key names, whether each is empty, and public "+
+			"certificates), so %s cannot be compared with them: test that the key is set with jsonPath alone, or use SecretReady "+
+			"(requiredKeys); a check on metadata (.metadata.labels...) may have a value", field)
 	}
 	if a.JSONPath != nil {
 		modes = append(modes, "jsonPath")
@@ -250,6 +259,25 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 	}
 	d.mode = modes[0]
 	return d, fails
+}
+
+// secretDataPath reports whether jsonPath on a core Secret may read its values: anything but
+// metadata, type and immutable (a recursive descent or a wildcard may reach data).
+func secretDataPath(apiVersion, kind, jsonPath string) bool {
+	if apiVersion != "v1" || kind != "Secret" {
+		return false
+	}
+	p := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(jsonPath), "{"), "}"))
+	if strings.Contains(p, "..") || strings.Contains(p, "*") || strings.Contains(p, "{") {
+		return true
+	}
+	switch {
+	case p == ".type" || p == ".immutable" || p == ".kind" || p == ".apiVersion":
+		return false
+	case strings.HasPrefix(p, ".metadata.") || strings.HasPrefix(p, ".metadata["):
+		return false
+	}
+	return true
 }
 
 func (*ResourceReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[ResourceReadyArgs], error) {
@@ -352,7 +380,12 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait
 		}
 		return status.PVC(o, mode, e.d.strictPvc), nil
 	}
-	return e.d.eval(o), nil
+	res := e.d.eval(o)
+	if isSecret(o) {
+		// The cache keeps a marker in place of each value (kube.trimSecret): never show it as data.
+		res.Message = strings.ReplaceAll(res.Message, kube.SecretPresent, "(set; a Secret's values are not kept)")
+	}
+	return res, nil
 }
 
 func (e *objectsEval) check(ctx context.Context) wait.Result {
