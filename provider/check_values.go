@@ -31,6 +31,7 @@ func hideValues(inputs property.Map, failures []p.CheckFailure) []p.CheckFailure
 	secrets := secretStrings(inputs)
 	out := make([]p.CheckFailure, 0, len(failures))
 	for _, f := range failures {
+		field := f.Property
 		if v, ok := inputs.GetOk(f.Property); ok && f.Property != "" && mayHoldSecrets(f.Property, v) {
 			if !strings.HasPrefix(f.Reason, f.Property) {
 				f.Reason = f.Property + ": " + f.Reason
@@ -38,9 +39,32 @@ func hideValues(inputs property.Map, failures []p.CheckFailure) []p.CheckFailure
 			f.Property = ""
 		}
 		f.Reason = redactStrings(f.Reason, secrets)
+		if quotesPart(f.Reason, secrets) {
+			// A parser's message quotes a piece of the input (CEL's caret line, a regex's rest).
+			if field == "" {
+				field = "an input"
+			}
+			f.Reason = field + ": is not valid; the reason is not shown because it would quote a secret value " +
+				"(check the value without marking it secret to see why)"
+		}
 		out = append(out, f)
 	}
 	return out
+}
+
+// partLen is the shortest piece of a secret that counts as quoting it.
+const partLen = 6
+
+// quotesPart reports whether s holds any partLen-long piece of one of secrets.
+func quotesPart(s string, secrets []string) bool {
+	for _, sec := range secrets {
+		for i := 0; i+partLen <= len(sec); i++ {
+			if strings.Contains(s, sec[i:i+partLen]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func mayHoldSecrets(key string, v property.Value) bool {
@@ -67,10 +91,7 @@ func secretStrings(inputs property.Map) []string {
 				walk(e, secret)
 			}
 		case v.IsMap():
-			for k, e := range v.AsMap().All {
-				if secret {
-					out = append(out, k) // a key of a secret map (a Secret's data key) is data too
-				}
+			for _, e := range v.AsMap().All { // keys are names (a Secret's data keys are not secret)
 				walk(e, secret)
 			}
 		}
