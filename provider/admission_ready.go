@@ -115,14 +115,15 @@ func manifestProblem(m map[string]any, needName bool) string {
 		return fmt.Sprintf("%s is a list of objects, which cannot be created as one: give each object on its own", k)
 	}
 	md, hasMD := m["metadata"]
-	if _, ok := md.(map[string]any); hasMD && !ok {
+	mdMap, ok := md.(map[string]any)
+	if hasMD && !ok {
 		return "metadata must be an object (a map with name, namespace, labels, ...)"
 	}
 	if needName && !hasMD {
 		return "metadata is missing (it needs name or generateName)"
 	}
 	for _, f := range []string{"name", "generateName", "namespace"} {
-		if v, ok := md.(map[string]any)[f]; ok {
+		if v, ok := mdMap[f]; ok {
 			if _, isStr := v.(string); !isStr {
 				return fmt.Sprintf("metadata.%s must be a string", f)
 			}

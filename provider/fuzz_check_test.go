@@ -77,6 +77,7 @@ func FuzzCheck(f *testing.F) {
 		gate uint8
 		doc  string
 	}{
+		{8, `{"validatingWebhookConfiguration":"v","probe":{"apiVersion":"v1","kind":"ConfigMap"}}`},
 		{8, `{"validatingWebhookConfiguration":"v","probe":{"kind":"Secret","metadata":{"name":"p"},"stringData":{"password":"x"}}}`},
 		{8, `{"service":{"namespace":"n","name":"s","port":70000},"probe":{"apiVersion":"v1","kind":"List","items":[]},"expect":"object.x"}`},
 		{9, `{"url":"http://user:pass@127.0.0.1/?token=abc","bodyRegex":"(","expectedStatus":"999"}`},
