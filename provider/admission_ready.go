@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -430,8 +431,8 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 			if a.denier != "" {
 				by = fmt.Sprintf(" by %q", a.denier)
 			}
-			a.terminal = fmt.Sprintf("%s was refused%s (%s, HTTP %d); the message is not shown, as it may quote the Secret's values",
-				admittedName(obj, obj), by, apierrors.ReasonForError(err), statusCode(err))
+			a.terminal = fmt.Sprintf("%s was refused%s (%s)%s; the message is not shown, as it may quote the Secret's values",
+				admittedName(obj, obj), by, refusalKind(err), causeFields(err))
 		}
 		return a
 	}
@@ -571,6 +572,8 @@ func classifyAdmission(err error, verb string, gvr schema.GroupVersionResource, 
 		return admission{terminal: "invalid (rejected by the API server's validation): " + msg}
 	case apierrors.IsBadRequest(err):
 		return admission{terminal: "rejected as malformed: " + msg}
+	case apierrors.IsRequestEntityTooLargeError(err):
+		return admission{terminal: "too large for the API server (its request size limit; it is refused on every try): " + msg}
 	case apierrors.IsForbidden(err) && (strings.Contains(msg, "being terminated") || strings.Contains(msg, "exceeded quota") ||
 		strings.Contains(msg, "error looking up service account")):
 		return admission{why: msg}
@@ -584,6 +587,31 @@ func classifyAdmission(err error, verb string, gvr schema.GroupVersionResource, 
 		return admission{why: "the namespace does not exist yet: " + msg, hint: "is the namespace part of the stack?"}
 	}
 	return admission{why: ClassifyProbe(err, ProbeTarget{What: "the object's admission"}).Why}
+}
+
+// refusalKind is "Invalid, HTTP 422", or just "HTTP 403" when the API server gave no reason.
+func refusalKind(err error) string {
+	if reason := apierrors.ReasonForError(err); reason != metav1.StatusReasonUnknown {
+		return fmt.Sprintf("%s, HTTP %d", reason, statusCode(err))
+	}
+	return fmt.Sprintf("HTTP %d", statusCode(err))
+}
+
+// causeFields names the fields a refusal's causes point at ("; on fields spec.x, data[key]"):
+// field paths hold names, never values, so they can be shown even for a Secret.
+func causeFields(err error) string {
+	var fields []string
+	if st, ok := err.(apierrors.APIStatus); ok && st.Status().Details != nil {
+		for _, c := range st.Status().Details.Causes {
+			if c.Field != "" && !slices.Contains(fields, c.Field) {
+				fields = append(fields, c.Field)
+			}
+		}
+	}
+	if len(fields) == 0 {
+		return ""
+	}
+	return "; on field(s) " + strings.Join(fields, ", ")
 }
 
 // admittedName is Kind/namespace/name of the dry-run result (the server's name for a

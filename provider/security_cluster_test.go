@@ -160,3 +160,21 @@ func TestCELCostOverrunIsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmissionReadySecretRefusalNamesTheFields: a refusal of a Secret hides the API server's
+// text (it may quote values) but names the fields it points at: field paths hold no values.
+func TestAdmissionReadySecretRefusalNamesTheFields(t *testing.T) {
+	ns := testenv.Namespace(t, "sec-fields")
+	const marker = "s3cr3t-field-value"
+	secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: %s}\nstringData: {\"bad key!\": %s}", ns, marker)
+	r := await(t, createAsync(t, newServer(t), "AdmissionReady", props("objects", manifests(t, secret), "timeout", "30s")), 30*time.Second)
+	if r.err == nil {
+		t.Fatal("an invalid Secret was admitted")
+	}
+	if !strings.Contains(r.err.Error(), "bad key!") || !strings.Contains(r.err.Error(), "Invalid, HTTP 422") {
+		t.Errorf("the refusal should name the field and the reason: %v", r.err)
+	}
+	if strings.Contains(r.err.Error(), marker) {
+		t.Errorf("the refusal quotes the Secret's value: %v", r.err)
+	}
+}
