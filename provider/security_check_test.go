@@ -189,6 +189,11 @@ func TestCheckNumbersAndTypes(t *testing.T) {
 		{"ResourceReady minCount 0", "ResourceReady", props("apiVersion", "v1", "kind", "Pod", "selector", "app=x", "minCount", 0), "at least 1"},
 		{"HttpReady port 70000", "HttpReady", props("service", props("namespace", "n", "name", "s", "port", "70000")), "service.port"},
 		{"AdmissionReady objects a string", "AdmissionReady", props("objects", "x"), "a list of objects"},
+		{"timeout 1ns", "NodesReady", props("timeout", "1ns"), "too short"},
+		{"timeout overflowing", "NodesReady", props("timeout", "9999999999h"), "too long"},
+		{"stableFor overflowing", "NodesReady", props("stableFor", "9999999999h"), "too long"},
+		{"WebhookReady service port 70000", "WebhookReady", props("service", props("namespace", "n", "name", "s", "port", 70000)), "service.port"},
+		{"ServiceReady port 0", "ServiceReady", props("name", "s", "port", "0"), "port"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

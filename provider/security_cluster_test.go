@@ -178,3 +178,19 @@ func TestAdmissionReadySecretRefusalNamesTheFields(t *testing.T) {
 		t.Errorf("the refusal quotes the Secret's value: %v", r.err)
 	}
 }
+
+// TestServiceReadyNamesAMissingPort: a `port` the Service does not have is said so in the
+// timeout's hint, not "are the backing pods running".
+func TestServiceReadyNamesAMissingPort(t *testing.T) {
+	ns := testenv.Namespace(t, "sec-port")
+	testenv.Apply(t, fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: %s}\nspec:\n  selector: {app: web}\n  ports: [{name: https, port: 443, targetPort: 8443}]", ns))
+	s := newServer(t)
+	r := await(t, createAsync(t, s, "ServiceReady", props("name", "web", "namespace", ns, "port", "http", "timeout", "2s")), 30*time.Second)
+	if r.err == nil || !strings.Contains(r.err.Error(), "no port http") || !strings.Contains(r.err.Error(), "https:443->8443") {
+		t.Fatalf("want the timeout to say the Service has no port http, got %v", r.err)
+	}
+	r = await(t, createAsync(t, s, "ServiceReady", props("name", "web", "namespace", ns, "port", "8443", "timeout", "2s")), 30*time.Second)
+	if r.err == nil || strings.Contains(r.err.Error(), "no port") {
+		t.Fatalf("a target port the Service has is not a missing port: %v", r.err)
+	}
+}

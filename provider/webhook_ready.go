@@ -140,6 +140,11 @@ func (*WebhookReady) Check(ctx context.Context, req infer.CheckRequest) (infer.C
 			if args.Service.Namespace == "" {
 				failures = append(failures, p.CheckFailure{Property: "service.namespace", Reason: "must not be empty"})
 			}
+			if args.Service.Port != nil {
+				if msg := portProblem(strconv.Itoa(*args.Service.Port)); msg != "" {
+					failures = append(failures, p.CheckFailure{Property: "service.port", Reason: msg})
+				}
+			}
 		}
 		if args.MinReadyEndpoints != nil && *args.MinReadyEndpoints < 1 {
 			failures = append(failures, p.CheckFailure{Property: "minReadyEndpoints", Reason: "must be at least 1"})
