@@ -19,14 +19,14 @@ import (
 // resource/deploy/step_generator.go, issueCheckFailures). A failure on a nested path
 // (`objects[0]`, `service.path`) or on no property prints no value.
 
-// valueKeys are inputs whose value may hold credentials even when not marked secret: a URL's
-// userinfo or token, a value or pattern compared with a Secret's data.
-var valueKeys = map[string]bool{"url": true, "value": true, "regex": true, "bodyRegex": true}
+// sensitiveKeys are inputs that may hold secret data even when not marked secret: a URL's
+// userinfo or token, manifests that may be Secrets (`probe`, `objects`).
+var sensitiveKeys = map[string]bool{"url": true, "probe": true, "objects": true}
 
 // hideValues rewrites failures so that no message the engine prints holds an input's value that
-// may be secret: a failure on a top-level input that is secret, a manifest (a map or list) or one
-// of valueKeys moves to no property, its reason naming the field; and every input value marked
-// secret is replaced by [secret] in every reason.
+// may be secret: a failure on a top-level input that is marked secret, or is one of sensitiveKeys
+// and holds any text, moves to no property, its reason naming the field; and every input value
+// marked secret is replaced by [secret] in every reason.
 func hideValues(inputs property.Map, failures []p.CheckFailure) []p.CheckFailure {
 	secrets := secretStrings(inputs)
 	out := make([]p.CheckFailure, 0, len(failures))
@@ -68,7 +68,30 @@ func quotesPart(s string, secrets []string) bool {
 }
 
 func mayHoldSecrets(key string, v property.Value) bool {
-	return valueKeys[key] || v.Secret() || v.HasSecrets() || v.IsMap() || v.IsArray()
+	return v.Secret() || v.HasSecrets() || (sensitiveKeys[key] && holdsText(v))
+}
+
+// holdsText reports whether v is or contains a non-empty string or a number.
+func holdsText(v property.Value) bool {
+	switch {
+	case v.IsString():
+		return v.AsString() != ""
+	case v.IsNumber():
+		return true
+	case v.IsArray():
+		for _, e := range v.AsArray().All {
+			if holdsText(e) {
+				return true
+			}
+		}
+	case v.IsMap():
+		for _, e := range v.AsMap().All {
+			if holdsText(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // minSecretLen: shorter secret values are not searched for in messages (a one-letter "secret"
