@@ -54,6 +54,86 @@ var boundedFunctions = []cel.EnvOption{
 			cel.UnaryBinding(func(list ref.Val) ref.Val { return boundedJoin(list, "") })),
 		cel.MemberOverload("list_join_string", []*cel.Type{cel.ListType(cel.StringType), cel.StringType}, cel.StringType,
 			cel.BinaryBinding(func(list, sep ref.Val) ref.Val { return boundedJoin(list, string(sep.(types.String))) }))),
+	// Quadratic in their inputs, and charged only afterwards: refused first when the work is over the limit.
+	cel.Function("distinct",
+		cel.MemberOverload("list_distinct", []*cel.Type{anyList}, anyList,
+			cel.UnaryBinding(func(list ref.Val) ref.Val { return boundedDistinct(list.(traits.Lister)) }))),
+	cel.Function("sets.contains",
+		cel.Overload("list_sets_contains_list", []*cel.Type{anyList, anyList}, cel.BoolType,
+			cel.BinaryBinding(func(a, b ref.Val) ref.Val { return boundedSets("sets.contains", a, b, setsContains) }))),
+	cel.Function("sets.equivalent",
+		cel.Overload("list_sets_equivalent_list", []*cel.Type{anyList, anyList}, cel.BoolType,
+			cel.BinaryBinding(func(a, b ref.Val) ref.Val {
+				return boundedSets("sets.equivalent", a, b, func(x, y traits.Lister) ref.Val {
+					if r := setsContains(x, y); r != types.True {
+						return r
+					}
+					return setsContains(y, x)
+				})
+			}))),
+	cel.Function("sets.intersects",
+		cel.Overload("list_sets_intersects_list", []*cel.Type{anyList, anyList}, cel.BoolType,
+			cel.BinaryBinding(func(a, b ref.Val) ref.Val { return boundedSets("sets.intersects", a, b, setsIntersects) }))),
+}
+
+var anyList = cel.ListType(cel.TypeParamType("T"))
+
+// quadratic refuses work of n*m comparisons over the cost limit.
+func quadratic(what string, n, m int64) ref.Val {
+	if n*m > MaxCost {
+		return types.NewErr("%s of %d by %d elements %s (%d)", what, n, m, errTooLarge, MaxCost)
+	}
+	return nil
+}
+
+func boundedDistinct(l traits.Lister) ref.Val {
+	n := int64(l.Size().(types.Int))
+	if err := quadratic("distinct()", n, n); err != nil {
+		return err
+	}
+	var out []ref.Val
+	for i := range n {
+		v := l.Get(types.Int(i))
+		seen := false
+		for _, o := range out {
+			if v.Equal(o) == types.True {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			out = append(out, v)
+		}
+	}
+	return types.DefaultTypeAdapter.NativeToValue(out)
+}
+
+func boundedSets(what string, a, b ref.Val, f func(x, y traits.Lister) ref.Val) ref.Val {
+	x, y := a.(traits.Lister), b.(traits.Lister)
+	if err := quadratic(what, int64(x.Size().(types.Int)), int64(y.Size().(types.Int))); err != nil {
+		return err
+	}
+	return f(x, y)
+}
+
+// setsContains: every element of sub is in l (ext.Sets' sets.contains).
+func setsContains(l, sub traits.Lister) ref.Val {
+	for it := sub.Iterator(); it.HasNext() == types.True; {
+		if r := l.Contains(it.Next()); r != types.True {
+			return r
+		}
+	}
+	return types.True
+}
+
+// setsIntersects: some element of a is in b (ext.Sets' sets.intersects).
+func setsIntersects(a, b traits.Lister) ref.Val {
+	for it := a.Iterator(); it.HasNext() == types.True; {
+		if b.Contains(it.Next()) == types.True {
+			return types.True
+		}
+	}
+	return types.False
 }
 
 func tooLarge(format string, args ...any) ref.Val {

@@ -198,3 +198,32 @@ func TestCELCostBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestCELQuadraticBounds: distinct and the sets functions take time quadratic in their inputs
+// before cel-go charges for it; over the limit they are refused first, terminal; small uses work.
+func TestCELQuadraticBounds(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{"n": int64(900000)}}
+	for _, src := range []string{
+		`lists.range(object.spec.n).distinct().size() > 0`,
+		`sets.contains(lists.range(object.spec.n / 2), lists.range(object.spec.n / 2))`,
+		`sets.intersects(lists.range(object.spec.n / 2), [-1, -2, -3])`,
+	} {
+		c, err := CompileCEL(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if _, _, err := c.Eval(obj); !IsTerminal(err) {
+			t.Errorf("%s: Eval error = %v, want terminal", src, err)
+		}
+	}
+	for _, src := range []string{`[1, 2, 2].distinct() == [1, 2]`, `sets.contains([1, 2, 3], [2])`, `sets.equivalent([1, 2], [2, 1])`,
+		`sets.intersects([1], [1, 2])`, `!sets.intersects([1], [2])`, `!sets.contains([1], [2])`, `["a", "b", "a"].distinct().size() == 2`} {
+		c, err := CompileCEL(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if got, msg, err := c.Eval(pod); err != nil || !got {
+			t.Errorf("%s = %v (%s, %v), want true", src, got, msg, err)
+		}
+	}
+}
