@@ -41,8 +41,9 @@ type HttpService struct {
 func (s *HttpService) Annotate(a infer.Annotator) {
 	a.Describe(&s.Namespace, "The Service's namespace.")
 	a.Describe(&s.Name, "The Service's name.")
-	a.Describe(&s.Port, "The Service port, by name or number (default: its first port).")
-	a.Describe(&s.Path, "The path to request (default `/`).")
+	a.Describe(&s.Port, "The Service port, by name or number 1-65535 (default: its first port).")
+	a.Describe(&s.Path, "The path to request (default `/`), below the Service's proxy path: it must start with `/` and may not "+
+		"hold `.` or `..` segments, `%`, `\\`, `?` or `#` (checked at preview), so the gate reaches nothing but that Service.")
 	a.Describe(&s.Scheme, "`http` (default) or `https`.")
 }
 
@@ -69,7 +70,8 @@ func (g *HttpReady) Annotate(a infer.Annotator) {
 }
 
 func (a *HttpReadyArgs) Annotate(an infer.Annotator) {
-	an.Describe(&a.URL, "The URL to request. Give `url` or `service`.")
+	an.Describe(&a.URL, "The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` "+
+		"in the gate's ID, progress and errors.")
 	an.Describe(&a.Service, "A Service to request through the API server's service proxy (needs `get` on `services/proxy`).")
 	an.Describe(&a.ExpectedStatus, "Accepted status codes: a code, a range or a list (`200`, `200-399`, `200,204`). Default `200-399`.")
 	an.Describe(&a.BodyRegex, "A regular expression the response body must match.")

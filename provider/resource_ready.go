@@ -84,13 +84,16 @@ func (a *ResourceReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.Namespace, "The namespace, for namespaced kinds; the provider's default namespace if unset.")
 	an.Describe(&a.Name, "The object's name. Give `name` or `selector`.")
 	an.Describe(&a.Selector, "A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.")
-	an.Describe(&a.MinCount, "With `selector`: how many objects must exist at least (default 1).")
+	an.Describe(&a.MinCount, "With `selector`: how many objects must exist at least (default 1; at least 1).")
 	an.Describe(&a.Condition, "Ready when this condition has this status for the object's current generation (a condition whose observedGeneration is older does not count).")
 	an.Describe(&a.JSONPath, "A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.")
-	an.Describe(&a.Value, "With `jsonPath`: the value the path must yield.")
+	an.Describe(&a.Value, "With `jsonPath`: the value the path must yield. Not on a Secret's data: the gate never keeps a Secret's "+
+		"values (only key names, emptiness and public certificates), so such a check is refused at preview; test presence with `jsonPath` alone.")
 	an.Describe(&a.Regex, "With `jsonPath`: a regular expression the value must match.")
 	an.Describe(&a.Cel, "A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. "+
-		"A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.")
+		"A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated. "+
+		"Bounded: at most 1,000,000 cost steps per evaluation and no list or string over 1 Mi built (refused at preview when the "+
+		"expression alone exceeds it, else the gate fails at once).")
 	an.Describe(&a.FailedCel, "A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). "+
 		"It must return bool, checked as for `cel`.")
 	an.Describe(&a.Exists, "Ready as soon as the object exists.")
