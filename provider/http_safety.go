@@ -141,12 +141,13 @@ var credentialRE = regexp.MustCompile(`(?i)((?:pass(?:word|wd)?|pwd|secret|token
 // userinfoRE finds the userinfo of a URL quoted in a body.
 var userinfoRE = regexp.MustCompile(`(//)[^/\s@"']+@`)
 
+// secretKindRE finds a Kubernetes Secret (or a list of them) in a JSON or YAML body.
+var secretKindRE = regexp.MustCompile(`"kind"\s*:\s*"Secret(List)?"|(?m)^kind:\s*Secret\s*$|"stringData"\s*:`)
+
 // secretLikeBody reports whether a body looks like it holds secret material as a whole (a
-// Kubernetes Secret, a key or certificate): such a body is never quoted, not even in part.
+// Kubernetes Secret, a PEM key or certificate): such a body is never quoted, not even in part.
 func secretLikeBody(body string) bool {
-	return strings.Contains(body, "-----BEGIN") ||
-		regexp.MustCompile(`"kind"\s*:\s*"Secret"`).MatchString(body) ||
-		regexp.MustCompile(`"(data|stringData)"\s*:\s*\{`).MatchString(body)
+	return strings.Contains(body, "-----BEGIN") || secretKindRE.MatchString(body)
 }
 
 // redactBodyLine blanks credential-like values in one line of a body.
