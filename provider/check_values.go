@@ -181,8 +181,8 @@ func typeWords(goType string) string {
 // decoder would silently truncate.
 func wholeNumberFailures[A any](inputs property.Map) []p.CheckFailure {
 	var out []p.CheckFailure
-	for key, kind := range intFields(reflect.TypeFor[A]()) {
-		v, ok := inputs.GetOk(key)
+	for key, kind := range intFields(reflect.TypeFor[A](), "") {
+		v, ok := lookup(inputs, key)
 		if !ok || !v.IsNumber() {
 			continue
 		}
@@ -194,8 +194,22 @@ func wholeNumberFailures[A any](inputs property.Map) []p.CheckFailure {
 	return out
 }
 
-// intFields maps the pulumi names of t's integer fields (embedded structs included) to their kind.
-func intFields(t reflect.Type) map[string]reflect.Kind {
+// lookup finds the input at a dotted path ("service.port").
+func lookup(inputs property.Map, path string) (property.Value, bool) {
+	key, rest, nested := strings.Cut(path, ".")
+	v, ok := inputs.GetOk(key)
+	if !ok || !nested {
+		return v, ok
+	}
+	if !v.IsMap() {
+		return property.Value{}, false
+	}
+	return lookup(v.AsMap(), rest)
+}
+
+// intFields maps the dotted pulumi paths of t's integer fields (embedded and nested structs
+// included) to their kind.
+func intFields(t reflect.Type, prefix string) map[string]reflect.Kind {
 	out := map[string]reflect.Kind{}
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -204,11 +218,17 @@ func intFields(t reflect.Type) map[string]reflect.Kind {
 			ft = ft.Elem()
 		}
 		if f.Anonymous && ft.Kind() == reflect.Struct {
-			maps.Copy(out, intFields(ft))
+			maps.Copy(out, intFields(ft, prefix))
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("pulumi"), ",")
+		if name == "" {
+			continue
+		}
+		name = prefix + name
 		switch ft.Kind() {
+		case reflect.Struct:
+			maps.Copy(out, intFields(ft, name+"."))
 		case reflect.Int, reflect.Int32, reflect.Int64:
 			out[name] = reflect.Int
 		case reflect.Uint, reflect.Uint32, reflect.Uint64:

@@ -189,6 +189,7 @@ func TestCheckNumbersAndTypes(t *testing.T) {
 		{"ResourceReady minCount 0", "ResourceReady", props("apiVersion", "v1", "kind", "Pod", "selector", "app=x", "minCount", 0), "at least 1"},
 		{"HttpReady port 70000", "HttpReady", props("service", props("namespace", "n", "name", "s", "port", "70000")), "service.port"},
 		{"AdmissionReady objects a string", "AdmissionReady", props("objects", "x"), "a list of objects"},
+		{"WebhookReady service port 443.5", "WebhookReady", props("service", props("namespace", "n", "name", "s", "port", property.New(443.5))), "service.port must be a whole number"},
 		{"timeout 1ns", "NodesReady", props("timeout", "1ns"), "too short"},
 		{"timeout overflowing", "NodesReady", props("timeout", "9999999999h"), "too long"},
 		{"stableFor overflowing", "NodesReady", props("stableFor", "9999999999h"), "too long"},
