@@ -194,3 +194,20 @@ func TestServiceReadyNamesAMissingPort(t *testing.T) {
 		t.Fatalf("a target port the Service has is not a missing port: %v", r.err)
 	}
 }
+
+// TestAdmissionReadyTooLargeIsTerminal: an object over the API server's request size limit is
+// refused with 413 on every try: refused at preview, and terminal at once if it gets through.
+func TestAdmissionReadyTooLargeIsTerminal(t *testing.T) {
+	ns := testenv.Namespace(t, "sec-large")
+	big := toProperty(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "big", "namespace": ns},
+		"data": map[string]any{"k": strings.Repeat("x", maxManifestBytes+1024)}})
+	in := props("objects", property.New([]property.Value{big}), "timeout", "20s")
+	s := newServer(t)
+	if msgs := checkMessages(t, s, "AdmissionReady", in); len(msgs) != 1 || !strings.Contains(msgs[0], "Request entity too large") {
+		t.Errorf("Check = %q, want the size refused", msgs)
+	}
+	_, err := createUnchecked(s, "AdmissionReady", in)
+	if err == nil || !strings.Contains(err.Error(), "too large") || strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("want a terminal size error, got %v", err)
+	}
+}
