@@ -55,11 +55,16 @@ func hideValues(inputs property.Map, failures []p.CheckFailure) []p.CheckFailure
 // partLen is the shortest piece of a secret that counts as quoting it.
 const partLen = 6
 
-// quotesPart reports whether s holds any partLen-long piece of one of secrets.
+// quotesPart reports whether s holds any partLen-long piece of one of secrets (linear in the
+// secrets' length: a message is short, a secret may not be).
 func quotesPart(s string, secrets []string) bool {
+	pieces := map[string]bool{}
+	for i := 0; i+partLen <= len(s); i++ {
+		pieces[s[i:i+partLen]] = true
+	}
 	for _, sec := range secrets {
 		for i := 0; i+partLen <= len(sec); i++ {
-			if strings.Contains(s, sec[i:i+partLen]) {
+			if pieces[sec[i:i+partLen]] {
 				return true
 			}
 		}
@@ -144,11 +149,16 @@ func redactStrings(s string, secrets []string) string {
 // ("Field 'objects' on 'provider.AdmissionReadyArgs' must be a '[]map[string]interface {}'; got 'string' instead").
 var wrongTypeRE = regexp.MustCompile(`^Field '([^']*)' on '[^']*' must be a '([^']*)'; got '([^']*)' instead$`)
 
-// typeFailures says the input decoder's wrong-type failures in the schema's words, not Go's.
+// missingRE is the mapper's missing-field reason ("Missing required field 'name' on 'provider.HelmReleaseReadyArgs'").
+var missingRE = regexp.MustCompile(`^Missing required field '([^']*)' on '[^']*'$`)
+
+// typeFailures says the input decoder's failures in the schema's words, not Go's.
 func typeFailures(failures []p.CheckFailure) []p.CheckFailure {
 	for i, f := range failures {
 		if m := wrongTypeRE.FindStringSubmatch(f.Reason); m != nil {
 			failures[i].Reason = fmt.Sprintf("%s must be %s, not %s", m[1], typeWords(m[2]), typeWords(m[3]))
+		} else if m := missingRE.FindStringSubmatch(f.Reason); m != nil {
+			failures[i].Reason = fmt.Sprintf("%s is required", m[1])
 		}
 	}
 	return failures

@@ -190,6 +190,7 @@ func TestCheckNumbersAndTypes(t *testing.T) {
 		{"HttpReady port 70000", "HttpReady", props("service", props("namespace", "n", "name", "s", "port", "70000")), "service.port"},
 		{"AdmissionReady objects a string", "AdmissionReady", props("objects", "x"), "a list of objects"},
 		{"WebhookReady service port 443.5", "WebhookReady", props("service", props("namespace", "n", "name", "s", "port", property.New(443.5))), "service.port must be a whole number"},
+		{"HelmReleaseReady without name", "HelmReleaseReady", props("namespace", "n"), "name is required"},
 		{"timeout 1ns", "NodesReady", props("timeout", "1ns"), "too short"},
 		{"timeout overflowing", "NodesReady", props("timeout", "9999999999h"), "too long"},
 		{"stableFor overflowing", "NodesReady", props("stableFor", "9999999999h"), "too long"},
