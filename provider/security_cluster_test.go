@@ -65,6 +65,7 @@ func TestHttpReadyRedactsURLCredentials(t *testing.T) {
 			}
 		}
 	}
+	lines := statusLines(t) // progress lines, as the engine shows them
 	s := newServer(t)
 	r := await(t, createAsync(t, s, "HttpReady", props("url", withCreds+"/fail?token=tok3nvalue", "timeout", "2s")), 30*time.Second)
 	if r.err == nil {
@@ -98,6 +99,13 @@ func TestHttpReadyRedactsURLCredentials(t *testing.T) {
 		if out := r.resp.Properties.Get("url"); secret && !out.Secret() {
 			t.Errorf("a secret url input is not secret in the outputs")
 		}
+	}
+	all := lines()
+	if len(all) == 0 {
+		t.Fatal("no progress lines were captured")
+	}
+	for _, l := range all {
+		leaks(t, "a progress line", l)
 	}
 }
 
