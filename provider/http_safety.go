@@ -88,11 +88,21 @@ func serviceProxyURL(rc *rest.RESTClient, s HttpService) (*url.URL, error) {
 	if msg := portProblem(deref(s.Port)); msg != "" {
 		return nil, errors.New("service.port: " + msg)
 	}
-	name := utilnet.JoinSchemeNamePort(derefOr(s.Scheme, "http"), s.Name, deref(s.Port))
-	base := rc.Get().Namespace(s.Namespace).Resource("services").SubResource("proxy").Name(name).URL()
-	u := rc.Get().Namespace(s.Namespace).Resource("services").SubResource("proxy").Name(name).Suffix(path).URL()
+	u, err := proxyURLBelow(rc, s.Namespace, utilnet.JoinSchemeNamePort(derefOr(s.Scheme, "http"), s.Name, deref(s.Port)), path)
+	if err != nil {
+		return nil, fmt.Errorf("service.path: %w", err)
+	}
+	return u, nil
+}
+
+// proxyURLBelow is the service proxy URL of path for the Service <scheme:name:port> in namespace,
+// and an error unless it lies below that Service's proxy path (the REST client cleans `..` away,
+// so a path can climb out). HttpReady's service and a webhook's direct call both go through it.
+func proxyURLBelow(rc *rest.RESTClient, namespace, schemeNamePort, path string) (*url.URL, error) {
+	base := rc.Get().Namespace(namespace).Resource("services").SubResource("proxy").Name(schemeNamePort).URL()
+	u := rc.Get().Namespace(namespace).Resource("services").SubResource("proxy").Name(schemeNamePort).Suffix(path).URL()
 	if u.Path != base.Path && !strings.HasPrefix(u.Path, strings.TrimSuffix(base.Path, "/")+"/") {
-		return nil, fmt.Errorf("service.path %q leaves the Service's proxy path %s", path, base.Path)
+		return nil, fmt.Errorf("%q leaves the Service's proxy path %s", path, base.Path)
 	}
 	return u, nil
 }
