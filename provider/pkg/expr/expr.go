@@ -187,7 +187,7 @@ func CompileCEL(src string) (*CEL, error) {
 	if est, err := celEnv.EstimateCost(ast, unknownSizes{}); err == nil && est.Min > MaxCost && est.Min != math.MaxUint64 {
 		return nil, fmt.Errorf("CEL %q costs at least %d steps whatever the object, over the limit of %d: it could never finish", src, est.Min, MaxCost)
 	}
-	prg, err := celEnv.Program(ast, cel.CostLimit(MaxCost), cel.InterruptCheckFrequency(100))
+	prg, err := celEnv.Program(ast, cel.CostLimit(MaxCost), cel.CostTracking(chargeForSize{}), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return nil, fmt.Errorf("invalid CEL %q: %v", src, err)
 	}

@@ -168,12 +168,16 @@ func TestCELCostBounds(t *testing.T) {
 			t.Errorf("%s: compile error = %v, want the estimated cost over the limit", src, err)
 		}
 	}
-	big := map[string]any{"spec": map[string]any{"n": int64(100000000), "s": "ab"}}
+	big := map[string]any{"spec": map[string]any{"n": int64(100000000), "s": "ab", "big": strings.Repeat("x", 1<<20)}}
 	rep := `object.spec.s` + strings.Repeat(`.replace("", "xxxxxxxxxx")`, 9) + `.size() > 0`
 	atRunTime := []string{
 		`lists.range(object.spec.n).size() > 0`,
 		rep,
 		`lists.range(object.spec.n / 1000).map(x, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx").join("").size() > 0`,
+		// Each call copies a 1 MiB string: 300 MiB in all for a few hundred steps, unless a copy costs its size.
+		`lists.range(300).map(x, object.spec.big.lowerAscii()).size() > 0`,
+		`lists.range(300).map(x, object.spec.big + "y").size() > 0`,
+		`lists.range(300).map(x, object.spec.big.split("")).size() > 0`,
 	}
 	for _, src := range atRunTime {
 		c, err := CompileCEL(src)
