@@ -148,10 +148,12 @@ release-sdk-tag:
 clean:
 	rm -rf bin dist sdk/nodejs/bin sdk/nodejs/node_modules
 
-# Short fuzz runs of every free-form input parser (JSONPath, CEL); longer runs: FUZZTIME=5m.
+# Short fuzz runs of every free-form input parser (JSONPath, CEL) and of every gate's Check (no
+# panic, no secret input value in a message); longer runs: FUZZTIME=5m.
 # In make test the run is a count, not a time: a time limit that ends while a worker is busy with
 # a slow input fails with "context deadline exceeded" on a loaded machine (seen in CI).
 FUZZTIME ?= 10000x
 fuzz:
 	go test -run '^$$' -fuzz FuzzJSONPath -fuzztime $(FUZZTIME) ./provider/pkg/expr
 	go test -run '^$$' -fuzz FuzzCEL -fuzztime $(FUZZTIME) ./provider/pkg/expr
+	go test -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME) ./provider

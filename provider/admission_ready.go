@@ -3,9 +3,11 @@ package provider
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,28 +87,69 @@ var (
 const defaultConsecutive = 2
 
 // admissionObjectProblem says what is wrong with one manifest of `objects`, or "".
-func admissionObjectProblem(m map[string]any) string {
+func admissionObjectProblem(m map[string]any) string { return manifestProblem(m, true) }
+
+// maxManifestBytes is the API server's default limit on a request body (3 MiB): a larger object
+// is refused with "Request entity too large" on every try.
+const maxManifestBytes = 3 << 20
+
+// manifestProblem says what is wrong with a manifest the gate will dry-run create (AdmissionReady's
+// objects, a probe), or "": what the API server would refuse on every try, so waiting cannot help.
+// needName: a probe may leave out its name (it gets generateName). Never quotes a value that
+// could be data (only apiVersion, kind, names and namespaces, which are not).
+func manifestProblem(m map[string]any, needName bool) string {
 	u := &unstructured.Unstructured{Object: m}
 	av, _ := m["apiVersion"].(string)
 	if av == "" {
-		return "apiVersion is missing"
+		return "apiVersion is missing (or not a string)"
 	}
 	if _, err := schema.ParseGroupVersion(av); err != nil {
 		return fmt.Sprintf("%q is not an apiVersion such as v1, apps/v1 or external-secrets.io/v1beta1", av)
 	}
-	if k, _ := m["kind"].(string); k == "" || strings.ContainsAny(k, " /.") {
-		return fmt.Sprintf("%q is not a kind such as ConfigMap", m["kind"])
+	k, _ := m["kind"].(string)
+	switch {
+	case k == "":
+		return "kind is missing (or not a string)"
+	case strings.ContainsAny(k, " /."):
+		return fmt.Sprintf("%q is not a kind such as ConfigMap", k)
+	case k == "List" || (strings.HasSuffix(k, "List") && m["items"] != nil):
+		return fmt.Sprintf("%s is a list of objects, which cannot be created as one: give each object on its own", k)
 	}
-	if _, ok := m["metadata"].(map[string]any); !ok {
+	md, hasMD := m["metadata"]
+	mdMap, ok := md.(map[string]any)
+	if hasMD && !ok {
+		return "metadata must be an object (a map with name, namespace, labels, ...)"
+	}
+	if needName && !hasMD {
 		return "metadata is missing (it needs name or generateName)"
 	}
-	if u.GetName() == "" && u.GetGenerateName() == "" {
+	for _, f := range []string{"name", "generateName", "namespace"} {
+		if v, ok := mdMap[f]; ok {
+			if _, isStr := v.(string); !isStr {
+				return fmt.Sprintf("metadata.%s must be a string", f)
+			}
+		}
+	}
+	// Names are not all DNS names (RBAC's "system:..."), but each becomes one segment of an API path.
+	if errs := path.IsValidPathSegmentName(u.GetName()); len(errs) > 0 {
+		return fmt.Sprintf("metadata.name %q %s", u.GetName(), strings.Join(errs, "; "))
+	}
+	if errs := path.IsValidPathSegmentPrefix(u.GetGenerateName()); len(errs) > 0 {
+		return fmt.Sprintf("metadata.generateName %q %s", u.GetGenerateName(), strings.Join(errs, "; "))
+	}
+	if needName && u.GetName() == "" && u.GetGenerateName() == "" {
 		return "metadata.name (or metadata.generateName) is missing"
 	}
 	if ns := u.GetNamespace(); ns != "" {
 		if msg := namespaceProblem(ns); msg != "" {
 			return "metadata.namespace: " + msg
 		}
+	}
+	if b, err := json.Marshal(m); err != nil {
+		return "it cannot be encoded as JSON"
+	} else if len(b) > maxManifestBytes {
+		return fmt.Sprintf("it is %d bytes as JSON, over the API server's default request limit of %d (it would be refused "+
+			"with \"Request entity too large\" on every try)", len(b), maxManifestBytes)
 	}
 	return ""
 }
@@ -395,8 +439,8 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 			if a.denier != "" {
 				by = fmt.Sprintf(" by %q", a.denier)
 			}
-			a.terminal = fmt.Sprintf("%s was refused%s (%s, HTTP %d); the message is not shown, as it may quote the Secret's values",
-				admittedName(obj, obj), by, apierrors.ReasonForError(err), statusCode(err))
+			a.terminal = fmt.Sprintf("%s was refused%s (%s)%s; the message is not shown, as it may quote the Secret's values",
+				admittedName(obj, obj), by, refusalKind(err), causeFields(err))
 		}
 		return a
 	}
@@ -561,6 +605,8 @@ func classifyAdmission(err error, verb string, gvr schema.GroupVersionResource, 
 		return admission{terminal: "invalid (rejected by the API server's validation): " + msg}
 	case apierrors.IsBadRequest(err):
 		return admission{terminal: "rejected as malformed: " + msg}
+	case apierrors.IsRequestEntityTooLargeError(err):
+		return admission{terminal: "too large for the API server (its request size limit; it is refused on every try): " + msg}
 	case apierrors.IsForbidden(err) && (strings.Contains(msg, "being terminated") || strings.Contains(msg, "exceeded quota") ||
 		strings.Contains(msg, "error looking up service account")):
 		return admission{why: msg}
@@ -574,6 +620,31 @@ func classifyAdmission(err error, verb string, gvr schema.GroupVersionResource, 
 		return admission{why: "the namespace does not exist yet: " + msg, hint: "is the namespace part of the stack?"}
 	}
 	return admission{why: ClassifyProbe(err, ProbeTarget{What: "the object's admission"}).Why}
+}
+
+// refusalKind is "Invalid, HTTP 422", or just "HTTP 403" when the API server gave no reason.
+func refusalKind(err error) string {
+	if reason := apierrors.ReasonForError(err); reason != metav1.StatusReasonUnknown {
+		return fmt.Sprintf("%s, HTTP %d", reason, statusCode(err))
+	}
+	return fmt.Sprintf("HTTP %d", statusCode(err))
+}
+
+// causeFields names the fields a refusal's causes point at ("; on fields spec.x, data[key]"):
+// field paths hold names, never values, so they can be shown even for a Secret.
+func causeFields(err error) string {
+	var fields []string
+	if st, ok := err.(apierrors.APIStatus); ok && st.Status().Details != nil {
+		for _, c := range st.Status().Details.Causes {
+			if c.Field != "" && !slices.Contains(fields, c.Field) {
+				fields = append(fields, c.Field)
+			}
+		}
+	}
+	if len(fields) == 0 {
+		return ""
+	}
+	return "; on field(s) " + strings.Join(fields, ", ")
 }
 
 // admittedName is Kind/namespace/name of the dry-run result (the server's name for a

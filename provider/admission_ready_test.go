@@ -249,6 +249,9 @@ func TestAdmissionReadySecretDataNeverLeaks(t *testing.T) {
 	if !strings.Contains(r.err.Error(), "the message is not shown") || strings.Contains(r.err.Error(), "<redacted>") {
 		t.Errorf("the denial's text should be left out for a Secret: %v", r.err)
 	}
+	if strings.Contains(r.err.Error(), "(, ") {
+		t.Errorf("a denial without a reason reads as an empty one: %v", r.err)
+	}
 	wh.Mode.Store("allow")
 	r = await(t, createAsync(t, s, "AdmissionReady", props("objects", manifests(t, secret), "expect", "object.data.password != ''", "timeout", "30s")), 15*time.Second)
 	if r.err != nil {

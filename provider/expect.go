@@ -56,7 +56,7 @@ func (x *mutationExpect) judge(in, out *unstructured.Unstructured) expectVerdict
 	switch {
 	case expr.IsResultType(err) && secret:
 		return expectVerdict{terminal: fmt.Sprintf("expect %q did not return a bool (the value, of a Secret, is not shown)", x.src)}
-	case expr.IsResultType(err):
+	case expr.IsTerminal(err): // a wrong result type, or a cost overrun (whose message quotes only expect)
 		return expectVerdict{terminal: "expect: " + err.Error()}
 	case err != nil && secret:
 		return expectVerdict{why: fmt.Sprintf("expect %q could not be evaluated on the Secret's dry-run result (details hidden: they may quote its data)", x.src), hint: hint}

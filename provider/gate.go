@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -58,7 +60,7 @@ func optionalDuration(s *string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(*s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration such as \"10s\" or \"1m\"", *s)
+		return 0, durationError(*s, `"10s" or "1m"`)
 	}
 	if d <= 0 {
 		return 0, fmt.Errorf("%q must be positive", *s)
@@ -72,12 +74,30 @@ func (g GateArgs) timeout() (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(*g.Timeout)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration such as \"90s\" or \"10m\"", *g.Timeout)
+		return 0, durationError(*g.Timeout, `"90s" or "10m"`)
 	}
 	if d <= 0 {
 		return 0, fmt.Errorf("%q must be positive", *g.Timeout)
 	}
+	if d < MinTimeout {
+		return 0, fmt.Errorf("%q is too short to reach the Kubernetes API and read anything: give at least %s", *g.Timeout, MinTimeout)
+	}
 	return d, nil
+}
+
+// MinTimeout is the shortest timeout a gate accepts: below it even a ready target fails, and the
+// failure would blame the cluster ("cannot reach the Kubernetes API").
+const MinTimeout = time.Second
+
+// durationSyntax is Go's duration syntax; a string in it that ParseDuration refuses is too long.
+var durationSyntax = regexp.MustCompile(`^[-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// durationError says why s is not a duration: not one at all, or over Go's limit (about 292 years).
+func durationError(s, examples string) error {
+	if durationSyntax.MatchString(s) {
+		return fmt.Errorf("%q is too long: a duration is at most %s (about 292 years)", s, time.Duration(math.MaxInt64).Truncate(time.Hour))
+	}
+	return fmt.Errorf("%q is not a duration such as %s", s, examples)
 }
 
 // checkFailures validates the shared inputs; known reports whether an input is known at preview
@@ -370,8 +390,11 @@ func checkGate[A interface{ gateArgs() GateArgs }](ctx context.Context, req infe
 	validate func(args A, failures []p.CheckFailure) []p.CheckFailure) (infer.CheckResponse[A], error) {
 	args, failures, err := infer.DefaultCheck[A](ctx, req.NewInputs)
 	if err != nil || len(failures) > 0 {
-		return infer.CheckResponse[A]{Inputs: args, Failures: failures}, err
+		return infer.CheckResponse[A]{Inputs: args, Failures: hideValues(req.NewInputs, typeFailures(failures))}, err
+	}
+	if failures = wholeNumberFailures[A](req.NewInputs); len(failures) > 0 {
+		return infer.CheckResponse[A]{Inputs: args, Failures: hideValues(req.NewInputs, failures)}, nil
 	}
 	failures = append(failures, args.gateArgs().checkFailures(req.NewInputs)...)
-	return infer.CheckResponse[A]{Inputs: args, Failures: validate(args, failures)}, nil
+	return infer.CheckResponse[A]{Inputs: args, Failures: hideValues(req.NewInputs, validate(args, failures))}, nil
 }

@@ -75,6 +75,11 @@ func (*HelmReleaseReady) Check(ctx context.Context, req infer.CheckRequest) (inf
 		if len(args.Name) > 53 {
 			failures = append(failures, p.CheckFailure{Property: "name", Reason: "Helm release names are at most 53 characters"})
 		}
+		if args.Probe != nil && isKnown(req.NewInputs, "probe") {
+			if msg := manifestProblem(args.Probe, false); msg != "" {
+				failures = append(failures, p.CheckFailure{Property: "probe", Reason: "the probe must be a manifest the API server can create: " + msg})
+			}
+		}
 		return failures
 	})
 }

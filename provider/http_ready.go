@@ -20,7 +20,6 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
@@ -42,8 +41,9 @@ type HttpService struct {
 func (s *HttpService) Annotate(a infer.Annotator) {
 	a.Describe(&s.Namespace, "The Service's namespace.")
 	a.Describe(&s.Name, "The Service's name.")
-	a.Describe(&s.Port, "The Service port, by name or number (default: its first port).")
-	a.Describe(&s.Path, "The path to request (default `/`).")
+	a.Describe(&s.Port, "The Service port, by name or number 1-65535 (default: its first port).")
+	a.Describe(&s.Path, "The path to request (default `/`), below the Service's proxy path: it must start with `/` and may not "+
+		"hold `.` or `..` segments, `%`, `\\`, `?` or `#` (checked at preview), so the gate reaches nothing but that Service.")
 	a.Describe(&s.Scheme, "`http` (default) or `https`.")
 }
 
@@ -70,7 +70,8 @@ func (g *HttpReady) Annotate(a infer.Annotator) {
 }
 
 func (a *HttpReadyArgs) Annotate(an infer.Annotator) {
-	an.Describe(&a.URL, "The URL to request. Give `url` or `service`.")
+	an.Describe(&a.URL, "The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` "+
+		"in the gate's ID, progress and errors.")
 	an.Describe(&a.Service, "A Service to request through the API server's service proxy (needs `get` on `services/proxy`).")
 	an.Describe(&a.ExpectedStatus, "Accepted status codes: a code, a range or a list (`200`, `200-399`, `200,204`). Default `200-399`.")
 	an.Describe(&a.BodyRegex, "A regular expression the response body must match.")
@@ -96,11 +97,15 @@ func (*HttpReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Chec
 		}
 		if args.URL != nil && isKnown(req.NewInputs, "url") {
 			if u, err := url.Parse(*args.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				failures = append(failures, p.CheckFailure{Property: "url", Reason: fmt.Sprintf("%q is not an http(s) URL", *args.URL)})
+				failures = append(failures, p.CheckFailure{Property: "url", Reason: fmt.Sprintf("%q is not an http(s) URL", redactURLString(*args.URL))})
 			}
 		}
 		if args.Service != nil && isKnown(req.NewInputs, "service") {
 			failures = append(failures, nameFailures(req.NewInputs, "service.name", args.Service.Name, "service.namespace", &args.Service.Namespace)...)
+			if args.Service.Namespace == "" {
+				failures = append(failures, p.CheckFailure{Property: "service.namespace", Reason: "must not be empty"})
+			}
+			failures = append(failures, proxyFailures(*args.Service)...)
 		}
 		if args.ExpectedStatus != nil && isKnown(req.NewInputs, "expectedStatus") {
 			if _, err := parseStatusSet(*args.ExpectedStatus); err != nil {
@@ -214,7 +219,7 @@ type httpEval struct {
 
 func (e *httpEval) what() string {
 	if e.args.URL != nil {
-		return "HTTP " + *e.args.URL
+		return "HTTP " + redactURLString(*e.args.URL)
 	}
 	s := e.args.Service
 	return fmt.Sprintf("HTTP service %s/%s%s", s.Namespace, s.Name, derefOr(s.Path, "/"))
@@ -239,7 +244,7 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 		var msg string
 		switch {
 		case err != nil:
-			msg = err.Error()
+			msg = redactedError(err)
 		case !e.accept(code):
 			msg = fmt.Sprintf("HTTP %d (want %s)%s", code, derefOr(e.args.ExpectedStatus, "200-399"), excerpt(body))
 		default:
@@ -256,8 +261,13 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 }
 
 // excerpt quotes the start of an unwanted answer's body ("no endpoints available for service",
-// "upstream connect error", ...): it is what tells a person why the endpoint is not ready.
+// "upstream connect error", ...): it is what tells a person why the endpoint is not ready. A body
+// can hold anything (a password in an error page): the quote is one line, at most 160 characters,
+// with credential-like values blanked, and nothing at all of a body that looks like a Secret or a key.
 func excerpt(body []byte) string {
+	if secretLikeBody(string(body)) {
+		return " (the body is not shown: it looks like it holds secret data)"
+	}
 	line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
 	line = strings.Map(func(r rune) rune {
 		if unicode.IsPrint(r) {
@@ -271,7 +281,7 @@ func excerpt(body []byte) string {
 	if r := []rune(line); len(r) > 160 {
 		line = string(r[:160]) + "..."
 	}
-	return ": " + strconv.Quote(line)
+	return ": " + strconv.Quote(redactBodyLine(line))
 }
 
 func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
@@ -292,8 +302,10 @@ func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
 	if !ok || rc.Client == nil {
 		return 0, nil, errors.New("no HTTP client for the Kubernetes API")
 	}
-	u := rc.Get().Namespace(s.Namespace).Resource("services").SubResource("proxy").
-		Name(utilnet.JoinSchemeNamePort(derefOr(s.Scheme, "http"), s.Name, deref(s.Port))).Suffix(derefOr(s.Path, "/")).URL()
+	u, err := serviceProxyURL(rc, *s)
+	if err != nil {
+		return 0, nil, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return 0, nil, err

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"flag"
 	"os"
 	"testing"
 	"time"
@@ -21,7 +22,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv(netnsChildEnv) != "" {
 		os.Exit(netnsChildMain(m)) // see netns_test.go
 	}
+	if fuzzing() {
+		os.Exit(m.Run()) // FuzzCheck needs no cluster, and every fuzz worker process runs TestMain
+	}
 	os.Exit(testenv.Main(m, controlplane.Options{}))
+}
+
+// fuzzing reports whether this test binary runs a fuzz target (`go test -fuzz`, or one of its workers).
+func fuzzing() bool {
+	flag.Parse()
+	fz, worker := flag.Lookup("test.fuzz"), flag.Lookup("test.fuzzworker")
+	return (fz != nil && fz.Value.String() != "") || (worker != nil && worker.Value.String() == "true")
 }
 
 // newUnconfiguredServer runs the provider in-process behind its gRPC surface.

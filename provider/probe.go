@@ -595,8 +595,10 @@ func callDirect(ctx context.Context, r *run, in *unstructured.Unstructured, h *a
 		if !ok || rc.Client == nil {
 			return false, "", errors.New("no HTTP client for the Kubernetes API")
 		}
-		u := rc.Post().Namespace(h.svcNamespace).Resource("services").SubResource("proxy").
-			Name(fmt.Sprintf("https:%s:%d", h.svcName, h.svcPort)).Suffix(h.path).URL()
+		u, err := proxyURLBelow(rc, h.svcNamespace, fmt.Sprintf("https:%s:%d", h.svcName, h.svcPort), h.path)
+		if err != nil {
+			return false, "", fmt.Errorf("webhook %s: %w", h.name, err)
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 		if err != nil {
 			return false, "", err

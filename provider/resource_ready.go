@@ -87,16 +87,19 @@ func (a *ResourceReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.Namespace, "The namespace, for namespaced kinds; the provider's default namespace if unset.")
 	an.Describe(&a.Name, "The object's name. Give `name` or `selector`.")
 	an.Describe(&a.Selector, "A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.")
-	an.Describe(&a.MinCount, "With `selector`: how many objects must exist at least (default 1).")
+	an.Describe(&a.MinCount, "With `selector`: how many objects must exist at least (default 1; at least 1).")
 	an.Describe(&a.Condition, "Ready when this condition has this status. A condition whose observedGeneration is older than the object's "+
 		"generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only "+
 		"while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the "+
 		"gate cannot tell which generation it describes.")
 	an.Describe(&a.JSONPath, "A kubectl JSONPath (`{.status.phase}`); with `value` it must equal it, with `regex` match it, with neither be non-empty.")
-	an.Describe(&a.Value, "With `jsonPath`: the value the path must yield.")
+	an.Describe(&a.Value, "With `jsonPath`: the value the path must yield. Not on a Secret's data: the gate never keeps a Secret's "+
+		"values (only key names, emptiness and public certificates), so such a check is refused at preview; test presence with `jsonPath` alone.")
 	an.Describe(&a.Regex, "With `jsonPath`: a regular expression the value must match.")
 	an.Describe(&a.Cel, "A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. "+
-		"A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.")
+		"A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated. "+
+		"Bounded: at most 1,000,000 cost steps per evaluation and no list or string over 1 Mi built (refused at preview when the "+
+		"expression alone exceeds it, else the gate fails at once).")
 	an.Describe(&a.FailedCel, "A CEL expression over `object`; when it turns true the gate fails at once (like Flux's healthCheckExprs `failed`). "+
 		"It must return bool, checked as for `cel`.")
 	an.Describe(&a.Exists, "Ready as soon as the object exists.")
@@ -164,8 +167,8 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 			fail("namespace", "%s", msg)
 		}
 	}
-	if a.MinCount != nil && *a.MinCount < 0 {
-		fail("minCount", "must not be negative")
+	if a.MinCount != nil && *a.MinCount < 1 {
+		fail("minCount", "must be at least 1 (the gate passes only on objects it found)")
 	}
 	if a.MinCount != nil && a.Selector == nil {
 		fail("minCount", "minCount only applies with selector")
@@ -190,6 +193,15 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 			ok, msg := status.ConditionHolds(o, ct, want)
 			return status.Result{Ready: ok, Message: msg}
 		}
+	}
+	if a.JSONPath != nil && (a.Value != nil || a.Regex != nil) && known("jsonPath") && secretDataPath(a.APIVersion, a.Kind, *a.JSONPath) {
+		field := "value"
+		if a.Value == nil {
+			field = "regex"
+		}
+		fail(field, "a Secret's values are never kept by the gate (only its key names, whether each is empty, and public "+
+			"certificates), so %s cannot be compared with them: test that the key is set with jsonPath alone, or use SecretReady "+
+			"(requiredKeys); a check on metadata (.metadata.labels...) may have a value", field)
 	}
 	if a.JSONPath != nil {
 		modes = append(modes, "jsonPath")
@@ -225,7 +237,7 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 					ok, msg, err := c.Eval(o.Object)
 					if err != nil {
 						// A result of the wrong type will not change by waiting.
-						return status.Result{Message: err.Error(), Failed: expr.IsResultType(err)}
+						return status.Result{Message: err.Error(), Failed: expr.IsTerminal(err)}
 					}
 					return status.Result{Ready: ok, Message: msg}
 				}
@@ -256,6 +268,25 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 	}
 	d.mode = modes[0]
 	return d, fails
+}
+
+// secretDataPath reports whether jsonPath on a core Secret may read its values: anything but
+// metadata, type and immutable (a recursive descent or a wildcard may reach data).
+func secretDataPath(apiVersion, kind, jsonPath string) bool {
+	if apiVersion != "v1" || kind != "Secret" {
+		return false
+	}
+	p := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(jsonPath), "{"), "}"))
+	if strings.Contains(p, "..") || strings.Contains(p, "*") || strings.Contains(p, "{") {
+		return true
+	}
+	switch {
+	case p == ".type" || p == ".immutable" || p == ".kind" || p == ".apiVersion":
+		return false
+	case strings.HasPrefix(p, ".metadata.") || strings.HasPrefix(p, ".metadata["):
+		return false
+	}
+	return true
 }
 
 func (*ResourceReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[ResourceReadyArgs], error) {
@@ -345,7 +376,7 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait
 	if e.d.failedCel != nil {
 		bad, msg, err := e.d.failedCel.Eval(o.Object)
 		switch {
-		case expr.IsResultType(err):
+		case expr.IsTerminal(err):
 			return status.Result{Failed: true, Message: "failedCel: " + err.Error()}, nil
 		case err == nil && bad:
 			return status.Result{Failed: true, Message: "failedCel holds: " + msg}, nil
@@ -358,7 +389,12 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait
 		}
 		return status.PVC(o, mode, e.d.strictPvc), nil
 	}
-	return e.d.eval(o), nil
+	res := e.d.eval(o)
+	if isSecret(o) {
+		// The cache keeps a marker in place of each value (kube.trimSecret): never show it as data.
+		res.Message = strings.ReplaceAll(res.Message, kube.SecretPresent, "(set; a Secret's values are not kept)")
+	}
+	return res, nil
 }
 
 func (e *objectsEval) check(ctx context.Context) wait.Result {

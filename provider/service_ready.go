@@ -3,9 +3,11 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -58,6 +60,11 @@ func (*ServiceReady) Check(ctx context.Context, req infer.CheckRequest) (infer.C
 		failures = append(failures, nameFailures(req.NewInputs, "name", args.Name, "namespace", args.Namespace)...)
 		if args.MinReadyEndpoints != nil && *args.MinReadyEndpoints < 1 {
 			failures = append(failures, p.CheckFailure{Property: "minReadyEndpoints", Reason: "must be at least 1"})
+		}
+		if args.Port != nil && isKnown(req.NewInputs, "port") {
+			if msg := portProblem(*args.Port); msg != "" {
+				failures = append(failures, p.CheckFailure{Property: "port", Reason: msg})
+			}
 		}
 		return failures
 	})
@@ -124,8 +131,34 @@ func (e *endpointsEval) check(context.Context) wait.Result {
 		forPort = " for port " + e.port
 	}
 	msg := fmt.Sprintf("service %s/%s: %d/%d ready endpoints%s", e.namespace, e.name, e.ready, e.min, forPort)
-	return wait.Result{Ready: e.ready >= e.min, Message: msg,
-		Hint: "are the backing pods running and passing their readiness probes? (kubectl get pods,endpointslices -n " + e.namespace + ")"}
+	hint := "are the backing pods running and passing their readiness probes? (kubectl get pods,endpointslices -n " + e.namespace + ")"
+	if ports, ok := servicePorts(svc[0]); e.port != "" && !ok(e.port) {
+		hint = fmt.Sprintf("the Service has no port %s (its ports: %s): is `port` right?", e.port, strings.Join(ports, ", "))
+	}
+	return wait.Result{Ready: e.ready >= e.min, Message: msg, Hint: hint}
+}
+
+// servicePorts lists a Service's ports (name:port->targetPort) and says whether a port given by
+// name, port number or target port is one of them.
+func servicePorts(svc *unstructured.Unstructured) ([]string, func(string) bool) {
+	list, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	var desc []string
+	known := map[string]bool{}
+	for _, p := range list {
+		m, _ := p.(map[string]any)
+		name, _ := m["name"].(string)
+		port, target := fmt.Sprint(m["port"]), fmt.Sprint(m["targetPort"])
+		if m["targetPort"] == nil {
+			target = port
+		}
+		desc = append(desc, fmt.Sprintf("%s:%s->%s", name, port, target))
+		for _, k := range []string{name, port, target} {
+			if k != "" {
+				known[k] = true
+			}
+		}
+	}
+	return desc, func(p string) bool { return known[p] || len(list) == 0 }
 }
 
 // Update applies a new timeout without waiting again (see updateGate); other changes replace.

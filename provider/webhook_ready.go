@@ -140,14 +140,18 @@ func (*WebhookReady) Check(ctx context.Context, req infer.CheckRequest) (infer.C
 			if args.Service.Namespace == "" {
 				failures = append(failures, p.CheckFailure{Property: "service.namespace", Reason: "must not be empty"})
 			}
+			if args.Service.Port != nil {
+				if msg := portProblem(strconv.Itoa(*args.Service.Port)); msg != "" {
+					failures = append(failures, p.CheckFailure{Property: "service.port", Reason: msg})
+				}
+			}
 		}
 		if args.MinReadyEndpoints != nil && *args.MinReadyEndpoints < 1 {
 			failures = append(failures, p.CheckFailure{Property: "minReadyEndpoints", Reason: "must be at least 1"})
 		}
 		if args.Probe != nil && isKnown(req.NewInputs, "probe") {
-			pr := &unstructured.Unstructured{Object: args.Probe}
-			if _, err := schema.ParseGroupVersion(pr.GetAPIVersion()); err != nil || pr.GetAPIVersion() == "" || pr.GetKind() == "" {
-				failures = append(failures, p.CheckFailure{Property: "probe", Reason: "the probe must be a manifest with apiVersion and kind"})
+			if msg := manifestProblem(args.Probe, false); msg != "" {
+				failures = append(failures, p.CheckFailure{Property: "probe", Reason: "the probe must be a manifest the API server can create: " + msg})
 			}
 		}
 		if args.Expect != nil && isKnown(req.NewInputs, "expect") {

@@ -85,7 +85,7 @@ export class HttpReady extends pulumi.CustomResource {
      */
     declare public readonly triggers: pulumi.Output<any[] | undefined>;
     /**
-     * The URL to request. Give `url` or `service`.
+     * The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
      */
     declare public readonly url: pulumi.Output<string | undefined>;
 
@@ -180,7 +180,7 @@ export interface HttpReadyArgs {
      */
     triggers?: pulumi.Input<any[] | undefined>;
     /**
-     * The URL to request. Give `url` or `service`.
+     * The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
      */
     url?: pulumi.Input<string | undefined>;
 }

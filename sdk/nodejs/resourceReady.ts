@@ -41,7 +41,7 @@ export class ResourceReady extends pulumi.CustomResource {
      */
     declare public readonly apiVersion: pulumi.Output<string>;
     /**
-     * A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
+     * A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated. Bounded: at most 1,000,000 cost steps per evaluation and no list or string over 1 Mi built (refused at preview when the expression alone exceeds it, else the gate fails at once).
      */
     declare public readonly cel: pulumi.Output<string | undefined>;
     /**
@@ -77,7 +77,7 @@ export class ResourceReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly matched: pulumi.Output<string[]>;
     /**
-     * With `selector`: how many objects must exist at least (default 1).
+     * With `selector`: how many objects must exist at least (default 1; at least 1).
      */
     declare public readonly minCount: pulumi.Output<number | undefined>;
     /**
@@ -125,7 +125,7 @@ export class ResourceReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly uid: pulumi.Output<string>;
     /**
-     * With `jsonPath`: the value the path must yield.
+     * With `jsonPath`: the value the path must yield. Not on a Secret's data: the gate never keeps a Secret's values (only key names, emptiness and public certificates), so such a check is refused at preview; test presence with `jsonPath` alone.
      */
     declare public readonly value: pulumi.Output<string | undefined>;
 
@@ -210,7 +210,7 @@ export interface ResourceReadyArgs {
      */
     apiVersion: pulumi.Input<string>;
     /**
-     * A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
+     * A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated. Bounded: at most 1,000,000 cost steps per evaluation and no list or string over 1 Mi built (refused at preview when the expression alone exceeds it, else the gate fails at once).
      */
     cel?: pulumi.Input<string | undefined>;
     /**
@@ -242,7 +242,7 @@ export interface ResourceReadyArgs {
      */
     kind: pulumi.Input<string>;
     /**
-     * With `selector`: how many objects must exist at least (default 1).
+     * With `selector`: how many objects must exist at least (default 1; at least 1).
      */
     minCount?: pulumi.Input<number | undefined>;
     /**
@@ -278,7 +278,7 @@ export interface ResourceReadyArgs {
      */
     triggers?: pulumi.Input<any[] | undefined>;
     /**
-     * With `jsonPath`: the value the path must yield.
+     * With `jsonPath`: the value the path must yield. Not on a Secret's data: the gate never keeps a Secret's values (only key names, emptiness and public certificates), so such a check is refused at preview; test presence with `jsonPath` alone.
      */
     value?: pulumi.Input<string | undefined>;
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"strings"
@@ -44,6 +45,25 @@ func (e *ResultTypeError) Error() string {
 func IsResultType(err error) bool {
 	var rt *ResultTypeError
 	return errors.As(err, &rt)
+}
+
+// CostError says an expression exceeded the cost limit (or would build a value over the size
+// limit). The object it ran on is bounded, so it will do so again: a gate treats it as terminal.
+type CostError struct {
+	Src string
+	Err error
+}
+
+func (e *CostError) Error() string {
+	return fmt.Sprintf("CEL %q is too expensive to evaluate (limit: %d steps, values of at most %d elements or characters): %v",
+		e.Src, MaxCost, MaxValueSize, e.Err)
+}
+
+// IsTerminal reports whether err is an evaluation error that evaluating again cannot change:
+// a result of the wrong type, or a cost overrun.
+func IsTerminal(err error) bool {
+	var ce *CostError
+	return IsResultType(err) || errors.As(err, &ce)
 }
 
 // JSONPath is a compiled kubectl JSONPath with its expectation.
@@ -126,8 +146,10 @@ type CEL struct {
 	prg cel.Program
 }
 
-// celLibs are the CEL extensions expressions may use.
-var celLibs = []cel.EnvOption{ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(), ext.Encoders(), cel.OptionalTypes()}
+// celLibs are the CEL extensions expressions may use; boundedFunctions replaces the ones that
+// could build a huge value from a small input before the cost limit sees it.
+var celLibs = append([]cel.EnvOption{ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(), ext.Encoders(), cel.OptionalTypes()},
+	boundedFunctions...)
 
 var celEnv = newEnv(cel.Variable("object", cel.DynType))
 
@@ -160,7 +182,12 @@ func CompileCEL(src string) (*CEL, error) {
 			return nil, fmt.Errorf("CEL %q returns %s; it must return bool (a test such as a comparison, not a value)", src, celTypeName(t))
 		}
 	}
-	prg, err := celEnv.Program(ast, cel.CostLimit(1_000_000), cel.InterruptCheckFrequency(100))
+	// cel-go's estimate saturates at MaxUint64 where a size depends on the object (lists.range(object.n)):
+	// that is not a known minimum, and the run-time bounds catch it.
+	if est, err := celEnv.EstimateCost(ast, unknownSizes{}); err == nil && est.Min > MaxCost && est.Min != math.MaxUint64 {
+		return nil, fmt.Errorf("CEL %q costs at least %d steps whatever the object, over the limit of %d: it could never finish", src, est.Min, MaxCost)
+	}
+	prg, err := celEnv.Program(ast, cel.CostLimit(MaxCost), cel.CostTracking(chargeForSize{}), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return nil, fmt.Errorf("invalid CEL %q: %v", src, err)
 	}
@@ -209,6 +236,9 @@ func (c *CEL) Eval(obj map[string]any) (bool, string, error) {
 	if err != nil {
 		if strings.Contains(err.Error(), "no such key") || strings.Contains(err.Error(), "no such attribute") {
 			return false, fmt.Sprintf("%s: %v", c.src, err), nil
+		}
+		if isCostOverrun(err) {
+			return false, "", &CostError{Src: c.src, Err: err}
 		}
 		return false, "", fmt.Errorf("evaluating CEL %q: %v", c.src, err)
 	}

@@ -153,3 +153,81 @@ func FuzzCEL(f *testing.F) {
 		_, _, _ = c.Eval(pod) // must not panic
 	})
 }
+
+// TestCELCostBounds: an expression whose cost is fixed by itself and over the limit is refused
+// at compile time (preview); one whose size comes from the object is refused at run time before it
+// allocates, as a terminal *CostError; ordinary uses of the same functions keep working.
+func TestCELCostBounds(t *testing.T) {
+	atPreview := []string{
+		`lists.range(100000000).size() > 0`,
+		`lists.range(2000000).size() > 0`,
+		`lists.range(100000).map(x, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx").join("").size() > 0`,
+	}
+	for _, src := range atPreview {
+		if _, err := CompileCEL(src); err == nil || !strings.Contains(err.Error(), "over the limit") {
+			t.Errorf("%s: compile error = %v, want the estimated cost over the limit", src, err)
+		}
+	}
+	big := map[string]any{"spec": map[string]any{"n": int64(100000000), "s": "ab", "big": strings.Repeat("x", 1<<20)}}
+	rep := `object.spec.s` + strings.Repeat(`.replace("", "xxxxxxxxxx")`, 9) + `.size() > 0`
+	atRunTime := []string{
+		`lists.range(object.spec.n).size() > 0`,
+		rep,
+		`lists.range(object.spec.n / 1000).map(x, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx").join("").size() > 0`,
+		// Each call copies a 1 MiB string: 300 MiB in all for a few hundred steps, unless a copy costs its size.
+		`lists.range(300).map(x, object.spec.big.lowerAscii()).size() > 0`,
+		`lists.range(300).map(x, object.spec.big + "y").size() > 0`,
+		`lists.range(300).map(x, object.spec.big.split("")).size() > 0`,
+	}
+	for _, src := range atRunTime {
+		c, err := CompileCEL(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		_, _, err = c.Eval(big)
+		var ce *CostError
+		if !errors.As(err, &ce) || !IsTerminal(err) {
+			t.Errorf("%.60s: Eval error = %v, want a terminal *CostError", src, err)
+		}
+	}
+	ok := []string{`lists.range(5).size() == 5`, `"a-b".replace("-", "_") == "a_b"`, `"aaa".replace("a", "b", 2) == "bba"`,
+		`["a", "b"].join(",") == "a,b"`, `["a", "b"].join() == "ab"`, `"ab".replace("", "_") == "_a_b_"`}
+	for _, src := range ok {
+		c, err := CompileCEL(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if got, msg, err := c.Eval(pod); err != nil || !got {
+			t.Errorf("%s = %v (%s, %v), want true", src, got, msg, err)
+		}
+	}
+}
+
+// TestCELQuadraticBounds: distinct and the sets functions take time quadratic in their inputs
+// before cel-go charges for it; over the limit they are refused first, terminal; small uses work.
+func TestCELQuadraticBounds(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{"n": int64(900000)}}
+	for _, src := range []string{
+		`lists.range(object.spec.n).distinct().size() > 0`,
+		`sets.contains(lists.range(object.spec.n / 2), lists.range(object.spec.n / 2))`,
+		`sets.intersects(lists.range(object.spec.n / 2), [-1, -2, -3])`,
+	} {
+		c, err := CompileCEL(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if _, _, err := c.Eval(obj); !IsTerminal(err) {
+			t.Errorf("%s: Eval error = %v, want terminal", src, err)
+		}
+	}
+	for _, src := range []string{`[1, 2, 2].distinct() == [1, 2]`, `sets.contains([1, 2, 3], [2])`, `sets.equivalent([1, 2], [2, 1])`,
+		`sets.intersects([1], [1, 2])`, `!sets.intersects([1], [2])`, `!sets.contains([1], [2])`, `["a", "b", "a"].distinct().size() == 2`} {
+		c, err := CompileCEL(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if got, msg, err := c.Eval(pod); err != nil || !got {
+			t.Errorf("%s = %v (%s, %v), want true", src, got, msg, err)
+		}
+	}
+}

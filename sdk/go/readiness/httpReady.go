@@ -39,7 +39,7 @@ type HttpReady struct {
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
 	Triggers pulumi.ArrayOutput `pulumi:"triggers"`
-	// The URL to request. Give `url` or `service`.
+	// The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
 	Url pulumi.StringPtrOutput `pulumi:"url"`
 }
 
@@ -114,7 +114,7 @@ type httpReadyArgs struct {
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
 	Triggers []interface{} `pulumi:"triggers"`
-	// The URL to request. Give `url` or `service`.
+	// The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
 	Url *string `pulumi:"url"`
 }
 
@@ -140,7 +140,7 @@ type HttpReadyArgs struct {
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
 	Triggers pulumi.ArrayInput
-	// The URL to request. Give `url` or `service`.
+	// The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
 	Url pulumi.StringPtrInput
 }
 
@@ -291,7 +291,7 @@ func (o HttpReadyOutput) Triggers() pulumi.ArrayOutput {
 	return o.ApplyT(func(v *HttpReady) pulumi.ArrayOutput { return v.Triggers }).(pulumi.ArrayOutput)
 }
 
-// The URL to request. Give `url` or `service`.
+// The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
 func (o HttpReadyOutput) Url() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *HttpReady) pulumi.StringPtrOutput { return v.Url }).(pulumi.StringPtrOutput)
 }

@@ -174,9 +174,9 @@ type HttpService struct {
 	Name string `pulumi:"name"`
 	// The Service's namespace.
 	Namespace string `pulumi:"namespace"`
-	// The path to request (default `/`).
+	// The path to request (default `/`), below the Service's proxy path: it must start with `/` and may not hold `.` or `..` segments, `%`, `\`, `?` or `#` (checked at preview), so the gate reaches nothing but that Service.
 	Path *string `pulumi:"path"`
-	// The Service port, by name or number (default: its first port).
+	// The Service port, by name or number 1-65535 (default: its first port).
 	Port *string `pulumi:"port"`
 	// `http` (default) or `https`.
 	Scheme *string `pulumi:"scheme"`
@@ -198,9 +198,9 @@ type HttpServiceArgs struct {
 	Name pulumi.StringInput `pulumi:"name"`
 	// The Service's namespace.
 	Namespace pulumi.StringInput `pulumi:"namespace"`
-	// The path to request (default `/`).
+	// The path to request (default `/`), below the Service's proxy path: it must start with `/` and may not hold `.` or `..` segments, `%`, `\`, `?` or `#` (checked at preview), so the gate reaches nothing but that Service.
 	Path pulumi.StringPtrInput `pulumi:"path"`
-	// The Service port, by name or number (default: its first port).
+	// The Service port, by name or number 1-65535 (default: its first port).
 	Port pulumi.StringPtrInput `pulumi:"port"`
 	// `http` (default) or `https`.
 	Scheme pulumi.StringPtrInput `pulumi:"scheme"`
@@ -293,12 +293,12 @@ func (o HttpServiceOutput) Namespace() pulumi.StringOutput {
 	return o.ApplyT(func(v HttpService) string { return v.Namespace }).(pulumi.StringOutput)
 }
 
-// The path to request (default `/`).
+// The path to request (default `/`), below the Service's proxy path: it must start with `/` and may not hold `.` or `..` segments, `%`, `\`, `?` or `#` (checked at preview), so the gate reaches nothing but that Service.
 func (o HttpServiceOutput) Path() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v HttpService) *string { return v.Path }).(pulumi.StringPtrOutput)
 }
 
-// The Service port, by name or number (default: its first port).
+// The Service port, by name or number 1-65535 (default: its first port).
 func (o HttpServiceOutput) Port() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v HttpService) *string { return v.Port }).(pulumi.StringPtrOutput)
 }
@@ -352,7 +352,7 @@ func (o HttpServicePtrOutput) Namespace() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// The path to request (default `/`).
+// The path to request (default `/`), below the Service's proxy path: it must start with `/` and may not hold `.` or `..` segments, `%`, `\`, `?` or `#` (checked at preview), so the gate reaches nothing but that Service.
 func (o HttpServicePtrOutput) Path() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *HttpService) *string {
 		if v == nil {
@@ -362,7 +362,7 @@ func (o HttpServicePtrOutput) Path() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
-// The Service port, by name or number (default: its first port).
+// The Service port, by name or number 1-65535 (default: its first port).
 func (o HttpServicePtrOutput) Port() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *HttpService) *string {
 		if v == nil {

@@ -18,7 +18,7 @@ type ResourceReady struct {
 
 	// The object's apiVersion, such as `apps/v1` or `gateway.networking.k8s.io/v1`.
 	ApiVersion pulumi.StringOutput `pulumi:"apiVersion"`
-	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
+	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated. Bounded: at most 1,000,000 cost steps per evaluation and no list or string over 1 Mi built (refused at preview when the expression alone exceeds it, else the gate fails at once).
 	Cel pulumi.StringPtrOutput `pulumi:"cel"`
 	// Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the gate cannot tell which generation it describes.
 	Condition ConditionPtrOutput `pulumi:"condition"`
@@ -36,7 +36,7 @@ type ResourceReady struct {
 	Kind pulumi.StringOutput `pulumi:"kind"`
 	// Names (namespace/name for namespaced kinds) of the objects that satisfied the gate.
 	Matched pulumi.StringArrayOutput `pulumi:"matched"`
-	// With `selector`: how many objects must exist at least (default 1).
+	// With `selector`: how many objects must exist at least (default 1; at least 1).
 	MinCount pulumi.IntPtrOutput `pulumi:"minCount"`
 	// The object's name. Give `name` or `selector`.
 	Name pulumi.StringPtrOutput `pulumi:"name"`
@@ -60,7 +60,7 @@ type ResourceReady struct {
 	Triggers pulumi.ArrayOutput `pulumi:"triggers"`
 	// The object's UID (with `name`; empty for `deleted`).
 	Uid pulumi.StringOutput `pulumi:"uid"`
-	// With `jsonPath`: the value the path must yield.
+	// With `jsonPath`: the value the path must yield. Not on a Secret's data: the gate never keeps a Secret's values (only key names, emptiness and public certificates), so such a check is refused at preview; test presence with `jsonPath` alone.
 	Value pulumi.StringPtrOutput `pulumi:"value"`
 }
 
@@ -131,7 +131,7 @@ func (ResourceReadyState) ElementType() reflect.Type {
 type resourceReadyArgs struct {
 	// The object's apiVersion, such as `apps/v1` or `gateway.networking.k8s.io/v1`.
 	ApiVersion string `pulumi:"apiVersion"`
-	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
+	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated. Bounded: at most 1,000,000 cost steps per evaluation and no list or string over 1 Mi built (refused at preview when the expression alone exceeds it, else the gate fails at once).
 	Cel *string `pulumi:"cel"`
 	// Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the gate cannot tell which generation it describes.
 	Condition *Condition `pulumi:"condition"`
@@ -147,7 +147,7 @@ type resourceReadyArgs struct {
 	JsonPath *string `pulumi:"jsonPath"`
 	// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.
 	Kind string `pulumi:"kind"`
-	// With `selector`: how many objects must exist at least (default 1).
+	// With `selector`: how many objects must exist at least (default 1; at least 1).
 	MinCount *int `pulumi:"minCount"`
 	// The object's name. Give `name` or `selector`.
 	Name *string `pulumi:"name"`
@@ -165,7 +165,7 @@ type resourceReadyArgs struct {
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
 	Triggers []interface{} `pulumi:"triggers"`
-	// With `jsonPath`: the value the path must yield.
+	// With `jsonPath`: the value the path must yield. Not on a Secret's data: the gate never keeps a Secret's values (only key names, emptiness and public certificates), so such a check is refused at preview; test presence with `jsonPath` alone.
 	Value *string `pulumi:"value"`
 }
 
@@ -173,7 +173,7 @@ type resourceReadyArgs struct {
 type ResourceReadyArgs struct {
 	// The object's apiVersion, such as `apps/v1` or `gateway.networking.k8s.io/v1`.
 	ApiVersion pulumi.StringInput
-	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
+	// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated. Bounded: at most 1,000,000 cost steps per evaluation and no list or string over 1 Mi built (refused at preview when the expression alone exceeds it, else the gate fails at once).
 	Cel pulumi.StringPtrInput
 	// Ready when this condition has this status. A condition whose observedGeneration is older than the object's generation does not count; one without observedGeneration (most built-in kinds' and many CRDs' conditions) counts only while status.observedGeneration, when the object has one, is not behind, and with neither is taken as current: the gate cannot tell which generation it describes.
 	Condition ConditionPtrInput
@@ -189,7 +189,7 @@ type ResourceReadyArgs struct {
 	JsonPath pulumi.StringPtrInput
 	// The object's kind, such as `Deployment` or `Gateway`. A kind not served yet (its CRD is installing) is waited for; an apiVersion the server does not serve for a kind it serves at other versions (and no CRD could add) fails at once, naming those versions.
 	Kind pulumi.StringInput
-	// With `selector`: how many objects must exist at least (default 1).
+	// With `selector`: how many objects must exist at least (default 1; at least 1).
 	MinCount pulumi.IntPtrInput
 	// The object's name. Give `name` or `selector`.
 	Name pulumi.StringPtrInput
@@ -207,7 +207,7 @@ type ResourceReadyArgs struct {
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
 	Triggers pulumi.ArrayInput
-	// With `jsonPath`: the value the path must yield.
+	// With `jsonPath`: the value the path must yield. Not on a Secret's data: the gate never keeps a Secret's values (only key names, emptiness and public certificates), so such a check is refused at preview; test presence with `jsonPath` alone.
 	Value pulumi.StringPtrInput
 }
 
@@ -303,7 +303,7 @@ func (o ResourceReadyOutput) ApiVersion() pulumi.StringOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringOutput { return v.ApiVersion }).(pulumi.StringOutput)
 }
 
-// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated.
+// A CEL expression over `object` that returns bool, such as `object.status.readyReplicas == object.spec.replicas`. A result of another type fails: at preview when the type is known (`object.metadata.name` is a string), else at once when evaluated. Bounded: at most 1,000,000 cost steps per evaluation and no list or string over 1 Mi built (refused at preview when the expression alone exceeds it, else the gate fails at once).
 func (o ResourceReadyOutput) Cel() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.Cel }).(pulumi.StringPtrOutput)
 }
@@ -348,7 +348,7 @@ func (o ResourceReadyOutput) Matched() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringArrayOutput { return v.Matched }).(pulumi.StringArrayOutput)
 }
 
-// With `selector`: how many objects must exist at least (default 1).
+// With `selector`: how many objects must exist at least (default 1; at least 1).
 func (o ResourceReadyOutput) MinCount() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.IntPtrOutput { return v.MinCount }).(pulumi.IntPtrOutput)
 }
@@ -408,7 +408,7 @@ func (o ResourceReadyOutput) Uid() pulumi.StringOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringOutput { return v.Uid }).(pulumi.StringOutput)
 }
 
-// With `jsonPath`: the value the path must yield.
+// With `jsonPath`: the value the path must yield. Not on a Secret's data: the gate never keeps a Secret's values (only key names, emptiness and public certificates), so such a check is refused at preview; test presence with `jsonPath` alone.
 func (o ResourceReadyOutput) Value() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.Value }).(pulumi.StringPtrOutput)
 }

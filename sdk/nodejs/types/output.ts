@@ -26,11 +26,11 @@ export interface HttpService {
      */
     namespace: string;
     /**
-     * The path to request (default `/`).
+     * The path to request (default `/`), below the Service's proxy path: it must start with `/` and may not hold `.` or `..` segments, `%`, `\`, `?` or `#` (checked at preview), so the gate reaches nothing but that Service.
      */
     path?: string;
     /**
-     * The Service port, by name or number (default: its first port).
+     * The Service port, by name or number 1-65535 (default: its first port).
      */
     port?: string;
     /**
