@@ -1,0 +1,291 @@
+package e2e
+
+// Field reports 000, 001 and 002 as stacks of what users run: the charts' real objects installed
+// by pulumi-kubernetes (helm.sh/v3:Release of a local chart wrapping the rendered chart, see
+// internal/charts), then the objects that report failed to create, made by pulumi-kubernetes
+// too. Without the gate the stack fails with the report's error as pulumi-kubernetes reports
+// it; with the gate it succeeds. What the test plays itself is what no process here runs: the
+// charts' webhook servers (internal/fakes, on 127.0.0.1, serving late) and cert-manager.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/readiness-io/pulumi-readiness/internal/charts"
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
+)
+
+// serveWhenAvailable plays a chart's webhook pod: its server starts serving `after` the
+// Deployment ns/name first has an available replica (pod Ready is not webhook serving: field
+// report 002 measured 7-10 s between them). after < 0: it does not serve until stopped.
+// The returned function stops waiting.
+func serveWhenAvailable(t *testing.T, wh *testenv.Webhook, ns, name string, after time.Duration) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if after < 0 {
+			return
+		}
+		for ctx.Err() == nil {
+			d, err := testenv.CP.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if err == nil && d.Status.AvailableReplicas > 0 {
+				break
+			}
+			time.Sleep(200 * time.Millisecond) // the harness watches the chart's pod as a person would
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(after):
+			wh.Start(t)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// upErr runs `pulumi up` and returns its error with the engine's output.
+func upErr(s auto.Stack) (auto.UpResult, error) {
+	var out strings.Builder
+	res, err := s.Up(context.Background(), optup.ProgressStreams(&out))
+	if err != nil {
+		return res, fmt.Errorf("%w\n%s", err, out.String())
+	}
+	return res, nil
+}
+
+func destroy(t *testing.T, s auto.Stack) {
+	t.Helper()
+	var out strings.Builder
+	if _, err := s.Destroy(context.Background(), optdestroy.ProgressStreams(&out)); err != nil {
+		t.Fatalf("destroy: %v\n%s", err, out.String())
+	}
+}
+
+// requireFailure checks that err is the report's error as pulumi-kubernetes reports it.
+func requireFailure(t *testing.T, err error, wants ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("without the gate the stack must fail with %q; it succeeded", wants)
+	}
+	for _, w := range wants {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("without the gate the stack must fail with %q; got:\n%v", w, err)
+		}
+	}
+}
+
+// TestFieldReport002IngressNginxWebhook: a helm.sh/v3:Release of ingress-nginx, then an Ingress.
+// Helm's own wait (Deployment ready) returns before the admission webhook serves, so the
+// Ingress fails with `failed calling webhook "validate.nginx.ingress.kubernetes.io" ...
+// connection refused`; HelmReleaseReady between them waits for the webhook. The gated stack
+// is rebuilt (up + destroy) five times in a row, as field report 004's rebuild loop does.
+func TestFieldReport002IngressNginxWebhook(t *testing.T) {
+	env := prepare(t)
+	wh := testenv.NewWebhook(t)
+	chart, err := charts.Local(t.TempDir(), "ingress-nginx", wh.Webhook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	program := func(gated bool) pulumi.RunFunc {
+		return func(ctx *pulumi.Context) error {
+			release, err := stack.NewHelmRelease(ctx, "ingress-nginx", pulumi.Map{
+				"chart": pulumi.String(chart), "name": pulumi.String("ingress-nginx"),
+				"namespace": pulumi.String("ingress-nginx"), "createNamespace": pulumi.Bool(true),
+				"timeout": pulumi.Int(180),
+			})
+			if err != nil {
+				return err
+			}
+			var before pulumi.Resource = release
+			if gated {
+				gate, err := readiness.NewHelmReleaseReady(ctx, "ingress-nginx-ready", &readiness.HelmReleaseReadyArgs{
+					Name: pulumi.String("ingress-nginx"), Namespace: pulumi.String("ingress-nginx"),
+					Timeout: pulumi.String("2m"), Triggers: pulumi.Array{release.Revision()},
+				}, pulumi.DependsOn([]pulumi.Resource{release}))
+				if err != nil {
+					return err
+				}
+				before = gate
+			}
+			ns, err := stack.NewKube(ctx, "apps", "apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}")
+			if err != nil {
+				return err
+			}
+			_, err = stack.NewKube(ctx, "web", `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+  namespace: apps
+  # No ingress controller runs here to fill status.loadBalancer, which pulumi-kubernetes' own
+  # Ingress await waits for; the webhook is what this report is about.
+  annotations: {pulumi.com/skipAwait: "true"}
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: web.example.test
+    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}`,
+				pulumi.DependsOn([]pulumi.Resource{before, ns}))
+			return err
+		}
+	}
+
+	// Without the gate: the webhook is not serving yet when pulumi-kubernetes creates the Ingress.
+	s := newStack(t, env, "report002", program(false))
+	stop := serveWhenAvailable(t, wh, "ingress-nginx", "ingress-nginx-controller", -1)
+	_, err = upErr(s)
+	stop()
+	requireFailure(t, err, `failed calling webhook "validate.nginx.ingress.kubernetes.io"`, "connection refused")
+	destroy(t, s)
+
+	// With the gate, rebuilt five times: the webhook serves 5 s after the controller is available.
+	g := newStack(t, env, "report002gated", program(true))
+	for i := 1; i <= 5; i++ {
+		stop := serveWhenAvailable(t, wh, "ingress-nginx", "ingress-nginx-controller", 5*time.Second)
+		_, err := upErr(g)
+		stop()
+		if err != nil {
+			t.Fatalf("rebuild %d: %v", i, err)
+		}
+		if wh.Calls.Load() == 0 {
+			t.Fatalf("rebuild %d: the Ingress was created without the webhook ever answering", i)
+		}
+		destroy(t, g)
+		wh.Stop()
+		wh.Calls.Store(0)
+	}
+}
+
+// esoCRDs are External Secrets' CRDs (external-secrets.io) as `installCRDs: true` puts them in
+// the release. The module's v0.12.1 CRDs serve v1beta1, the chart's webhooks (2.9.0) intercept
+// v1: each CRD also serves its v1beta1 schema as v1 (no conversion needed), as newer releases do.
+func esoCRDs(t *testing.T) []*unstructured.Unstructured {
+	crds, err := controlplane.ModuleCRDs(context.Background(), controlplane.ExternalSecretsModule, "deploy/crds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for _, c := range crds {
+		if g, _, _ := unstructured.NestedString(c.Object, "spec", "group"); g != "external-secrets.io" {
+			continue
+		}
+		versions, _, _ := unstructured.NestedSlice(c.Object, "spec", "versions")
+		var v1beta1 map[string]any
+		for _, v := range versions {
+			m := v.(map[string]any)
+			if m["name"] == "v1" {
+				v1beta1 = nil
+				break
+			}
+			if m["name"] == "v1beta1" {
+				v1beta1 = m
+			}
+		}
+		if v1beta1 != nil {
+			v1 := runtimeDeepCopy(v1beta1)
+			v1["name"], v1["storage"], v1["served"] = "v1", false, true
+			delete(v1, "deprecated")
+			delete(v1, "deprecationWarning")
+			_ = unstructured.SetNestedSlice(c.Object, append(versions, v1), "spec", "versions")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func runtimeDeepCopy(m map[string]any) map[string]any {
+	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
+}
+
+// TestFieldReport001ExternalSecretsWebhook: a helm.sh/v3:Release of External Secrets (with its
+// CRDs), then ExternalSecrets in four namespaces that depend on the release, as the report's
+// stack did. `dependsOn` on the release is not enough: they fail with `failed calling webhook
+// "validate.externalsecret.external-secrets.io"`. HelmReleaseReady between them makes the
+// rebuild succeed.
+func TestFieldReport001ExternalSecretsWebhook(t *testing.T) {
+	env := prepare(t)
+	wh := testenv.NewWebhook(t)
+	chart, err := charts.Local(t.TempDir(), "external-secrets", wh.Webhook, esoCRDs(t)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespaces := []string{"default", "hello-world", "nodejs-demo", "storage-validator"}
+	program := func(gated bool) pulumi.RunFunc {
+		return func(ctx *pulumi.Context) error {
+			release, err := stack.NewHelmRelease(ctx, "external-secrets", pulumi.Map{
+				"chart": pulumi.String(chart), "name": pulumi.String("external-secrets"),
+				"namespace": pulumi.String("external-secrets"), "createNamespace": pulumi.Bool(true),
+				"timeout": pulumi.Int(180),
+			})
+			if err != nil {
+				return err
+			}
+			deps := []pulumi.Resource{release}
+			if gated {
+				gate, err := readiness.NewHelmReleaseReady(ctx, "external-secrets-ready", &readiness.HelmReleaseReadyArgs{
+					Name: pulumi.String("external-secrets"), Namespace: pulumi.String("external-secrets"),
+					Timeout: pulumi.String("2m"), Triggers: pulumi.Array{release.Revision()},
+				}, pulumi.DependsOn([]pulumi.Resource{release}))
+				if err != nil {
+					return err
+				}
+				deps = []pulumi.Resource{gate}
+			}
+			for _, ns := range namespaces {
+				opts := []pulumi.ResourceOption{pulumi.DependsOn(deps)}
+				if ns != "default" {
+					n, err := stack.NewKube(ctx, "ns-"+ns, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
+					if err != nil {
+						return err
+					}
+					opts = append(opts, pulumi.DependsOn([]pulumi.Resource{n}))
+				}
+				if _, err := stack.NewKube(ctx, "ghcr-pull-secret-"+ns, `apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: ghcr-pull-secret, namespace: `+ns+`}
+spec:
+  refreshInterval: 1h
+  secretStoreRef: {kind: ClusterSecretStore, name: pulumi-esc}
+  target: {name: ghcr-pull-secret}
+  dataFrom: [{extract: {key: ghcr}}]`, opts...); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	// The chart's webhook also intercepts DELETE: destroy while it serves.
+	cleanup := func(s auto.Stack) {
+		_ = wh.Webhook.Start()
+		destroy(t, s)
+		wh.Stop()
+	}
+
+	s := newStack(t, env, "report001", program(false))
+	stop := serveWhenAvailable(t, wh, "external-secrets", "external-secrets-webhook", -1)
+	_, err = upErr(s)
+	stop()
+	requireFailure(t, err, `failed calling webhook "validate.externalsecret.external-secrets.io"`)
+	cleanup(s)
+
+	g := newStack(t, env, "report001gated", program(true))
+	stop = serveWhenAvailable(t, wh, "external-secrets", "external-secrets-webhook", 5*time.Second)
+	_, err = upErr(g)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(g)
+}
