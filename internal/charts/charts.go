@@ -14,6 +14,7 @@ package charts
 
 import (
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -132,4 +133,54 @@ func Write(dir, name string, objs []*unstructured.Unstructured) (string, error) 
 	}
 	text := strings.ReplaceAll(strings.Join(docs, "---\n"), "{{", "{{`{{`}}")
 	return chart, os.WriteFile(filepath.Join(chart, "templates", "objects.yaml"), []byte(text), 0o644)
+}
+
+// ExternalSecretsCRDs are External Secrets' CRDs (group external-secrets.io) as
+// `installCRDs: true` puts them in the release. The pinned module's (v0.12.1) CRDs serve v1beta1
+// while the rendered chart's webhooks (2.9.0) intercept v1: each CRD also serves its v1beta1
+// schema as v1 (the same fields; no conversion needed), as newer releases' CRDs do.
+func ExternalSecretsCRDs(ctx context.Context) ([]*unstructured.Unstructured, error) {
+	crds, err := controlplane.ModuleCRDs(ctx, controlplane.ExternalSecretsModule, "deploy/crds")
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, c := range crds {
+		if g, _, _ := unstructured.NestedString(c.Object, "spec", "group"); g != "external-secrets.io" {
+			continue
+		}
+		versions, _, _ := unstructured.NestedSlice(c.Object, "spec", "versions")
+		var v1beta1 map[string]any
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			if m["name"] == "v1" {
+				v1beta1 = nil
+				break
+			}
+			if m["name"] == "v1beta1" {
+				v1beta1 = m
+			}
+		}
+		if v1beta1 != nil {
+			v1 := (&unstructured.Unstructured{Object: v1beta1}).DeepCopy().Object
+			v1["name"], v1["storage"], v1["served"] = "v1", false, true
+			delete(v1, "deprecated")
+			delete(v1, "deprecationWarning")
+			_ = unstructured.SetNestedSlice(c.Object, append(versions, v1), "spec", "versions")
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// WithoutCRDs drops the CRDs from objs (a chart installed with crds.enabled=false, its CRDs by
+// a step of their own).
+func WithoutCRDs(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			out = append(out, o)
+		}
+	}
+	return out
 }

@@ -18,42 +18,26 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
 
-// serveWhenAvailable plays a chart's webhook pod: its server starts serving `after` the
-// Deployment ns/name first has an available replica (pod Ready is not webhook serving: field
-// report 002 measured 7-10 s between them). after < 0: it does not serve until stopped.
-// The returned function stops waiting.
+// serveWhenAvailable plays a chart's webhook pod (fakes.ServeWhenAvailable); after < 0: it does
+// not serve until stopped.
 func serveWhenAvailable(t *testing.T, wh *testenv.Webhook, ns, name string, after time.Duration) func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if after < 0 {
-			return
+	if after < 0 {
+		return func() {}
+	}
+	p := fakes.ServeWhenAvailable(testenv.CP.Client, wh.Webhook, ns, name, after, nil)
+	return func() {
+		if err := p.Stop(); err != nil {
+			t.Error(err)
 		}
-		for ctx.Err() == nil {
-			d, err := testenv.CP.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-			if err == nil && d.Status.AvailableReplicas > 0 {
-				break
-			}
-			time.Sleep(200 * time.Millisecond) // the harness watches the chart's pod as a person would
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(after):
-			wh.Start(t)
-		}
-	}()
-	return func() { cancel(); <-done }
+	}
 }
 
 // upErr runs `pulumi up` and returns its error with the engine's output.
@@ -168,47 +152,6 @@ spec:
 	}
 }
 
-// esoCRDs are External Secrets' CRDs (external-secrets.io) as `installCRDs: true` puts them in
-// the release. The module's v0.12.1 CRDs serve v1beta1, the chart's webhooks (2.9.0) intercept
-// v1: each CRD also serves its v1beta1 schema as v1 (no conversion needed), as newer releases do.
-func esoCRDs(t *testing.T) []*unstructured.Unstructured {
-	crds, err := controlplane.ModuleCRDs(context.Background(), controlplane.ExternalSecretsModule, "deploy/crds")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*unstructured.Unstructured
-	for _, c := range crds {
-		if g, _, _ := unstructured.NestedString(c.Object, "spec", "group"); g != "external-secrets.io" {
-			continue
-		}
-		versions, _, _ := unstructured.NestedSlice(c.Object, "spec", "versions")
-		var v1beta1 map[string]any
-		for _, v := range versions {
-			m := v.(map[string]any)
-			if m["name"] == "v1" {
-				v1beta1 = nil
-				break
-			}
-			if m["name"] == "v1beta1" {
-				v1beta1 = m
-			}
-		}
-		if v1beta1 != nil {
-			v1 := runtimeDeepCopy(v1beta1)
-			v1["name"], v1["storage"], v1["served"] = "v1", false, true
-			delete(v1, "deprecated")
-			delete(v1, "deprecationWarning")
-			_ = unstructured.SetNestedSlice(c.Object, append(versions, v1), "spec", "versions")
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-func runtimeDeepCopy(m map[string]any) map[string]any {
-	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
-}
-
 // TestFieldReport001ExternalSecretsWebhook: a helm.sh/v3:Release of External Secrets (with its
 // CRDs), then ExternalSecrets in four namespaces that depend on the release, as the report's
 // stack did. `dependsOn` on the release is not enough: they fail with `failed calling webhook
@@ -217,7 +160,11 @@ func runtimeDeepCopy(m map[string]any) map[string]any {
 func TestFieldReport001ExternalSecretsWebhook(t *testing.T) {
 	env := prepare(t)
 	wh := testenv.NewWebhook(t)
-	chart, err := charts.Local(t.TempDir(), "external-secrets", wh.Webhook, esoCRDs(t)...)
+	crds, err := charts.ExternalSecretsCRDs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart, err := charts.Local(t.TempDir(), "external-secrets", wh.Webhook, crds...)
 	if err != nil {
 		t.Fatal(err)
 	}
