@@ -282,8 +282,14 @@ func (e *webhookEval) checkObjects() wait.Result {
 	e.configName = name
 	fmt.Fprintf(&e.state, "%s@%s", name, cfg.GetResourceVersion())
 	if e.probe == nil && e.deriveProbeIn != "" {
-		if obj := e.deriveProbe(cfg); obj != nil {
+		obj, unserved := e.deriveProbe(cfg)
+		if obj != nil {
 			e.probe = &prober{r: e.r, obj: obj, derived: true}
+		} else if unserved != "" {
+			// Its rules name a kind, but none is served (or discovery predates its CRD): no probe
+			// yet, and no probe is no proof. Discovery is read again on the next evaluation.
+			e.r.clients.Mapper.Reset()
+			return wait.Result{Message: fmt.Sprintf("%s intercepts %s, not served yet: no probe can prove it serves", kind, unserved), Poll: true}
 		}
 	}
 	all := webhooksOf(kind, cfg)
@@ -615,8 +621,10 @@ func unstructuredOf(m map[string]any) *unstructured.Unstructured {
 }
 
 // deriveProbe builds a minimal object that the configuration's first concrete CREATE rule
-// intercepts; nil when every rule uses wildcards or subresources.
-func (e *webhookEval) deriveProbe(cfg *unstructured.Unstructured) *unstructured.Unstructured {
+// intercepts; nil when every rule uses wildcards or subresources. When concrete rules exist but
+// none of their kinds is served, it returns nil and the first such resource (group/resource).
+func (e *webhookEval) deriveProbe(cfg *unstructured.Unstructured) (*unstructured.Unstructured, string) {
+	unserved := ""
 	hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
 	for _, h := range hooks {
 		hm, _ := h.(map[string]any)
@@ -634,6 +642,9 @@ func (e *webhookEval) deriveProbe(cfg *unstructured.Unstructured) *unstructured.
 			}
 			gvk, err := e.r.clients.Mapper.KindFor(schema.GroupVersionResource{Group: groups[0], Version: version, Resource: resources[0]})
 			if err != nil {
+				if unserved == "" {
+					unserved = strings.TrimSuffix(resources[0]+"."+groups[0], ".")
+				}
 				continue
 			}
 			obj := &unstructured.Unstructured{Object: map[string]any{}}
@@ -643,10 +654,10 @@ func (e *webhookEval) deriveProbe(cfg *unstructured.Unstructured) *unstructured.
 			obj.SetGroupVersionKind(gvk)
 			obj.SetGenerateName("readiness-probe-")
 			obj.SetNamespace(e.deriveProbeIn)
-			return obj
+			return obj, ""
 		}
 	}
-	return nil
+	return nil, unserved
 }
 
 // probeSpecs give derived probes of core kinds the minimal content schema validation needs, so
