@@ -79,6 +79,21 @@ func (tl *timeline) say(format string, a ...any) {
 	fmt.Printf("  t+%5.1fs  %s\n", l.at.Seconds(), msg)
 }
 
+// note prints a line like say without keeping it in the timeline.
+func (tl *timeline) note(format string, a ...any) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	msg := fmt.Sprintf(format, a...)
+	if tl.seen[msg] {
+		return
+	}
+	tl.seen[msg] = true
+	if len(msg) > 220 {
+		msg = msg[:217] + "..."
+	}
+	fmt.Printf("  t+%5.1fs  %s\n", time.Since(tl.start).Seconds(), msg)
+}
+
 func run() error {
 	ctx := context.Background()
 	fmt.Println("== pulumi-readiness demo ==")
@@ -404,6 +419,10 @@ func (tl *timeline) describe(e events.EngineEvent) {
 		tl.say("%s: FAILED", shortURN(e.ResOpFailedEvent.Metadata.URN))
 	case e.DiagnosticEvent != nil && e.DiagnosticEvent.Severity == "error" && e.DiagnosticEvent.URN != "":
 		tl.say("error %s: %s", shortURN(e.DiagnosticEvent.URN), oneLine(e.DiagnosticEvent.Message))
+	case e.DiagnosticEvent != nil && strings.Contains(e.DiagnosticEvent.URN, "readiness:index:") && strings.TrimSpace(e.DiagnosticEvent.Message) != "":
+		// A gate's status line (what it waits for, what it last saw): printed, not kept for the
+		// side-by-side view.
+		tl.note("%s: %s", shortURN(e.DiagnosticEvent.URN), oneLine(e.DiagnosticEvent.Message))
 	}
 }
 
