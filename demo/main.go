@@ -357,7 +357,9 @@ func (d *demo) up(ctx context.Context, env *stack.Env, name string, gated bool) 
 			tl.describe(e)
 		}
 	}()
-	_, upErr := s.Up(ctx, optup.EventStreams(evs))
+	// ContinueOnError: like a user's stack, everything that does not depend on a failed object is
+	// still attempted, so the run without gates meets all three reports.
+	_, upErr := s.Up(ctx, optup.EventStreams(evs), optup.ContinueOnError())
 	<-done
 	if upErr != nil {
 		tl.say("pulumi up FAILED")
@@ -497,5 +499,5 @@ func costs(tl *timeline) {
 		fmt.Printf("  %-28s %7.1fs %10s %13.1fs\n", shortURN(urn), w, verdict, loop)
 		total, sleepTotal, loopTotal = total+w, sleepTotal+30, loopTotal+loop
 	}
-	fmt.Printf("  %-28s %7.1fs %9.1fs %13.1fs\n", "total (if run one after another)", total, sleepTotal, loopTotal)
+	fmt.Printf("  %-28s %7.1fs %9.1fs %13.1fs\n", "total (one after another)", total, sleepTotal, loopTotal)
 }
