@@ -18,6 +18,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
@@ -235,4 +238,102 @@ spec:
 		t.Fatal(err)
 	}
 	cleanup(g)
+}
+
+// TestGateAfterAFailedRelease: a Release that pulumi-kubernetes fails (Helm's wait times out on a
+// Deployment that never becomes ready) fails the stack with Helm's error at once; the gate that
+// depends on it is never created, so nothing hangs on it.
+func TestGateAfterAFailedRelease(t *testing.T) {
+	env := prepare(t)
+	chart, err := charts.Write(t.TempDir(), "stuck", []*unstructured.Unstructured{testenv.Object(t, `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: stuck, namespace: stuck}
+spec:
+  selector: {matchLabels: {app: stuck}}
+  template:
+    metadata: {labels: {app: stuck}, annotations: {`+fakes.KubeletMountAnnotation+`: 1h}}
+    spec: {nodeSelector: {type: kwok}, containers: [{name: app, image: registry.local/stuck:1}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStack(t, env, "failedrelease", func(ctx *pulumi.Context) error {
+		release, err := stack.NewHelmRelease(ctx, "stuck", pulumi.Map{"chart": pulumi.String(chart), "name": pulumi.String("stuck"),
+			"namespace": pulumi.String("stuck"), "createNamespace": pulumi.Bool(true), "timeout": pulumi.Int(10)})
+		if err != nil {
+			return err
+		}
+		_, err = readiness.NewHelmReleaseReady(ctx, "stuck-ready", &readiness.HelmReleaseReadyArgs{
+			Name: pulumi.String("stuck"), Namespace: pulumi.String("stuck"), Timeout: pulumi.String("10m"),
+		}, pulumi.DependsOn([]pulumi.Resource{release}))
+		return err
+	})
+	_, err = upErr(s)
+	requireFailure(t, err, "kubernetes:helm.sh/v3:Release", "stuck")
+	if strings.Contains(err.Error(), "HelmReleaseReady stuck-ready creating") {
+		t.Fatalf("the gate after a failed release was started:\n%v", err)
+	}
+}
+
+// TestChartV4IngressNginxWebhook: report 002 with helm.sh/v4:Chart, which renders the chart and
+// creates each object as a child resource (pulumi-kubernetes awaits each: the controller
+// Deployment's rollout) and writes no Helm release record, so HelmReleaseReady cannot gate it.
+// Gated by its rendered webhook configuration with WebhookReady, the Ingress waits for the
+// webhook; without it the Ingress fails as with a Release.
+func TestChartV4IngressNginxWebhook(t *testing.T) {
+	env := prepare(t)
+	wh := testenv.NewWebhook(t)
+	chart, err := charts.Local(t.TempDir(), "ingress-nginx", wh.Webhook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	program := func(gated bool) pulumi.RunFunc {
+		return func(ctx *pulumi.Context) error {
+			c, err := stack.NewChart(ctx, "ingress-nginx", pulumi.Map{"chart": pulumi.String(chart), "namespace": pulumi.String("ingress-nginx")})
+			if err != nil {
+				return err
+			}
+			var before pulumi.Resource = c
+			if gated {
+				if before, err = readiness.NewWebhookReady(ctx, "ingress-nginx-admission", &readiness.WebhookReadyArgs{
+					ValidatingWebhookConfiguration: pulumi.String("ingress-nginx-admission"), Timeout: pulumi.String("2m"),
+					Probe: pulumi.Map{"apiVersion": pulumi.String("networking.k8s.io/v1"), "kind": pulumi.String("Ingress"),
+						"metadata": pulumi.Map{"name": pulumi.String("readiness-probe"), "namespace": pulumi.String("default")},
+						"spec": pulumi.Map{"defaultBackend": pulumi.Map{"service": pulumi.Map{"name": pulumi.String("probe"),
+							"port": pulumi.Map{"number": pulumi.Int(80)}}}}},
+				}, pulumi.DependsOn([]pulumi.Resource{c})); err != nil {
+					return err
+				}
+			}
+			_, err = stack.NewKube(ctx, "web", `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: default, annotations: {pulumi.com/skipAwait: "true"}}
+spec:
+  ingressClassName: nginx
+  rules: [{host: web.example.test, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}]`,
+				pulumi.DependsOn([]pulumi.Resource{before}))
+			return err
+		}
+	}
+	// A Chart v4 creates no namespace: the release's (made here as by an earlier step of the stack).
+	nsObj := testenv.Object(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: ingress-nginx}")
+	if _, err := testenv.Resource(t, nsObj).Create(context.Background(), nsObj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	s := newStack(t, env, "chartv4", program(false))
+	_, err = upErr(s)
+	requireFailure(t, err, `failed calling webhook "validate.nginx.ingress.kubernetes.io"`, "connection refused")
+	destroy(t, s)
+
+	g := newStack(t, env, "chartv4gated", program(true))
+	stop := serveWhenAvailable(t, wh, "ingress-nginx", "ingress-nginx-controller", 5*time.Second)
+	_, err = upErr(g)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wh.Calls.Load() == 0 {
+		t.Fatal("the Ingress was created without the webhook ever answering")
+	}
+	destroy(t, g)
+	wh.Stop()
 }
