@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 )
 
 //go:embed VERSION
@@ -88,6 +89,22 @@ func Install(ctx context.Context, pulumiBin, home string, logf func(string, ...a
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	if Installed(home) {
+		return nil
+	}
+	// Test packages run in parallel: one installs, the others wait and find it installed.
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(home, ".k8splugin.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
 	if Installed(home) {
 		return nil
 	}
