@@ -337,3 +337,71 @@ spec:
 	destroy(t, g)
 	wh.Stop()
 }
+
+// TestReleaseUpgradeGateWaitsAgain: HelmReleaseReady with `triggers` on the Release's revision.
+// An upgrade (new values: Helm writes revision 2) replaces the gate, which waits again: here for
+// the webhook, down during the upgrade as while a new controller pod starts.
+func TestReleaseUpgradeGateWaitsAgain(t *testing.T) {
+	env := prepare(t)
+	wh := testenv.NewWebhook(t)
+	chart, err := charts.Local(t.TempDir(), "ingress-nginx", wh.Webhook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	program := func(replicaCount int) pulumi.RunFunc {
+		return func(ctx *pulumi.Context) error {
+			release, err := stack.NewHelmRelease(ctx, "ingress-nginx", pulumi.Map{
+				"chart": pulumi.String(chart), "name": pulumi.String("ingress-nginx"),
+				"namespace": pulumi.String("ingress-nginx"), "createNamespace": pulumi.Bool(true), "timeout": pulumi.Int(180),
+				"values": pulumi.Map{"controller": pulumi.Map{"replicaCount": pulumi.Int(replicaCount)}},
+			})
+			if err != nil {
+				return err
+			}
+			_, err = readiness.NewHelmReleaseReady(ctx, "ingress-nginx-ready", &readiness.HelmReleaseReadyArgs{
+				Name: pulumi.String("ingress-nginx"), Namespace: pulumi.String("ingress-nginx"),
+				Timeout: pulumi.String("2m"), Triggers: pulumi.Array{release.Revision()},
+			}, pulumi.DependsOn([]pulumi.Resource{release}))
+			ctx.Export("revision", release.Revision())
+			return err
+		}
+	}
+	wh.Start(t)
+	s := newStack(t, env, "upgrade", program(1))
+	if _, err := upErr(s); err != nil {
+		t.Fatal(err)
+	}
+	wh.Stop()
+	s2 := newStack(t, env, "upgrade", program(2))
+	served := make(chan time.Time, 1)
+	go func() {
+		// The upgraded controller's webhook listens 3 s after Helm wrote revision 2.
+		for {
+			if _, err := testenv.CP.Client.CoreV1().Secrets("ingress-nginx").Get(context.Background(),
+				"sh.helm.release.v1.ingress-nginx.v2", metav1.GetOptions{}); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // the harness watches for the upgrade
+		}
+		time.Sleep(3 * time.Second)
+		wh.Start(t)
+		served <- time.Now()
+	}()
+	var out strings.Builder
+	res, err := s2.Up(context.Background(), optup.ProgressStreams(&out))
+	returned := time.Now()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "readiness:index:HelmReleaseReady ingress-nginx-ready replaced") {
+		t.Errorf("the gate was not replaced by the new revision:\n%s", out.String())
+	}
+	if rev := res.Outputs["revision"].Value; rev != float64(2) {
+		t.Fatalf("revision after the upgrade = %v, want 2", rev)
+	}
+	if at := <-served; returned.Before(at) {
+		t.Fatalf("the upgraded release's gate returned (%s) before its webhook served (%s)", returned, at)
+	}
+	destroy(t, s2)
+	wh.Stop()
+}
