@@ -405,3 +405,24 @@ func TestReleaseUpgradeGateWaitsAgain(t *testing.T) {
 	destroy(t, s2)
 	wh.Stop()
 }
+
+// TestConfigGroupOrdersCRDsBeforeTheirObjects: yaml/v2:ConfigGroup holding a CRD and an object of
+// its kind succeeds with no gate: pulumi-kubernetes creates the CRD first and retries the object
+// while its kind is not served yet. (A CRD that another step installs is what CrdReady is for.)
+func TestConfigGroupOrdersCRDsBeforeTheirObjects(t *testing.T) {
+	env := prepare(t)
+	group := fmt.Sprintf("cg%d.readiness.test", time.Now().UnixNano()%1_000_000)
+	yaml := testenv.CRD(group, "Widget", "widgets") + "\n---\napiVersion: " + group + "/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {size: 1}\n"
+	s := newStack(t, env, "configgroup", func(ctx *pulumi.Context) error {
+		_, err := stack.NewConfigGroup(ctx, "app", pulumi.Map{"yaml": pulumi.String(yaml)})
+		return err
+	})
+	if _, err := upErr(s); err != nil {
+		t.Fatal(err)
+	}
+	w := testenv.Object(t, "apiVersion: "+group+"/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}")
+	if _, err := testenv.Resource(t, w).Get(context.Background(), "w1", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the ConfigGroup's Widget: %v", err)
+	}
+	destroy(t, s)
+}
