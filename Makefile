@@ -12,9 +12,12 @@ PROVIDER     := pulumi-resource-readiness
 LDFLAGS      := -X github.com/readiness-io/pulumi-readiness/provider.Version=$(VERSION)
 TOOLS_BIN     = $(shell go run ./internal/controlplane/cmd/localcluster tools)
 export PULUMI_HOME ?= $(CURDIR)/.cache/pulumi-home
+# The pulumi-kubernetes plugin the demo, the stack tests and the examples run with: pinned in one
+# file (internal/k8splugin reads the same), installed into PULUMI_HOME by `make k8s-plugin`.
+K8S_PLUGIN_VERSION := $(shell cat internal/k8splugin/VERSION)
 export PULUMI_SKIP_UPDATE_CHECK := true
 
-.PHONY: build tools schema sdk sdk-nodejs check-generated test test-all test-go test-nodejs test-install demo bench lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
+.PHONY: build tools k8s-plugin schema sdk sdk-nodejs check-generated test test-all test-go test-nodejs test-install demo bench lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
@@ -25,6 +28,11 @@ tools:
 
 version:
 	@echo $(VERSION)
+
+# pulumi-kubernetes v$(K8S_PLUGIN_VERSION) into PULUMI_HOME: from ../shared/plugins when it is there
+# (checked against its SHA256SUMS), else `pulumi plugin install resource kubernetes v$(K8S_PLUGIN_VERSION)`.
+k8s-plugin: tools
+	@go run ./internal/k8splugin/cmd/k8splugin >/dev/null
 
 # schema.json comes from the built provider, never by hand.
 schema: build
@@ -67,7 +75,7 @@ lint:
 	@test -z "$$(gofmt -l provider internal tests demo bench examples tools/pulumi/sdkgen)" || (gofmt -l provider internal tests demo bench examples tools/pulumi/sdkgen; echo "gofmt needed"; exit 1)
 	go vet ./...
 
-test-go: build tools
+test-go: build tools k8s-plugin
 	go test -count=1 -timeout 40m $$(go list ./... | grep -v '/tests/install$$')
 
 # The release and a user's install paths end to end on this machine (tests/install): a release
@@ -77,7 +85,7 @@ test-go: build tools
 test-install: tools sdk-nodejs
 	go test -count=1 -timeout 20m ./tests/install
 
-test-nodejs: build tools sdk-nodejs
+test-nodejs: build tools k8s-plugin sdk-nodejs
 	@# No lock file (it is not committed): a local one would pin the old SDK tarball by its integrity.
 	cd tests/nodejs && rm -rf node_modules/@readiness-io package-lock.json && npm install --no-audit --no-fund --loglevel=error && npm test
 
@@ -91,6 +99,7 @@ test-all: check-generated lint lint-workflows test-go test-nodejs test-install e
 ifneq ($(filter test-all,$(MAKECMDGOALS)),)
 lint lint-workflows: | check-generated
 tools: | build
+k8s-plugin: | tools
 test-go examples sdk-nodejs: | check-generated lint
 test-nodejs test-install: | test-go
 fuzz: | test-nodejs test-install examples
@@ -98,7 +107,7 @@ bench-smoke: | fuzz
 endif
 
 # The README's main command: a demo stack against a local control plane it starts itself.
-demo: build tools
+demo: build tools k8s-plugin
 	go run ./demo
 
 bench: build tools

@@ -1,13 +1,19 @@
-// Command demo is `make demo`: it starts a local Kubernetes control plane, runs a Pulumi stack
-// whose custom resource waits on CrdReady while the CRD arrives late, prints a timeline a person
-// can read, destroys the stack and stops the control plane.
+// Command demo is `make demo`: it starts a local Kubernetes control plane and runs one Pulumi
+// program twice with the real pulumi-kubernetes (plugin v4.32.0, see internal/k8splugin):
+// three Helm releases of real charts (ingress-nginx, External Secrets, cert-manager, rendered
+// by the Helm CLI and wrapped as local charts) and the objects field reports 000, 001 and 002
+// failed to create after them. First without gates (the reports' errors, as pulumi-kubernetes
+// reports them), then with gates; it prints both timelines side by side and what `sleep 30` or
+// a `sleep 5` loop would have cost. The demo plays what no process runs here: the charts'
+// webhook servers (on 127.0.0.1, serving late), cert-manager issuing, and the kubelet's mounts.
 package main
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
+	"math"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -18,11 +24,20 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
+	"github.com/readiness-io/pulumi-readiness/internal/k8splugin"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
+)
+
+// What the field reports measured, played here.
+const (
+	webhookLate = 7 * time.Second  // 002: the webhook listens 7-10 s after its pod is ready
+	issueLate   = 12 * time.Second // 000: cert-manager wrote the Secret at T+12s
 )
 
 func main() {
@@ -32,11 +47,23 @@ func main() {
 	}
 }
 
-// timeline prints lines stamped with the time since the demo's stack started.
+// timeline records lines stamped with the time since its run started.
 type timeline struct {
 	mu    sync.Mutex
 	start time.Time
+	lines []line
 	seen  map[string]bool
+	begun map[string]time.Time // URN → when its operation started
+	took  map[string]time.Duration
+}
+
+type line struct {
+	at  time.Duration
+	msg string
+}
+
+func newTimeline() *timeline {
+	return &timeline{start: time.Now(), seen: map[string]bool{}, begun: map[string]time.Time{}, took: map[string]time.Duration{}}
 }
 
 func (tl *timeline) say(format string, a ...any) {
@@ -47,7 +74,24 @@ func (tl *timeline) say(format string, a ...any) {
 		return
 	}
 	tl.seen[msg] = true
-	fmt.Printf("  t+%6.2fs  %s\n", time.Since(tl.start).Seconds(), msg)
+	l := line{time.Since(tl.start), msg}
+	tl.lines = append(tl.lines, l)
+	fmt.Printf("  t+%5.1fs  %s\n", l.at.Seconds(), msg)
+}
+
+// note prints a line like say without keeping it in the timeline.
+func (tl *timeline) note(format string, a ...any) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	msg := fmt.Sprintf(format, a...)
+	if tl.seen[msg] {
+		return
+	}
+	tl.seen[msg] = true
+	if len(msg) > 220 {
+		msg = msg[:217] + "..."
+	}
+	fmt.Printf("  t+%5.1fs  %s\n", time.Since(tl.start).Seconds(), msg)
 }
 
 func run() error {
@@ -60,7 +104,6 @@ func run() error {
 	}
 	defer cp.Stop()
 	fmt.Printf("Control plane ready in %s at %s\n", cp.StartTime.Round(time.Millisecond), cp.Host)
-
 	dir, err := os.MkdirTemp("", "readiness-demo-")
 	if err != nil {
 		return err
@@ -70,242 +113,391 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Println("Note: Kubernetes objects inside the stack are created by a small stand-in provider (kubetest),")
-	fmt.Println("      because the pulumi-kubernetes plugin cannot be installed offline; users use pulumi-kubernetes.")
+	fmt.Printf("Kubernetes objects are created by pulumi-kubernetes v%s (%s).\n", k8splugin.Version, k8splugin.PluginDir(k8splugin.ProjectHome()))
 
-	const group = "demo.readiness.io"
-	const esoGroup = "eso.demo.readiness.io"
-	// What a Helm install would have put there before the stack's own resources: cert-manager's
-	// CRDs, the External Secrets-like CRD, its namespaces and its webhook configuration. The
-	// webhook server itself starts late, like a webhook pod after the chart returned.
-	if err := installCertManagerCRDs(ctx, cp); err != nil {
-		return err
-	}
-	webhook, err := fakes.NewWebhook()
+	d, err := setUp(ctx, cp, dir)
 	if err != nil {
 		return err
 	}
-	defer webhook.Close()
-	if _, err := cp.Apply(ctx, crdDoc(esoGroup, "Widget", "widgets")+"\n---\n"+webhook.Configuration("externalsecret-validate", esoGroup)+
-		"\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: hello-world}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: nodejs-demo}"+
-		"\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ai-ops}"); err != nil {
-		return err
+	defer d.close()
+
+	fmt.Println("\nOne program, the way a homelab stack is written: three Helm releases (helm.sh/v3:Release of the real")
+	fmt.Println("ingress-nginx, External Secrets and cert-manager charts), then what field reports 000-002 created after them:")
+	fmt.Println("  002  an Ingress after ingress-nginx: its admission webhook listens 7 s after the controller is ready;")
+	fmt.Println("  001  ExternalSecrets in four namespaces after External Secrets: same race, other webhook;")
+	fmt.Println("  000  a Deployment mounting the TLS Secret of a Certificate that cert-manager issues 12 s later.")
+
+	fmt.Println("\n-- 1. Without gates: `dependsOn` on the releases only --")
+	bare, bareErr := d.up(ctx, env, "nogate", false)
+	if bareErr == nil {
+		return fmt.Errorf("the stack without gates succeeded: the demo's race did not happen")
+	}
+	fmt.Println("\nWhat pulumi-kubernetes reported:")
+	for _, e := range bare.errors() {
+		fmt.Println("  " + e)
+	}
+	for _, m := range d.kubelet.FailedMounts() {
+		fmt.Println("  kubelet (pod ai-ops-agent): Warning FailedMount " + m)
+		break
 	}
 
-	program := func(ctx *pulumi.Context) error {
-		// Story 1 (field report 002): a custom resource waits for its CRD.
-		gate, err := readiness.NewCrdReady(ctx, "widgets-crd", &readiness.CrdReadyArgs{
-			Names:   pulumi.StringArray{pulumi.String("widgets." + group)},
-			Timeout: pulumi.String("2m"),
-		})
+	fmt.Println("\n-- 2. With gates: HelmReleaseReady after each release, CertificateReady before the Deployment --")
+	gated, err := d.up(ctx, env, "gated", true)
+	if err != nil {
+		return fmt.Errorf("pulumi up with gates: %w", err)
+	}
+	fmt.Println("\nBoth timelines, side by side:")
+	sideBySide(bare, gated)
+	costs(gated)
+	fmt.Println("\nStopping the control plane. Demo succeeded.")
+	return nil
+}
+
+// demo holds what both runs share: the charts, the webhook servers that play the charts' webhook
+// pods, and the players.
+type demo struct {
+	cp                *controlplane.ControlPlane
+	dyn               dynamic.Interface
+	nginx, eso, cm    *fakes.Webhook
+	nginxC, esoC, cmC string
+	kubelet           *fakes.Kubelet
+}
+
+func setUp(ctx context.Context, cp *controlplane.ControlPlane, dir string) (*demo, error) {
+	d := &demo{cp: cp}
+	var err error
+	if d.dyn, err = dynamic.NewForConfig(cp.Config); err != nil {
+		return nil, err
+	}
+	for _, w := range []**fakes.Webhook{&d.nginx, &d.eso, &d.cm} {
+		if *w, err = fakes.NewWebhook(); err != nil {
+			return nil, err
+		}
+	}
+	// cert-manager's own webhook is not report 000's story: it serves from the start.
+	if err := d.cm.Start(); err != nil {
+		return nil, err
+	}
+	if d.nginxC, err = charts.Local(dir, "ingress-nginx", d.nginx); err != nil {
+		return nil, err
+	}
+	crds, err := charts.ExternalSecretsCRDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if d.esoC, err = charts.Local(dir, "external-secrets", d.eso, crds...); err != nil {
+		return nil, err
+	}
+	cm, err := charts.Rendered("cert-manager")
+	if err != nil {
+		return nil, err
+	}
+	// cert-manager's CRDs by a step of their own (crds.enabled=false in the release), as many do.
+	if d.cmC, err = charts.Write(dir, "cert-manager", charts.Prepare(charts.WithoutCRDs(cm), d.cm)); err != nil {
+		return nil, err
+	}
+	cmCRDs, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cmCRDs {
+		ri, err := cp.ResourceFor(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := ri.Create(ctx, c, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (d *demo) close() {
+	for _, w := range []*fakes.Webhook{d.nginx, d.eso, d.cm} {
+		w.Close()
+	}
+}
+
+var esoNamespaces = []string{"default", "hello-world", "nodejs-demo", "storage-validator"}
+
+func (d *demo) program(gated bool) pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error {
+		release := func(name, chart string) (*stack.HelmRelease, error) {
+			return stack.NewHelmRelease(ctx, name, pulumi.Map{"chart": pulumi.String(chart), "name": pulumi.String(name),
+				"namespace": pulumi.String(name), "createNamespace": pulumi.Bool(true), "timeout": pulumi.Int(300)})
+		}
+		// gateRelease is HelmReleaseReady on r when gated, else r itself.
+		gateRelease := func(r *stack.HelmRelease, name string) (pulumi.Resource, error) {
+			if !gated {
+				return r, nil
+			}
+			return readiness.NewHelmReleaseReady(ctx, name+"-ready", &readiness.HelmReleaseReadyArgs{
+				Name: pulumi.String(name), Namespace: pulumi.String(name), Timeout: pulumi.String("3m"),
+				Triggers: pulumi.Array{r.Revision()},
+			}, pulumi.DependsOn([]pulumi.Resource{r}))
+		}
+		kube := func(name, manifest string, deps ...pulumi.Resource) (*stack.Kube, error) {
+			return stack.NewKube(ctx, name, manifest, pulumi.DependsOn(deps))
+		}
+
+		// 002: an Ingress after ingress-nginx.
+		nginx, err := release("ingress-nginx", d.nginxC)
 		if err != nil {
 			return err
 		}
-		if _, err = stack.NewKubeObject(ctx, "my-widget",
-			"apiVersion: "+group+"/v1\nkind: Widget\nmetadata: {name: my-widget, namespace: default}\nspec: {size: 3}",
-			pulumi.DependsOn([]pulumi.Resource{gate})); err != nil {
+		after, err := gateRelease(nginx, "ingress-nginx")
+		if err != nil {
 			return err
 		}
-		ctx.Export("kinds", gate.Kinds)
+		apps, err := kube("apps", "apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}")
+		if err != nil {
+			return err
+		}
+		// skipAwait: no ingress controller fills status.loadBalancer here.
+		if _, err := kube("web", `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: apps, annotations: {pulumi.com/skipAwait: "true"}}
+spec:
+  ingressClassName: nginx
+  rules: [{host: web.example.test, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}]`,
+			after, apps); err != nil {
+			return err
+		}
 
-		// Story 2 (field report 000): the Deployment mounts the TLS Secret only once it is issued.
-		cert, err := stack.NewKubeObject(ctx, "ai-ops-agent-cert", `apiVersion: cert-manager.io/v1
+		// 001: ExternalSecrets after External Secrets.
+		eso, err := release("external-secrets", d.esoC)
+		if err != nil {
+			return err
+		}
+		if after, err = gateRelease(eso, "external-secrets"); err != nil {
+			return err
+		}
+		for _, ns := range esoNamespaces {
+			deps := []pulumi.Resource{after}
+			if ns != "default" {
+				n, err := kube("ns-"+ns, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
+				if err != nil {
+					return err
+				}
+				deps = append(deps, n)
+			}
+			if _, err := kube("ghcr-pull-secret-"+ns, `apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: ghcr-pull-secret, namespace: `+ns+`}
+spec: {refreshInterval: 1h, secretStoreRef: {kind: ClusterSecretStore, name: pulumi-esc}, target: {name: ghcr-pull-secret}, dataFrom: [{extract: {key: ghcr}}]}`,
+				deps...); err != nil {
+				return err
+			}
+		}
+
+		// 000: a Deployment mounting a cert-manager TLS Secret.
+		cm, err := release("cert-manager", d.cmC)
+		if err != nil {
+			return err
+		}
+		aiOps, err := kube("ai-ops", "apiVersion: v1\nkind: Namespace\nmetadata: {name: ai-ops}")
+		if err != nil {
+			return err
+		}
+		cert, err := kube("ai-ops-agent-cert", `apiVersion: cert-manager.io/v1
 kind: Certificate
 metadata: {name: ai-ops-agent, namespace: ai-ops}
-spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.ai-ops.svc], issuerRef: {name: ca-issuer, kind: ClusterIssuer}}`)
+spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.ai-ops.svc], issuerRef: {name: vault-issuer, kind: ClusterIssuer}}`, cm, aiOps)
 		if err != nil {
 			return err
 		}
-		tls, err := readiness.NewCertificateReady(ctx, "ai-ops-agent-tls", &readiness.CertificateReadyArgs{
-			Name: pulumi.String("ai-ops-agent"), Namespace: pulumi.String("ai-ops"), Timeout: pulumi.String("2m"),
-		}, pulumi.DependsOn([]pulumi.Resource{cert}))
-		if err != nil {
-			return err
+		var beforeDeployment pulumi.Resource = cert
+		if gated {
+			if beforeDeployment, err = readiness.NewCertificateReady(ctx, "ai-ops-agent-tls", &readiness.CertificateReadyArgs{
+				Name: pulumi.String("ai-ops-agent"), Namespace: pulumi.String("ai-ops"), Timeout: pulumi.String("3m"),
+			}, pulumi.DependsOn([]pulumi.Resource{cert})); err != nil {
+				return err
+			}
 		}
-		if _, err = stack.NewKubeObject(ctx, "ai-ops-agent", `apiVersion: apps/v1
+		_, err = kube("ai-ops-agent", `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: ai-ops-agent, namespace: ai-ops}
 spec:
   selector: {matchLabels: {app: ai-ops-agent}}
   template:
-    metadata: {labels: {app: ai-ops-agent}}
+    metadata: {labels: {app: ai-ops-agent}, annotations: {`+fakes.KubeletMountAnnotation+`: 1h}}
     spec:
       nodeSelector: {type: kwok}
-      containers: [{name: agent, image: registry.local/ai-ops-agent:1}]
-      volumes: [{name: tls, secret: {secretName: ai-ops-agent-tls}}]`, pulumi.DependsOn([]pulumi.Resource{tls})); err != nil {
-			return err
-		}
-		ctx.Export("tlsSecret", tls.SecretName)
-
-		// Story 3 (field report 001): ExternalSecrets wait for the webhook that validates them.
-		hook, err := readiness.NewWebhookReady(ctx, "external-secrets-webhook", &readiness.WebhookReadyArgs{
-			ValidatingWebhookConfiguration: pulumi.String("externalsecret-validate"),
-			Probe: pulumi.Map{"apiVersion": pulumi.String(esoGroup + "/v1"), "kind": pulumi.String("Widget"),
-				"metadata": pulumi.Map{"name": pulumi.String("readiness-probe"), "namespace": pulumi.String("default")}},
-			Timeout: pulumi.String("2m"),
-		})
-		if err != nil {
-			return err
-		}
-		for _, ns := range []string{"default", "hello-world", "nodejs-demo"} {
-			if _, err := stack.NewKubeObject(ctx, "ghcr-pull-secret-"+ns, "apiVersion: "+esoGroup+"/v1\nkind: Widget\nmetadata: {name: ghcr-pull-secret, namespace: "+ns+"}",
-				pulumi.DependsOn([]pulumi.Resource{hook})); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	s, err := env.Stack(ctx, "readiness-demo", "dev", string(cp.Kubeconfig), program)
-	if err != nil {
+      containers: [{name: agent, image: registry.local/ai-ops-agent:1, volumeMounts: [{name: tls, mountPath: /etc/tls, readOnly: true}]}]
+      volumes: [{name: tls, secret: {secretName: ai-ops-agent-tls}}]`, beforeDeployment)
 		return err
 	}
+}
 
-	fmt.Println("\nThree stories from the field reports, in one `pulumi up`:")
-	fmt.Println("  1. (002) a custom resource applied while its CRD is still installing: `no matches for kind \"Widget\"`.")
-	fmt.Println("  2. (000) a Deployment mounting a cert-manager TLS Secret before it is issued: `secret \"ai-ops-agent-tls\" not found`.")
-	fmt.Println("  3. (001) ExternalSecrets created before the webhook serves: `failed calling webhook ... connection refused`.")
-	fmt.Println("With gates in front, the stack just waits for each, in parallel, and nothing fails.")
-	fmt.Println("\nTimeline (the demo installs the CRD at +5 s, issues the certificate at +4 s, starts the webhook at +6 s):")
-	tl := &timeline{start: time.Now(), seen: map[string]bool{}}
-	go func() {
-		time.Sleep(5 * time.Second)
-		if _, err := cp.Apply(ctx, crdDoc(group, "Widget", "widgets")); err != nil {
-			tl.say("demo: installing the CRD failed: %v", err)
-			return
-		}
-		tl.say("demo: CRD widgets.%s installed (as a slow Helm release would)", group)
-	}()
-	go func() {
-		time.Sleep(4 * time.Second)
-		if err := issueCertificate(ctx, cp); err != nil {
-			tl.say("demo: issuing the certificate failed: %v", err)
-			return
-		}
-		tl.say("demo: cert-manager (played by the demo) issued ai-ops/ai-ops-agent-tls")
-	}()
-	go func() {
-		time.Sleep(6 * time.Second)
-		if err := webhook.Start(); err != nil {
-			tl.say("demo: starting the webhook failed: %v", err)
-			return
-		}
-		tl.say("demo: the admission webhook started serving on %s", webhook.URL())
-	}()
+// up runs the program (gated or not) with the players, then destroys it; it returns the run's
+// timeline and up's error.
+func (d *demo) up(ctx context.Context, env *stack.Env, name string, gated bool) (*timeline, error) {
+	s, err := env.Stack(ctx, "readiness-demo", name, string(d.cp.Kubeconfig), d.program(gated))
+	if err != nil {
+		return nil, err
+	}
+	tl := newTimeline()
+	players := []*fakes.Player{
+		fakes.ServeWhenAvailable(d.cp.Client, d.nginx, "ingress-nginx", "ingress-nginx-controller", webhookLate,
+			func() { tl.say("demo: ingress-nginx's admission webhook starts listening") }),
+		fakes.ServeWhenAvailable(d.cp.Client, d.eso, "external-secrets", "external-secrets-webhook", webhookLate,
+			func() { tl.say("demo: External Secrets' webhook starts listening") }),
+		fakes.IssueWhenCreated(d.dyn, "ai-ops", "ai-ops-agent", "ai-ops-agent-tls", issueLate,
+			func() { tl.say("demo: cert-manager issued Secret ai-ops/ai-ops-agent-tls") }),
+	}
+	d.kubelet = fakes.PlayKubelet(d.cp.Client, "ai-ops", "app=ai-ops-agent", func(pod, msg string) {
+		tl.say("kubelet: pod %s: FailedMount %s", pod[strings.LastIndex(pod, "-")+1:], msg)
+	})
+	players = append(players, d.kubelet.Player)
 	evs := make(chan events.EngineEvent)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for e := range evs {
-			describe(tl, e)
+			tl.describe(e)
 		}
 	}()
-	res, err := s.Up(ctx, optup.EventStreams(evs))
+	// ContinueOnError: like a user's stack, everything that does not depend on a failed object is
+	// still attempted, so the run without gates meets all three reports.
+	_, upErr := s.Up(ctx, optup.EventStreams(evs), optup.ContinueOnError())
 	<-done
-	if err != nil {
-		return fmt.Errorf("pulumi up: %w", err)
+	if upErr != nil {
+		tl.say("pulumi up FAILED")
+	} else {
+		tl.say("pulumi up succeeded")
 	}
-	tl.say("pulumi up finished: kinds=%v tlsSecret=%v", res.Outputs["kinds"].Value, res.Outputs["tlsSecret"].Value)
-
-	fmt.Println("\nDestroying the stack (gates delete nothing in the cluster)...")
-	if _, err := s.Destroy(ctx, optdestroy.Remove()); err != nil {
-		return fmt.Errorf("pulumi destroy: %w", err)
+	for _, p := range players {
+		_ = p.Stop()
 	}
-	fmt.Println("Stopping the control plane. Demo succeeded.")
-	return nil
+	// External Secrets' webhook also intercepts DELETE: destroy while the webhooks serve.
+	_ = d.nginx.Start()
+	_ = d.eso.Start()
+	fmt.Println("  (destroying the stack)")
+	var out strings.Builder
+	if _, err := s.Destroy(ctx, optdestroy.ProgressStreams(&out), optdestroy.Remove()); err != nil {
+		return tl, fmt.Errorf("pulumi destroy: %w\n%s", err, out.String())
+	}
+	d.nginx.Stop()
+	d.eso.Stop()
+	if ri, err := d.cp.ResourceFor(ctx, mustDecode("apiVersion: v1\nkind: Secret\nmetadata: {name: ai-ops-agent-tls, namespace: ai-ops}")); err == nil {
+		_ = ri.Delete(ctx, "ai-ops-agent-tls", metav1.DeleteOptions{})
+	}
+	return tl, upErr
 }
 
-func describe(tl *timeline, e events.EngineEvent) {
-	short := func(urn string) string {
-		parts := strings.Split(urn, "::")
-		if len(parts) < 2 {
-			return urn
-		}
-		return parts[len(parts)-2] + " " + parts[len(parts)-1]
+func mustDecode(doc string) *unstructured.Unstructured {
+	u, err := controlplane.Decode(doc)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+func shortURN(urn string) string {
+	parts := strings.Split(urn, "::")
+	return parts[len(parts)-1]
+}
+
+func (tl *timeline) describe(e events.EngineEvent) {
+	skip := func(typ string) bool {
+		return typ == "pulumi:pulumi:Stack" || strings.HasPrefix(typ, "pulumi:providers:")
 	}
 	switch {
-	case e.ResourcePreEvent != nil && e.ResourcePreEvent.Metadata.Type != "pulumi:pulumi:Stack" &&
-		!strings.HasPrefix(e.ResourcePreEvent.Metadata.Type, "pulumi:providers:"):
-		tl.say("%s: %s started", short(e.ResourcePreEvent.Metadata.URN), e.ResourcePreEvent.Metadata.Op)
-	case e.ResOutputsEvent != nil && e.ResOutputsEvent.Metadata.Type != "pulumi:pulumi:Stack" &&
-		!strings.HasPrefix(e.ResOutputsEvent.Metadata.Type, "pulumi:providers:"):
-		tl.say("%s: %s done", short(e.ResOutputsEvent.Metadata.URN), e.ResOutputsEvent.Metadata.Op)
-	case e.DiagnosticEvent != nil && e.DiagnosticEvent.URN != "" && strings.TrimSpace(e.DiagnosticEvent.Message) != "":
-		tl.say("%s: %s", short(e.DiagnosticEvent.URN), strings.TrimSpace(e.DiagnosticEvent.Message))
+	case e.ResourcePreEvent != nil && !skip(e.ResourcePreEvent.Metadata.Type):
+		m := e.ResourcePreEvent.Metadata
+		tl.mu.Lock()
+		tl.begun[m.URN] = time.Now()
+		tl.mu.Unlock()
+		tl.say("%s %s: creating", kindOf(m.Type), shortURN(m.URN))
+	case e.ResOutputsEvent != nil && !skip(e.ResOutputsEvent.Metadata.Type):
+		m := e.ResOutputsEvent.Metadata
+		tl.mu.Lock()
+		if b, ok := tl.begun[m.URN]; ok {
+			tl.took[m.URN] = time.Since(b)
+		}
+		tl.mu.Unlock()
+		tl.say("%s %s: created", kindOf(m.Type), shortURN(m.URN))
 	case e.ResOpFailedEvent != nil:
-		tl.say("%s: FAILED", short(e.ResOpFailedEvent.Metadata.URN))
+		tl.say("%s: FAILED", shortURN(e.ResOpFailedEvent.Metadata.URN))
+	case e.DiagnosticEvent != nil && e.DiagnosticEvent.Severity == "error" && e.DiagnosticEvent.URN != "":
+		tl.say("error %s: %s", shortURN(e.DiagnosticEvent.URN), oneLine(e.DiagnosticEvent.Message))
+	case e.DiagnosticEvent != nil && strings.Contains(e.DiagnosticEvent.URN, "readiness:index:") && strings.TrimSpace(e.DiagnosticEvent.Message) != "":
+		// A gate's status line (what it waits for, what it last saw): printed, not kept for the
+		// side-by-side view.
+		tl.note("%s: %s", shortURN(e.DiagnosticEvent.URN), oneLine(e.DiagnosticEvent.Message))
 	}
 }
 
-func crdDoc(group, kind, plural string) string {
-	return `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: ` + plural + "." + group + `}
-spec:
-  group: ` + group + `
-  scope: Namespaced
-  names: {kind: ` + kind + `, plural: ` + plural + `, singular: ` + strings.ToLower(kind) + `, listKind: ` + kind + `List}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`
+func kindOf(typ string) string { return typ[strings.LastIndex(typ, ":")+1:] }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// errors are the run's error lines, the reports' messages first.
+func (tl *timeline) errors() []string {
+	var out []string
+	for _, l := range tl.lines {
+		if strings.HasPrefix(l.msg, "error ") {
+			out = append(out, l.msg)
+		}
+	}
+	return out
 }
 
-func installCertManagerCRDs(ctx context.Context, cp *controlplane.ControlPlane) error {
-	crds, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
-	if err != nil {
-		return err
-	}
-	for _, c := range crds {
-		ri, err := cp.ResourceFor(ctx, c)
-		if err != nil {
-			return err
+// sideBySide prints the two timelines in two columns, in time order.
+func sideBySide(a, b *timeline) {
+	const w = 62
+	cut := func(s string) string {
+		if len(s) > w-10 {
+			return s[:w-13] + "..."
 		}
-		if _, err := ri.Create(ctx, c, metav1.CreateOptions{}); err != nil {
-			return err
+		return s
+	}
+	fmt.Printf("  %-*s | %s\n", w, "without gates", "with gates")
+	fmt.Printf("  %s-+-%s\n", strings.Repeat("-", w), strings.Repeat("-", w))
+	type row struct {
+		at   time.Duration
+		left bool
+		msg  string
+	}
+	var rows []row
+	for _, l := range a.lines {
+		rows = append(rows, row{l.at, true, l.msg})
+	}
+	for _, l := range b.lines {
+		rows = append(rows, row{l.at, false, l.msg})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].at < rows[j].at })
+	for _, r := range rows {
+		cell := fmt.Sprintf("t+%5.1fs %s", r.at.Seconds(), cut(r.msg))
+		if r.left {
+			fmt.Printf("  %-*s |\n", w, cell)
+		} else {
+			fmt.Printf("  %-*s | %s\n", w, "", cell)
 		}
 	}
-	return nil
 }
 
-// issueCertificate plays cert-manager: once the stack created the Certificate, it writes the
-// TLS Secret and marks the Certificate Ready for its generation.
-func issueCertificate(ctx context.Context, cp *controlplane.ControlPlane) error {
-	certObj, _ := controlplane.Decode("apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: ai-ops-agent, namespace: ai-ops}")
-	ri, err := cp.ResourceFor(ctx, certObj)
-	if err != nil {
-		return err
-	}
-	var cur *unstructured.Unstructured
-	for i := 0; i < 600; i++ { // the demo waits for the stack to create it
-		if cur, err = ri.Get(ctx, "ai-ops-agent", metav1.GetOptions{}); err == nil {
-			break
+// costs compares each gate's measured wait with what fixed sleeps would have cost.
+func costs(tl *timeline) {
+	fmt.Println("\nEach gate's wait against the usual workarounds (per wait point, after what it depends on):")
+	fmt.Printf("  %-28s %8s %10s %14s\n", "gate", "waited", "sleep 30", "sleep 5 loop")
+	var total, sleepTotal, loopTotal float64
+	urns := make([]string, 0, len(tl.took))
+	for urn := range tl.took {
+		if strings.Contains(urn, "readiness:index:") {
+			urns = append(urns, urn)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	if err != nil {
-		return err
+	sort.Strings(urns)
+	for _, urn := range urns {
+		w := tl.took[urn].Seconds()
+		loop := math.Ceil(w/5) * 5
+		verdict := "30.0s"
+		if w > 30 {
+			verdict = "too short"
+		}
+		fmt.Printf("  %-28s %7.1fs %10s %13.1fs\n", shortURN(urn), w, verdict, loop)
+		total, sleepTotal, loopTotal = total+w, sleepTotal+30, loopTotal+loop
 	}
-	c, err := fakes.IssueCertificate("ai-ops-agent.ai-ops.svc", 90*24*time.Hour)
-	if err != nil {
-		return err
-	}
-	sec, _ := controlplane.Decode("apiVersion: v1\nkind: Secret\nmetadata: {name: ai-ops-agent-tls, namespace: ai-ops}\ntype: kubernetes.io/tls")
-	sec.Object["data"] = map[string]any{"tls.crt": base64.StdEncoding.EncodeToString(c.CertPEM),
-		"tls.key": base64.StdEncoding.EncodeToString(c.KeyPEM), "ca.crt": base64.StdEncoding.EncodeToString(c.CAPEM)}
-	sri, err := cp.ResourceFor(ctx, sec)
-	if err != nil {
-		return err
-	}
-	if _, err := sri.Create(ctx, sec, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	cur.Object["status"] = map[string]any{"revision": int64(1), "notAfter": c.NotAfter.UTC().Format(time.RFC3339),
-		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Ready",
-			"message": "Certificate is up to date and has not expired", "observedGeneration": cur.GetGeneration(),
-			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}}
-	_, err = ri.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-	return err
+	fmt.Printf("  %-28s %7.1fs %9.1fs %13.1fs\n", "total (one after another)", total, sleepTotal, loopTotal)
 }

@@ -1,6 +1,7 @@
 // Package stack runs Pulumi programs through the Automation API (inline programs, so no
-// language host is needed) with the built Pulumi CLI, the readiness provider and the kubetest
-// stand-in provider, against a local file backend. Tests and the demo share it.
+// language host is needed) with the built Pulumi CLI, the readiness provider, the real
+// pulumi-kubernetes plugin (kubernetes.go) and the kubetest stand-in provider (which only plays
+// controllers), against a local file backend. Tests and the demo share it.
 package stack
 
 import (
@@ -15,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/k8splugin"
 )
 
 // Env is a prepared Pulumi environment: binaries built, backend and home folders made.
@@ -48,6 +50,15 @@ func Prepare(ctx context.Context, dir string) (*Env, error) {
 			return nil, err
 		}
 	}
+	// pulumi-kubernetes, installed once into the project's PULUMI_HOME; each environment's own
+	// home sees that plugins folder (175 MB is not copied per test).
+	shared := k8splugin.ProjectHome()
+	if err := k8splugin.Install(ctx, filepath.Join(toolsBin, "pulumi"), shared, nil); err != nil {
+		return nil, err
+	}
+	if err := os.Symlink(filepath.Join(shared, "plugins"), filepath.Join(dir, "home", "plugins")); err != nil {
+		return nil, err
+	}
 	e.Vars = map[string]string{
 		// Plugins are found as ambient binaries on PATH: ours first.
 		"PATH":                                 e.BinDir + string(os.PathListSeparator) + toolsBin + string(os.PathListSeparator) + os.Getenv("PATH"),
@@ -75,7 +86,7 @@ func (e *Env) Stack(ctx context.Context, project, name, kubeconfig string, progr
 	if err != nil {
 		return s, err
 	}
-	for _, key := range []string{"readiness:kubeconfig", "kubetest:kubeconfig"} {
+	for _, key := range []string{"readiness:kubeconfig", "kubetest:kubeconfig", "kubernetes:kubeconfig"} {
 		if err := s.SetConfig(ctx, key, auto.ConfigValue{Value: kubeconfig, Secret: true}); err != nil {
 			return s, err
 		}

@@ -89,6 +89,10 @@ export async function preparePulumi(): Promise<PulumiEnv> {
     }
     const toolsBin = execFileSync("go", ["run", "./internal/controlplane/cmd/localcluster", "tools"], { cwd: repoRoot }).toString().trim();
     for (const d of ["state", "home"]) fs.mkdirSync(path.join(dir, d), { recursive: true });
+    // pulumi-kubernetes (the pinned plugin), installed once into the project's PULUMI_HOME; this
+    // environment's home sees that plugins folder.
+    const pluginDir = execFileSync("go", ["run", "./internal/k8splugin/cmd/k8splugin"], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] }).toString().trim();
+    fs.symlinkSync(path.dirname(pluginDir), path.join(dir, "home", "plugins"));
     const command = await PulumiCommand.get({ root: path.dirname(toolsBin), skipVersionCheck: true });
     return {
         dir, command,
@@ -109,11 +113,21 @@ export async function stack(env: PulumiEnv, c: Cluster, args: InlineProgramArgs)
     const s = await LocalWorkspace.createOrSelectStack(args, { workDir, envVars: env.envVars, pulumiCommand: env.command });
     await s.setConfig("readiness:kubeconfig", { value: c.kubeconfig, secret: true });
     await s.setConfig("kubetest:kubeconfig", { value: c.kubeconfig, secret: true });
+    await s.setConfig("kubernetes:kubeconfig", { value: c.kubeconfig, secret: true });
     return s;
 }
 
-// KubeObject is a Kubernetes object created by the kubetest stand-in provider, as a
-// pulumi-kubernetes resource would be for a user.
+// localChart writes a real chart rendered by the Helm CLI (provider/testdata/charts) as a local
+// chart whose webhooks go to the test webhook server (internal/charts says what else changes);
+// it returns the chart's path, for k8s.helm.v3.Release or k8s.helm.v4.Chart.
+export function localChart(fixture: string, webhook: FakeWebhook): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "readiness-chart-"));
+    return execFileSync("go", ["run", "./internal/charts/cmd/localchart", fixture, dir, webhook.url, webhook.caBundle],
+        { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] }).toString().trim();
+}
+
+// KubeObject is a Kubernetes object created by the kubetest stand-in provider, which tests use
+// only where it plays a controller.
 export class KubeObject extends pulumi.CustomResource {
     public readonly createdAt!: pulumi.Output<string>;
     public readonly uid!: pulumi.Output<string>;

@@ -1,0 +1,51 @@
+package charts
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+type fixedWebhook struct{}
+
+func (fixedWebhook) URL() string      { return "https://127.0.0.1:4443/validate" }
+func (fixedWebhook) CABundle() string { return "Q0E=" }
+
+func TestLocalIngressNginx(t *testing.T) {
+	path, err := Local(t.TempDir(), "ingress-nginx", fixedWebhook{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(path, "templates", "objects.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, want := range []string{"url: https://127.0.0.1:4443/networking/v1/ingresses", "caBundle: Q0E=", "kind: Deployment", "kind: IngressClass"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	for _, gone := range []string{"kind: Job", "helm.sh/hook", "type: LoadBalancer", "service:\n        name: ingress-nginx-controller-admission"} {
+		if strings.Contains(text, gone) {
+			t.Errorf("chart still holds %q", gone)
+		}
+	}
+}
+
+func TestWriteEscapesTemplateActions(t *testing.T) {
+	objs, err := Rendered("ingress-nginx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs[0].SetAnnotations(map[string]string{"note": "{{ .Values.x }}"})
+	path, err := Write(t.TempDir(), "x", objs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(path, "templates", "objects.yaml"))
+	if !strings.Contains(string(b), "{{`{{`}} .Values.x }}") {
+		t.Errorf("template action not escaped:\n%s", b)
+	}
+}

@@ -1,0 +1,32 @@
+// Command localchart writes a rendered real chart as a local Helm chart whose webhooks go to a
+// test webhook server (see package charts), for the TypeScript tests and the examples' runs:
+//
+//	localchart <fixture> <dir> <webhook url> <caBundle>
+//
+// It prints the chart's path.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/readiness-io/pulumi-readiness/internal/charts"
+)
+
+type webhook struct{ url, ca string }
+
+func (w webhook) URL() string      { return w.url }
+func (w webhook) CABundle() string { return w.ca }
+
+func main() {
+	if len(os.Args) != 5 {
+		fmt.Fprintln(os.Stderr, "usage: localchart <fixture> <dir> <webhook url> <caBundle>")
+		os.Exit(2)
+	}
+	path, err := charts.Local(os.Args[2], os.Args[1], webhook{os.Args[3], os.Args[4]})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(path)
+}
