@@ -21,7 +21,7 @@ func TestWebhookReadyWithoutProbeNeedsAnAnswer(t *testing.T) {
 	rules := map[string]string{
 		"ordinary rule": `{apiGroups: ["GROUP"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [widgets]}`,
 		// istiod's validator: every resource of its groups.
-		"resources *": `{apiGroups: ["GROUP"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: ["*"]}`,
+		"resources *":   `{apiGroups: ["GROUP"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: ["*"]}`,
 		"resources */*": `{apiGroups: ["GROUP"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: ["*/*"]}`,
 		// Kyverno's resource webhook: every group, every resource and subresource.
 		"apiGroups * resources */*": `{apiGroups: ["*"], apiVersions: ["*"], operations: [CREATE, UPDATE, DELETE, CONNECT], resources: ["*/*"], scope: Namespaced}`,
