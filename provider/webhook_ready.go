@@ -89,7 +89,7 @@ func (a *WebhookReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.Probe, "A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: "+
 		"admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object "+
 		"of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules "+
-		"cover no served kind, or when that minimal object would not reach the webhook as you need (a namespaceSelector, say).")
+		"cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).")
 	an.Describe(&a.Expect, "A CEL expression over the probe's dry-run result, `object` (the probe as the API server would store it, "+
 		"after every mutating webhook), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`: "+
 		"evidence that a mutating webhook (an injector) served. Needs `probe`; not with `validatingWebhookConfiguration` (validating "+
