@@ -36,9 +36,12 @@ import (
 //   - Every webhook of every configuration gets an objectSelector that no object matches. The
 //     API server resolves a service-backed webhook to the Service's ClusterIP (10.0.0.x here)
 //     and would dial it for any matching request, whether or not the Service has endpoints:
-//     with the guard it never calls them. So WebhookReady is checked here up to the caBundle and
-//     endpoint stages only (no probe); calls through a Service are tested inside the network
-//     namespace harness (netns_test.go).
+//     with the guard it never calls them. WebhookReady is checked here only at the caBundle and
+//     endpoint stages, where it never calls a webhook: once those hold, it derives a probe and
+//     (the guard keeping the dry-run from reaching them) calls each webhook through the service
+//     proxy, which dials a pod IP. So its gates end (short timeouts, awaited) before any pod
+//     exists; calls through a Service are tested inside the network namespace harness
+//     (netns_test.go).
 //
 // CRDs and namespaces are left in place afterwards (other tests may share them); everything
 // else the test created is deleted, webhook configurations first.
@@ -264,16 +267,35 @@ func TestChartsOnTheLocalControlPlane(t *testing.T) {
 			gates = append(gates, &chartGate{name: c.file + ": RolloutReady Deployment " + d.GetName(), beforeCA: true, beforePods: true,
 				ch: createAsync(t, s, "RolloutReady", props("kind", "Deployment", "name", d.GetName(), "namespace", c.namespace, "timeout", "45s"))})
 		}
-		for _, w := range c.webhooks {
-			key := "validatingWebhookConfiguration"
-			if w.GetKind() == "MutatingWebhookConfiguration" {
-				key = "mutatingWebhookConfiguration"
+	}
+	// webhookGatesMustWait runs a WebhookReady gate on every chart webhook configuration with a
+	// short timeout and awaits them all: each must time out, on want (its caBundle or its
+	// Service's endpoints), never pass. They all end before the test goes on, so none is left
+	// to probe once pods exist.
+	webhookGatesMustWait := func(step string, want func(w *unstructured.Unstructured) string) {
+		t.Helper()
+		type started struct {
+			name, want string
+			ch         <-chan gateResult
+		}
+		var all []started
+		for _, c := range charts {
+			for _, w := range c.webhooks {
+				key := "validatingWebhookConfiguration"
+				if w.GetKind() == "MutatingWebhookConfiguration" {
+					key = "mutatingWebhookConfiguration"
+				}
+				all = append(all, started{name: c.file + ": WebhookReady " + w.GetKind() + " " + w.GetName(), want: want(w),
+					ch: createAsync(t, s, "WebhookReady", props(key, w.GetName(), "timeout", "2s"))})
 			}
-			// ingress-nginx's admission Service is {name: https-webhook, port: 443, targetPort:
-			// webhook}: its EndpointSlices name the port https-webhook (issue #14 item 10).
-			gates = append(gates, &chartGate{name: c.file + ": WebhookReady " + w.GetKind() + " " + w.GetName(),
-				beforeCA: hasEmptyCABundle(w), beforePods: true,
-				ch: createAsync(t, s, "WebhookReady", props(key, w.GetName(), "timeout", "45s"))})
+		}
+		for _, g := range all {
+			r := await(t, g.ch, 30*time.Second)
+			if r.err == nil {
+				t.Errorf("%s passed %s: %v", g.name, step, r.resp.Properties)
+			} else if !strings.Contains(r.err.Error(), g.want) {
+				t.Errorf("%s %s: error lacks %q: %v", g.name, step, g.want, r.err)
+			}
 		}
 	}
 	mustWait := func(step string, blocked func(*chartGate) bool) {
@@ -289,6 +311,12 @@ func TestChartsOnTheLocalControlPlane(t *testing.T) {
 	}
 	// Near miss 1: no caBundle injected, no pods. Near miss 2: caBundle injected, no pods.
 	mustWait("before the caBundle was injected", func(g *chartGate) bool { return g.beforeCA })
+	webhookGatesMustWait("before the caBundle was injected", func(w *unstructured.Unstructured) string {
+		if hasEmptyCABundle(w) {
+			return "caBundle"
+		}
+		return "ready endpoints" // APISIX renders its own caBundle
+	})
 	ca := testenv.IssueCertificate(t, "webhook.test", time.Hour).CAPEM
 	for _, c := range charts {
 		for _, w := range c.webhooks {
@@ -298,6 +326,10 @@ func TestChartsOnTheLocalControlPlane(t *testing.T) {
 		}
 	}
 	mustWait("before any pod existed", func(g *chartGate) bool { return g.beforePods })
+	// ingress-nginx's admission Service is {name: https-webhook, port: 443, targetPort:
+	// webhook}: its EndpointSlices name the port https-webhook (issue #14 item 10); the port is
+	// found, and no endpoint is ready yet.
+	webhookGatesMustWait("before any pod existed", func(*unstructured.Unstructured) string { return "0/1 ready endpoints" })
 
 	for _, c := range charts {
 		for _, d := range c.deployments {

@@ -34,11 +34,12 @@ const netnsChildEnv = "READINESS_TEST_IN_NETNS"
 // needs (not the product failing): the parent then skips, saying why.
 const netnsUnavailable = 3
 
-// The Service's ClusterIP (the API server dials it for a service-backed webhook) and the
-// endpoint's pod IP (the service proxy dials it), both put on the namespace's loopback device.
+// The Services' ClusterIPs (the API server dials them for a service-backed webhook) and the
+// endpoint's pod IP (the service proxy dials it), all put on the namespace's loopback device.
 const (
-	netnsClusterIP = "10.0.0.200"
-	netnsPodIP     = "10.0.0.201"
+	netnsClusterIP  = "10.0.0.200"
+	netnsPodIP      = "10.0.0.201"
+	netnsClusterIP2 = "10.0.0.202"
 )
 
 // netnsChildMain is TestMain in the child: it checks that it is isolated, puts the test
@@ -50,7 +51,8 @@ func netnsChildMain(m *testing.M) int {
 		return netnsUnavailable
 	}
 	for _, args := range [][]string{{"link", "set", "lo", "up"},
-		{"addr", "add", netnsClusterIP + "/32", "dev", "lo"}, {"addr", "add", netnsPodIP + "/32", "dev", "lo"}} {
+		{"addr", "add", netnsClusterIP + "/32", "dev", "lo"}, {"addr", "add", netnsPodIP + "/32", "dev", "lo"},
+		{"addr", "add", netnsClusterIP2 + "/32", "dev", "lo"}} {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "ip %s: %v\n%s", strings.Join(args, " "), err, out)
 			return netnsUnavailable
@@ -158,6 +160,83 @@ webhooks:
 			t.Errorf("outputs = %v", out)
 		}
 		testenv.Apply(t, widget(group, "after")) // what the gate promises
+	})
+
+	// Issue #21 item 4: without `probe`, a Service-backed webhook with its caBundle and ready
+	// endpoints passed although nothing served; the gate now derives a probe from its rules (a
+	// wildcard here, istiod's `resources: ["*"]`), for a configuration and a `service` target.
+	t.Run("WebhookReady without a probe needs an answer from a Service-backed webhook", func(t *testing.T) {
+		group := widgetCRD(t)
+		ns2 := testenv.Namespace(t, "noprobe")
+		cfg := "noprobe-" + strings.Split(group, ".")[0]
+		wh, err := fakes.NewWebhookOn(netnsClusterIP2, 443, "hook."+ns2+".svc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(wh.Close)
+		testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: hook, namespace: %[1]s}
+spec:
+  clusterIP: %[2]s
+  ports: [{name: https, port: 443, targetPort: 9443}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: hook, namespace: %[1]s}
+subsets: [{addresses: [{ip: %[3]s}], ports: [{name: https, port: 9443}]}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: %[4]s}
+webhooks:
+- name: validate.%[5]s
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 3
+  clientConfig: {service: {name: hook, namespace: %[1]s, port: 443, path: /validate}, caBundle: %[6]s}
+  rules: [{apiGroups: ["%[5]s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: ["*"]}]`,
+			ns2, netnsClusterIP2, netnsPodIP, cfg, group, wh.CABundle()))
+		t.Cleanup(func() {
+			_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+		})
+		svc := property.New(property.NewMap(map[string]property.Value{"namespace": property.New(ns2), "name": property.New("hook")}))
+		gates := map[string]map[string]property.Value{
+			"configuration": props("validatingWebhookConfiguration", cfg),
+			"service":       props("service", svc),
+		}
+		// Near miss: caBundle set, endpoints ready, nothing serves.
+		for name, in := range gates {
+			in["timeout"] = property.New("3s")
+			r := await(t, createAsync(t, s, "WebhookReady", in), 60*time.Second)
+			if r.err == nil || !strings.Contains(r.err.Error(), "dry-run probe") {
+				t.Fatalf("%s target: want a wait on the derived probe, got err=%v outputs=%v", name, r.err, r.resp.Properties)
+			}
+		}
+		chs := map[string]<-chan gateResult{}
+		for name, in := range gates {
+			in["timeout"] = property.New("90s")
+			chs[name] = createAsync(t, s, "WebhookReady", in)
+		}
+		for _, ch := range chs {
+			mustNotReturn(t, ch, time.Second)
+		}
+		if err := wh.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for name, ch := range chs {
+			r := await(t, ch, 60*time.Second)
+			if r.err != nil {
+				t.Fatalf("%s target: %v", name, r.err)
+			}
+			if out := r.resp.Properties; !out.Get("probed").AsBool() || out.Get("readyEndpoints").AsNumber() != 1 {
+				t.Errorf("%s target: outputs = %v", name, out)
+			}
+		}
+		if wh.Calls.Load() == 0 {
+			t.Error("passed without an answer from the webhook")
+		}
 	})
 
 	t.Run("WebhookReady proves a failurePolicy Ignore webhook through the service proxy", func(t *testing.T) {

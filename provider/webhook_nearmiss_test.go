@@ -183,7 +183,10 @@ func TestWebhookReadyEveryNamedWebhookMustExist(t *testing.T) {
 // ingress-nginx's admission Service names its port unlike the container port it targets:
 // {name: https-webhook, port: 443, targetPort: webhook}. The objects below are the chart's
 // (../shared/fixtures/charts/ingress-nginx.yaml), in a namespace of the test's own; kwok plays
-// the controller pod and the real controller manager writes the EndpointSlices.
+// the controller pod and the real controller manager writes the EndpointSlices. The webhook's
+// rule names a version no longer served (networking.k8s.io/v1beta1, matchPolicy Exact), so once
+// the endpoints count the gate derives no probe and calls nothing (the pod's 10.x address is
+// never dialled): it waits asking for `probe`, which shows the endpoint stage passed.
 func TestWebhookReadyServicePortNamedUnlikeItsTargetPort(t *testing.T) {
 	ns := testenv.Namespace(t, "nginx")
 	cfg := "ingress-nginx-admission-" + ns
@@ -210,12 +213,13 @@ metadata:
   labels: {app.kubernetes.io/component: admission-webhook}
 webhooks:
   - name: validate.nginx.ingress.kubernetes.io
-    matchPolicy: Equivalent
-    # Only this test's namespace: nothing may make the API server dial the Service's 10.x address.
+    matchPolicy: Exact
+    # Only this test's namespace, and a version not served: nothing may make the API server dial
+    # the Service's 10.x address.
     namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[1]s}}
     rules:
       - apiGroups: [networking.k8s.io]
-        apiVersions: [v1]
+        apiVersions: [v1beta1]
         operations: [CREATE, UPDATE]
         resources: [ingresses]
     failurePolicy: Fail
@@ -228,8 +232,8 @@ webhooks:
 		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
 	})
 	s := newServer(t)
-	ch := createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "timeout", "60s"))
-	mustNotReturn(t, ch, time.Second) // no controller pod yet
+	mustFailWith(t, createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "timeout", "2s")),
+		"0/1 ready endpoints") // no controller pod yet
 	testenv.Apply(t, fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata: {name: ingress-nginx-controller, namespace: %s}
@@ -250,13 +254,19 @@ spec:
             - {name: http, containerPort: 80, protocol: TCP}
             - {name: https, containerPort: 443, protocol: TCP}
             - {name: webhook, containerPort: 8443, protocol: TCP}`, ns))
-	r := await(t, ch, 90*time.Second)
+	// Past the endpoints (the https-webhook slice port counted), the gate needs an answer.
+	waitReadyEndpoints(t, ns, "ingress-nginx-controller-admission", 1)
+	mustFailWith(t, createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "timeout", "3s")),
+		"no kind the API server serves matches the webhooks' rules")
+}
+
+// waitReadyEndpoints waits (up to 60 s) until Service ns/name has want ready endpoints, as
+// ServiceReady counts them.
+func waitReadyEndpoints(t *testing.T, ns, name string, want int) {
+	t.Helper()
+	r := await(t, createAsync(t, newServer(t), "ServiceReady", props("name", name, "namespace", ns, "minReadyEndpoints", want, "timeout", "60s")), 90*time.Second)
 	if r.err != nil {
 		t.Fatal(r.err)
-	}
-	out := r.resp.Properties
-	if out.Get("readyEndpoints").AsNumber() != 1 || out.Get("serviceName").AsString() != ns+"/ingress-nginx-controller-admission:443" {
-		t.Errorf("outputs = %v", out)
 	}
 }
 
@@ -285,8 +295,8 @@ spec:
 		slice("hook-v6", "IPv6", map[string]string{"hook-0": "fd00::10"}))
 	s := newServer(t)
 	svc := property.New(property.NewMap(map[string]property.Value{"namespace": property.New(ns), "name": property.New("hook"), "port": property.New(443.0)}))
-	ch := createAsync(t, s, "WebhookReady", props("service", svc, "minReadyEndpoints", 2, "timeout", "60s"))
-	mustNotReturn(t, ch, time.Second) // one pod, two addresses
+	mustFailWith(t, createAsync(t, s, "WebhookReady", props("service", svc, "minReadyEndpoints", 2, "timeout", "2s")),
+		"1/2 ready endpoints") // one pod, two addresses
 	sl := testenv.Object(t, slice("hook-v4", "IPv4", map[string]string{"hook-0": "10.244.0.10", "hook-1": "10.244.0.11"}))
 	cur, err := testenv.Resource(t, sl).Get(context.Background(), "hook-v4", metav1.GetOptions{})
 	if err != nil {
@@ -296,13 +306,10 @@ spec:
 	if _, err := testenv.Resource(t, sl).Update(context.Background(), sl, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r := await(t, ch, 30*time.Second)
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if got := r.resp.Properties.Get("readyEndpoints").AsNumber(); got != 2 {
-		t.Errorf("readyEndpoints = %v, want 2 pods", got)
-	}
+	// Two pods count, so the gate goes on to the webhooks pointing at the Service: there are
+	// none (ready endpoints are not an answer), so it waits, saying so.
+	mustFailWith(t, createAsync(t, s, "WebhookReady", props("service", svc, "minReadyEndpoints", 2, "timeout", "3s")),
+		fmt.Sprintf("no webhook configuration points at Service %s/hook:443 yet", ns))
 }
 
 // HelmReleaseReady derives a probe from a webhook's rules. For Pods (what Istio's and Linkerd's

@@ -66,8 +66,9 @@ func (g *WebhookReady) Annotate(a infer.Annotator) {
 	a.Describe(g, "Waits until an admission webhook serves, so the resources it validates can be created without "+
 		"`failed calling webhook ... service not found / connection refused`. Target exactly one of "+
 		"`validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the "+
-		"caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. With `probe`: a "+
-		"server-side dry-run create of that object is admitted or is denied by one of the target's own webhooks (not by another "+
+		"caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. Then every checked webhook "+
+		"must answer: a server-side dry-run create of `probe` (or, without `probe`, of a minimal object of a kind the API server serves "+
+		"that the webhooks' rules cover, wildcards included, in the provider's default namespace) is admitted or is denied by one of the target's own webhooks (not by another "+
 		"webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, "+
 		"objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: "+
 		"the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it "+
@@ -75,17 +76,20 @@ func (g *WebhookReady) Annotate(a infer.Annotator) {
 		"With `expect` (a mutating target), the probe's dry-run result must also satisfy it, twice in a row; it is then the proof for "+
 		"a `failurePolicy: Ignore` injector, which needs no direct call when it is the only mutating webhook in the cluster that "+
 		"intercepts the probe and `expect` does not already hold on the probe as given. "+
-		"Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.")
+		"Nothing is ever persisted. When no served kind matches the rules, the gate waits, asking for `probe`: it never passes on "+
+		"caBundle and endpoints alone.")
 }
 
 func (a *WebhookReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.ValidatingWebhookConfiguration, "The ValidatingWebhookConfiguration's name.")
 	an.Describe(&a.MutatingWebhookConfiguration, "The MutatingWebhookConfiguration's name.")
-	an.Describe(&a.Service, "A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.")
+	an.Describe(&a.Service, "A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.")
 	an.Describe(&a.Webhooks, "Names of the webhooks inside the configuration to check (default: all); every one must exist.")
 	an.Describe(&a.MinReadyEndpoints, "Ready endpoints the webhook Service needs (default 1).")
 	an.Describe(&a.Probe, "A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: "+
-		"admission, or a denial naming one of the target's webhooks, proves it answers.")
+		"admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object "+
+		"of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules "+
+		"cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).")
 	an.Describe(&a.Expect, "A CEL expression over the probe's dry-run result, `object` (the probe as the API server would store it, "+
 		"after every mutating webhook), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`: "+
 		"evidence that a mutating webhook (an injector) served. Needs `probe`; not with `validatingWebhookConfiguration` (validating "+
@@ -104,7 +108,7 @@ func (s *WebhookReadyState) Annotate(a infer.Annotator) {
 	a.Describe(&s.ServiceName, "The backing Service as namespace/name:port (empty for URL webhooks).")
 	a.Describe(&s.ReadyEndpoints, "Ready endpoints of the backing Service.")
 	a.Describe(&s.CABundleSha256, "SHA-256 of the caBundle, to detect re-injection.")
-	a.Describe(&s.Probed, "Whether a dry-run probe proved the webhook answers.")
+	a.Describe(&s.Probed, "Whether a probe (given or derived) proved the webhooks answer; always true once created.")
 	a.Describe(&s.FailurePolicy, "`Fail`, or `Ignore` when any checked webhook ignores failures: such a webhook never blocks creation, so the gate protects less.")
 }
 
@@ -270,10 +274,11 @@ func (e *webhookEval) checkObjects() wait.Result {
 		if e.args.Service.Port != nil {
 			port = *e.args.Service.Port
 		}
-		res := e.serviceReady(e.args.Service.Namespace, e.args.Service.Name, port)
-		if !res.Ready || (e.probe == nil && len(e.args.Webhooks) == 0 && len(e.external) == 0) {
-			return res // without a probe or named webhooks: the Service's endpoints only
+		if res := e.serviceReady(e.args.Service.Namespace, e.args.Service.Name, port); !res.Ready {
+			return res
 		}
+		// Ready endpoints show pods, not a webhook that answers: the webhooks pointing at the
+		// Service are proven by the probe (derived when not given), as for a configuration.
 		return e.serviceHooks(e.args.Service.Namespace, e.args.Service.Name, port)
 	}
 	kind, name := "ValidatingWebhookConfiguration", deref(e.args.ValidatingWebhookConfiguration)
@@ -332,7 +337,7 @@ func (e *webhookEval) checkObjects() wait.Result {
 			}
 			h.externalName = e.external[h.svcNamespace+"/"+h.svcName]
 		}
-		if h.url != "" && (e.probe != nil || e.deriveProbeIn != "") {
+		if h.url != "" {
 			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
 			fmt.Fprintf(&e.state, ";reach %s=%t", h.url, e.r.listening(h.url))
 		}
@@ -348,11 +353,12 @@ func (e *webhookEval) checkObjects() wait.Result {
 	return wait.Result{Ready: true}
 }
 
-// deriveIfNeeded derives a probe from the checked webhooks' rules when none was given and one
-// is needed: always for HelmReleaseReady (deriveProbeIn), and for a webhook behind an
-// ExternalName Service, which has no endpoints to count (in the provider's namespace).
+// deriveIfNeeded derives a probe from the checked webhooks' rules when none was given: a
+// caBundle and ready endpoints (or a URL) do not show that a webhook answers, only a call does.
+// Namespaced kinds are derived in deriveProbeIn (HelmReleaseReady: the release's namespace), or
+// else the provider's default namespace. Without a kind to derive from, the gate waits for `probe`.
 func (e *webhookEval) deriveIfNeeded() *wait.Result {
-	if e.probe != nil || (e.deriveProbeIn == "" && len(e.external) == 0) {
+	if e.probe != nil {
 		return nil
 	}
 	ns := e.deriveProbeIn
@@ -379,7 +385,7 @@ func (e *webhookEval) checked(caBundles []string) {
 	}
 }
 
-// serviceHooks finds, for a `service` target with a probe, the webhooks the Service backs (its
+// serviceHooks finds, for a `service` target, the webhooks the Service backs (its
 // namespace, name and port) in every Validating- and MutatingWebhookConfiguration (through
 // cluster-wide watches of both kinds): the probe must prove each of them exactly as for a
 // configuration target (see prober.unproven). A webhook name also used by a webhook the Service
@@ -392,7 +398,7 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 		cfgs, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: kind}})
 		if pending != nil {
 			if pending.Failed != nil {
-				pending.Failed = fmt.Errorf("%w: with `service` and a probe, the gate reads every %s to find the webhooks %s backs; "+
+				pending.Failed = fmt.Errorf("%w: with `service`, the gate reads every %s to find the webhooks %s backs; "+
 					"grant verbs list, watch on it cluster-wide", pending.Failed, kind, e.what())
 			}
 			return *pending
@@ -547,7 +553,8 @@ func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
 
 func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 	if e.probe == nil {
-		return wait.Result{Ready: true}
+		// Unreachable (checkObjects derives one or waits): never pass without an answer.
+		return wait.Result{Message: e.what() + ": no probe to show the webhooks answer", Hint: "give `probe`"}
 	}
 	t := ProbeTarget{What: e.what(), Mutating: e.args.MutatingWebhookConfiguration != nil}
 	t.Webhooks = []string{}

@@ -96,8 +96,9 @@ webhooks:
 		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
 	})
 	s := newServer(t)
-	// No probe: the API server must never dial the Service's 10.x address in this test.
-	ch := createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "timeout", "90s"))
+	// No probe, and the rules cover no served kind, so none is derived: the API server never
+	// dials the Service's 10.x address in this test (the passing case is in netns_test.go).
+	ch := createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "timeout", "10s"))
 	mustNotReturn(t, ch, time.Second) // caBundle empty, no pods
 	testenv.Apply(t, deployment(ns, "webhook", "registry.local/webhook:1", 1))
 	mustNotReturn(t, ch, 2*time.Second) // endpoints may be ready, but the caBundle is not injected
@@ -111,16 +112,14 @@ webhooks:
 	if _, err := testenv.Dynamic(t).Resource(vwcResource).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r := await(t, ch, 60*time.Second)
-	if r.err != nil {
-		t.Fatal(r.err)
+	// caBundle injected, endpoints ready: still no answer from the webhook, so no pass; with no
+	// served kind to derive a probe from, the gate asks for one.
+	if r := await(t, ch, 60*time.Second); r.err == nil {
+		t.Fatalf("passed on caBundle and endpoints alone: %v", r.resp.Properties)
 	}
-	out := r.resp.Properties
-	if out.Get("readyEndpoints").AsNumber() != 1 || out.Get("caBundleSha256").AsString() == "" || out.Get("probed").AsBool() {
-		t.Errorf("outputs = %v", out)
-	}
-	if got := out.Get("serviceName").AsString(); got != ns+"/webhook:443" {
-		t.Errorf("serviceName = %q", got)
+	r := await(t, createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "timeout", "5s")), 30*time.Second)
+	if r.err == nil || !strings.Contains(r.err.Error(), "no kind the API server serves matches the webhooks' rules") {
+		t.Fatalf("want a wait asking for a probe, got err=%v outputs=%v", r.err, r.resp.Properties)
 	}
 }
 

@@ -7,7 +7,7 @@ import * as outputs from "./types/output";
 import * as utilities from "./utilities";
 
 /**
- * Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. With `probe`: a server-side dry-run create of that object is admitted or is denied by one of the target's own webhooks (not by another webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). With `expect` (a mutating target), the probe's dry-run result must also satisfy it, twice in a row; it is then the proof for a `failurePolicy: Ignore` injector, which needs no direct call when it is the only mutating webhook in the cluster that intercepts the probe and `expect` does not already hold on the probe as given. Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.
+ * Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. Then every checked webhook must answer: a server-side dry-run create of `probe` (or, without `probe`, of a minimal object of a kind the API server serves that the webhooks' rules cover, wildcards included, in the provider's default namespace) is admitted or is denied by one of the target's own webhooks (not by another webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). With `expect` (a mutating target), the probe's dry-run result must also satisfy it, twice in a row; it is then the proof for a `failurePolicy: Ignore` injector, which needs no direct call when it is the only mutating webhook in the cluster that intercepts the probe and `expect` does not already hold on the probe as given. Nothing is ever persisted. When no served kind matches the rules, the gate waits, asking for `probe`: it never passes on caBundle and endpoints alone.
  */
 export class WebhookReady extends pulumi.CustomResource {
     /**
@@ -65,11 +65,11 @@ export class WebhookReady extends pulumi.CustomResource {
      */
     declare public readonly mutatingWebhookConfiguration: pulumi.Output<string | undefined>;
     /**
-     * A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
+     * A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).
      */
     declare public readonly probe: pulumi.Output<{[key: string]: any} | undefined>;
     /**
-     * Whether a dry-run probe proved the webhook answers.
+     * Whether a probe (given or derived) proved the webhooks answer; always true once created.
      */
     declare public /*out*/ readonly probed: pulumi.Output<boolean>;
     /**
@@ -77,7 +77,7 @@ export class WebhookReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly readyEndpoints: pulumi.Output<number>;
     /**
-     * A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
+     * A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
      */
     declare public readonly service: pulumi.Output<outputs.ServiceRef | undefined>;
     /**
@@ -188,11 +188,11 @@ export interface WebhookReadyArgs {
      */
     mutatingWebhookConfiguration?: pulumi.Input<string | undefined>;
     /**
-     * A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
+     * A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).
      */
     probe?: pulumi.Input<{[key: string]: any} | undefined>;
     /**
-     * A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
+     * A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
      */
     service?: pulumi.Input<inputs.ServiceRefArgs | undefined>;
     /**

@@ -11,7 +11,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
-// Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. With `probe`: a server-side dry-run create of that object is admitted or is denied by one of the target's own webhooks (not by another webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). With `expect` (a mutating target), the probe's dry-run result must also satisfy it, twice in a row; it is then the proof for a `failurePolicy: Ignore` injector, which needs no direct call when it is the only mutating webhook in the cluster that intercepts the probe and `expect` does not already hold on the probe as given. Nothing is ever persisted. URL-backed webhooks are gated by the probe alone.
+// Waits until an admission webhook serves, so the resources it validates can be created without `failed calling webhook ... service not found / connection refused`. Target exactly one of `validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. Then every checked webhook must answer: a server-side dry-run create of `probe` (or, without `probe`, of a minimal object of a kind the API server serves that the webhooks' rules cover, wildcards included, in the provider's default namespace) is admitted or is denied by one of the target's own webhooks (not by another webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it directly (its URL, or the API server's service proxy). With `expect` (a mutating target), the probe's dry-run result must also satisfy it, twice in a row; it is then the proof for a `failurePolicy: Ignore` injector, which needs no direct call when it is the only mutating webhook in the cluster that intercepts the probe and `expect` does not already hold on the probe as given. Nothing is ever persisted. When no served kind matches the rules, the gate waits, asking for `probe`: it never passes on caBundle and endpoints alone.
 type WebhookReady struct {
 	pulumi.CustomResourceState
 
@@ -29,13 +29,13 @@ type WebhookReady struct {
 	MinReadyEndpoints pulumi.IntPtrOutput `pulumi:"minReadyEndpoints"`
 	// The MutatingWebhookConfiguration's name.
 	MutatingWebhookConfiguration pulumi.StringPtrOutput `pulumi:"mutatingWebhookConfiguration"`
-	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
+	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).
 	Probe pulumi.MapOutput `pulumi:"probe"`
-	// Whether a dry-run probe proved the webhook answers.
+	// Whether a probe (given or derived) proved the webhooks answer; always true once created.
 	Probed pulumi.BoolOutput `pulumi:"probed"`
 	// Ready endpoints of the backing Service.
 	ReadyEndpoints pulumi.IntOutput `pulumi:"readyEndpoints"`
-	// A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
+	// A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
 	Service ServiceRefPtrOutput `pulumi:"service"`
 	// The backing Service as namespace/name:port (empty for URL webhooks).
 	ServiceName pulumi.StringOutput `pulumi:"serviceName"`
@@ -119,9 +119,9 @@ type webhookReadyArgs struct {
 	MinReadyEndpoints *int `pulumi:"minReadyEndpoints"`
 	// The MutatingWebhookConfiguration's name.
 	MutatingWebhookConfiguration *string `pulumi:"mutatingWebhookConfiguration"`
-	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
+	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).
 	Probe map[string]interface{} `pulumi:"probe"`
-	// A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
+	// A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
 	Service *ServiceRef `pulumi:"service"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor *string `pulumi:"stableFor"`
@@ -145,9 +145,9 @@ type WebhookReadyArgs struct {
 	MinReadyEndpoints pulumi.IntPtrInput
 	// The MutatingWebhookConfiguration's name.
 	MutatingWebhookConfiguration pulumi.StringPtrInput
-	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
+	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).
 	Probe pulumi.MapInput
-	// A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
+	// A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
 	Service ServiceRefPtrInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor pulumi.StringPtrInput
@@ -283,12 +283,12 @@ func (o WebhookReadyOutput) MutatingWebhookConfiguration() pulumi.StringPtrOutpu
 	return o.ApplyT(func(v *WebhookReady) pulumi.StringPtrOutput { return v.MutatingWebhookConfiguration }).(pulumi.StringPtrOutput)
 }
 
-// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers.
+// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).
 func (o WebhookReadyOutput) Probe() pulumi.MapOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.MapOutput { return v.Probe }).(pulumi.MapOutput)
 }
 
-// Whether a dry-run probe proved the webhook answers.
+// Whether a probe (given or derived) proved the webhooks answer; always true once created.
 func (o WebhookReadyOutput) Probed() pulumi.BoolOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.BoolOutput { return v.Probed }).(pulumi.BoolOutput)
 }
@@ -298,7 +298,7 @@ func (o WebhookReadyOutput) ReadyEndpoints() pulumi.IntOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.IntOutput { return v.ReadyEndpoints }).(pulumi.IntOutput)
 }
 
-// A webhook Service to wait for directly (no configuration named): its endpoints are checked; with `probe`, the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration.
+// A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
 func (o WebhookReadyOutput) Service() ServiceRefPtrOutput {
 	return o.ApplyT(func(v *WebhookReady) ServiceRefPtrOutput { return v.Service }).(ServiceRefPtrOutput)
 }
