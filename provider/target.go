@@ -81,12 +81,30 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 		return nil, &wait.Result{Message: "listing " + m.Resource.Resource, Unsynced: true}
 	}
 	if t.name != "" {
-		if o := sub.Get(t.name); o != nil {
+		o, err := sub.Read(r.ctx, t.name)
+		if err != nil {
+			return nil, r.readErr(m.Resource.Resource+" "+t.name, err)
+		}
+		if o != nil {
 			return []*unstructured.Unstructured{o}, nil
 		}
 		return nil, nil
 	}
-	return sub.List(t.selector), nil
+	objs, err = sub.ReadList(r.ctx, t.selector)
+	if err != nil {
+		return nil, r.readErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), err)
+	}
+	return objs, nil
+}
+
+// readErr turns a failed consistent read (see kube.Subscription.Read) into a result: refused
+// credentials or RBAC fail at once (after the one retry with refreshed credentials), anything
+// else is retried.
+func (r *run) readErr(what string, err error) *wait.Result {
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return &wait.Result{Failed: fmt.Errorf("cannot read %s: %w", what, err)}
+	}
+	return &wait.Result{Message: "reading " + what + ": " + err.Error(), Poll: true}
 }
 
 // kindPending waits for a kind to be served: it watches CRDs and re-discovers while a CRD

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -62,11 +63,17 @@ type watchEntry struct {
 	done     chan struct{}
 	refs     int
 	watching atomic.Bool // the watch has been established once
+	// listedAt is when the list now in the store was requested (UnixNano): a subscription
+	// that began before it needs no read of its own to be fresh (see fresh.go).
+	listedAt atomic.Int64
 
 	mu     sync.Mutex
 	synced bool
 	err    error
-	wakes  map[*Subscription]chan<- struct{}
+	// authFailures counts list/watch attempts refused (401/403) since a watch was last
+	// established: the first may be an expired token that an exec plugin refreshes.
+	authFailures int
+	wakes        map[*Subscription]chan<- struct{}
 }
 
 func (e *watchEntry) notify() {
@@ -91,11 +98,16 @@ type Subscription struct {
 	entry *watchEntry
 	cache *WatchCache
 	once  sync.Once
+	start time.Time // when the gate joined: its first verdict must see state at least this new
+
+	mu    sync.Mutex
+	reads map[string]*freshRead // consistent reads by name (or "\x00list"+selector), see fresh.go
 }
 
 // Subscribe starts (or joins) the watch for key and pokes wake on every change.
 // Release it with Close.
 func (c *WatchCache) Subscribe(key WatchKey, wake chan<- struct{}) *Subscription {
+	start := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
@@ -104,7 +116,7 @@ func (c *WatchCache) Subscribe(key WatchKey, wake chan<- struct{}) *Subscription
 		c.entries[key] = e
 	}
 	e.refs++
-	s := &Subscription{key: key, entry: e, cache: c}
+	s := &Subscription{key: key, entry: e, cache: c, start: start, reads: map[string]*freshRead{}}
 	e.mu.Lock()
 	e.wakes[s] = wake
 	synced := e.synced
@@ -136,13 +148,21 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 			if o.ResourceVersion == "0" {
 				o.ResourceVersion = ""
 			}
-			return res.List(ctx, o)
+			at := time.Now().UnixNano()
+			l, err := res.List(ctx, o)
+			if err == nil && o.ResourceVersion == "" {
+				e.listedAt.Store(at)
+			}
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(&o)
 			w, err := res.Watch(ctx, o)
 			if err == nil {
 				e.watching.Store(true)
+				e.mu.Lock()
+				e.authFailures = 0
+				e.mu.Unlock()
 				e.markSynced(inf.HasSynced())
 			}
 			return w, err
@@ -160,6 +180,9 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		e.mu.Lock()
 		e.err = err
+		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+			e.authFailures++
+		}
 		e.mu.Unlock()
 		e.notify()
 		cache.DefaultWatchErrorHandler(ctx, r, err)
@@ -250,10 +273,25 @@ func (s *Subscription) Synced() bool {
 }
 
 // Err is the watch's last error (list or watch failed, e.g. Forbidden), nil once it recovers.
+// A first refusal (401/403) is reported as a RetryingAuthError, which is not itself a 401/403:
+// the informer tries again, with refreshed credentials when an exec plugin supplies them, and
+// only a second refusal in a row is the API server's answer.
 func (s *Subscription) Err() error {
 	s.entry.mu.Lock()
 	defer s.entry.mu.Unlock()
+	if s.entry.err != nil && s.entry.authFailures == 1 &&
+		(apierrors.IsUnauthorized(s.entry.err) || apierrors.IsForbidden(s.entry.err)) {
+		return &RetryingAuthError{Err: s.entry.err}
+	}
 	return s.entry.err
+}
+
+// RetryingAuthError is a first 401/403 on a list or watch, being retried. It deliberately does
+// not unwrap: callers treat it as transient.
+type RetryingAuthError struct{ Err error }
+
+func (e *RetryingAuthError) Error() string {
+	return "credentials refused, retrying once with refreshed credentials: " + e.Err.Error()
 }
 
 // Get returns the cached object name (in the key's namespace), or nil when absent.
