@@ -144,7 +144,7 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 		fail("name", "give the object's name or a label selector")
 	}
 	if hasName {
-		if msg := nameProblem(*a.Name); msg != "" {
+		if msg := kindNameProblem(a.APIVersion, known("apiVersion"), *a.Name); msg != "" {
 			fail("name", "%s", msg)
 		}
 	}

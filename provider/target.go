@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -172,6 +173,28 @@ func nameProblem(n string) string {
 		return fmt.Sprintf("%q is not a valid object name: %s", n, strings.Join(errs, "; "))
 	}
 	return ""
+}
+
+// pathSegmentNamed are the groups whose kinds take any name that is a URL path segment (the
+// API server validates them with path.ValidatePathSegmentName): RBAC's `system:metrics-server`.
+var pathSegmentNamed = map[string]bool{"rbac.authorization.k8s.io": true}
+
+// kindNameProblem validates an object name by its kind's rules: a path segment (no "/" or "%",
+// not "." or "..") for every kind, the name of a URL; a DNS-1123 subdomain as well for all but
+// the kinds that allow more. When the apiVersion is not known yet only the path-segment rule
+// applies: the API server has the last word.
+func kindNameProblem(apiVersion string, apiVersionKnown bool, n string) string {
+	if n == "" {
+		return "must not be empty"
+	}
+	if errs := path.IsValidPathSegmentName(n); len(errs) > 0 {
+		return fmt.Sprintf("%q is not a valid object name: %s", n, strings.Join(errs, "; "))
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if !apiVersionKnown || err != nil || pathSegmentNamed[gv.Group] {
+		return ""
+	}
+	return nameProblem(n)
 }
 
 // namespaceProblem validates a namespace name (DNS-1123 label).

@@ -52,6 +52,7 @@ func NewWatchCache(client dynamic.Interface) *WatchCache {
 		entries: map[WatchKey]*watchEntry{},
 		transforms: map[schema.GroupResource]Transform{
 			{Group: "", Resource: "secrets"}:                                       trimSecret,
+			{Group: "", Resource: "configmaps"}:                                    trimHelmRecord,
 			{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: trimCRD,
 		},
 	}
