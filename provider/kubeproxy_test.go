@@ -2,9 +2,10 @@ package provider
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
@@ -22,9 +23,10 @@ import (
 // kubeProxy stands between a provider and the local API server on 127.0.0.1, to make the API
 // misbehave on purpose: watch streams that lag, discovery that omits a resource, credentials
 // that expire. It forwards with the control plane's admin credentials; the provider talks
-// plain HTTP to it, authenticating (when token is set) with a bearer token.
+// HTTPS to it, authenticating (when token is set) with a bearer token.
 type kubeProxy struct {
 	url string
+	ca  []byte // the proxy's certificate, PEM
 
 	mu         sync.Mutex
 	watchDelay time.Duration       // every byte of a watch stream arrives this much later
@@ -49,11 +51,7 @@ func newKubeProxy(t *testing.T) *kubeProxy {
 	rp.Transport = rt
 	rp.FlushInterval = -1
 	rp.ModifyResponse = kp.modify
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kp.mu.Lock()
 		token := kp.token
 		kp.mu.Unlock()
@@ -68,10 +66,12 @@ func newKubeProxy(t *testing.T) *kubeProxy {
 		}
 		r.Header.Del("Authorization") // the proxy's own admin credentials go upstream
 		rp.ServeHTTP(w, r)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	kp.url = "http://" + ln.Addr().String()
+	}))
+	// TLS: clientcmd applies a kubeconfig's credentials (exec plugins included) only to https servers.
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	kp.url = srv.URL
+	kp.ca = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	return kp
 }
 
@@ -80,7 +80,7 @@ func newKubeProxy(t *testing.T) *kubeProxy {
 func (kp *kubeProxy) kubeconfig(t *testing.T, exec *clientcmdapi.ExecConfig) string {
 	t.Helper()
 	b, err := clientcmd.Write(clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"proxy": {Server: kp.url}},
+		Clusters:       map[string]*clientcmdapi.Cluster{"proxy": {Server: kp.url, CertificateAuthorityData: kp.ca}},
 		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"proxy": {Exec: exec}},
 		Contexts:       map[string]*clientcmdapi.Context{"proxy": {Cluster: "proxy", AuthInfo: "proxy", Namespace: "default"}},
 		CurrentContext: "proxy",
@@ -175,7 +175,6 @@ type laggingBody struct {
 	delay  time.Duration
 	buf    []byte
 }
-
 
 func newLaggingBody(src io.ReadCloser, delay time.Duration) io.ReadCloser {
 	b := &laggingBody{src: src, chunks: make(chan []byte, 1024), delay: delay}
