@@ -19,7 +19,7 @@ import (
 )
 
 // A gate that joins a watch another gate opened judges state at least as new as its own start,
-// even when that watch's stream lags: here every watch event reaches the provider 20 s late, so
+// even when that watch's stream lags: here every watch event reaches the provider 5 s late, so
 // the shared informer still holds the Ready=True that a write just before the gate replaced.
 func TestFreshFirstVerdictOnALaggingSharedWatch(t *testing.T) {
 	group := widgetCRD(t)
@@ -42,8 +42,7 @@ func TestFreshFirstVerdictOnALaggingSharedWatch(t *testing.T) {
 	if r := await(t, gate("w", "30s"), 30*time.Second); r.err != nil {
 		t.Fatalf("a ready widget on a fresh watch: %v", r.err)
 	}
-	kp.setWatchDelay(20 * time.Second)
-	time.Sleep(500 * time.Millisecond) // the delay applies to the bytes the stream sends from now on
+	kp.setWatchDelay(5 * time.Second) // from now on, the open watch stream delivers every event 5 s late
 	// The previous step turns w not ready, then the gate starts: the informer cannot know yet.
 	w = setStatus(t, w, notReady)
 	if r := await(t, gate("w", "2s"), 30*time.Second); r.err == nil || !strings.Contains(r.err.Error(), "timed out") {

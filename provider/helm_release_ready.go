@@ -115,7 +115,7 @@ type helmEval struct {
 	newest   int
 	listed   bool
 	store    schema.GroupVersionResource // where the records are: Secrets or ConfigMaps (Helm's two in-cluster drivers)
-	newestRV string // the watched record's resourceVersion that rel was read for
+	newestRV string                      // the watched record's resourceVersion that rel was read for
 	latest   *helmrelease.Release
 	rel      *helmrelease.Release // the deployed revision whose objects are checked
 	checks   []objectCheck

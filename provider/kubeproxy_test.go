@@ -127,9 +127,11 @@ func (kp *kubeProxy) modify(res *http.Response) error {
 	q := res.Request.URL.Query()
 	if q.Get("watch") == "true" || q.Get("watch") == "1" {
 		kp.streams[res.Body] = true
-		if kp.watchDelay > 0 {
-			res.Body = newLaggingBody(res.Body, kp.watchDelay)
-		}
+		res.Body = newLaggingBody(res.Body, func() time.Duration {
+			kp.mu.Lock()
+			defer kp.mu.Unlock()
+			return kp.watchDelay
+		})
 		return nil
 	}
 	if hidden := kp.hide[res.Request.URL.Path]; len(hidden) > 0 && res.StatusCode == http.StatusOK {
@@ -168,23 +170,23 @@ func containsPrefix(hidden []string, name string) bool {
 	return false
 }
 
-// laggingBody delivers what the upstream sends, each chunk delay after it arrived.
+// laggingBody delivers what the upstream sends, each chunk the delay in force when it arrived
+// after it arrived.
 type laggingBody struct {
 	src    io.ReadCloser
 	chunks chan []byte
-	delay  time.Duration
 	buf    []byte
 }
 
-func newLaggingBody(src io.ReadCloser, delay time.Duration) io.ReadCloser {
-	b := &laggingBody{src: src, chunks: make(chan []byte, 1024), delay: delay}
+func newLaggingBody(src io.ReadCloser, delay func() time.Duration) io.ReadCloser {
+	b := &laggingBody{src: src, chunks: make(chan []byte, 1024)}
 	go func() {
 		defer close(b.chunks)
 		for {
 			p := make([]byte, 32*1024)
 			n, err := src.Read(p)
 			if n > 0 {
-				due := time.Now().Add(delay)
+				due := time.Now().Add(delay())
 				chunk := p[:n]
 				b.chunks <- append(stampOf(due), chunk...)
 			}
