@@ -174,20 +174,35 @@ func (e *crdEval) what() string {
 	return strings.Join(parts, " and ")
 }
 
-func (e *crdEval) check(ctx context.Context) wait.Result {
-	sub := e.r.watch(kube.WatchKey{Resource: crdResource})
-	if terminal, note := watchErr("customresourcedefinitions (cluster-wide)", sub); terminal != nil {
-		return wait.Result{Failed: terminal}
+// crdWatch subscribes to the CRD named name (every CRD when name is ""), or says why it cannot be read yet.
+func (e *crdEval) crdWatch(name string) (*kube.Subscription, *wait.Result) {
+	sub := e.r.watch(kube.WatchKey{Resource: crdResource, Name: name})
+	what := "customresourcedefinitions (cluster-wide)"
+	if name != "" {
+		what = "customresourcedefinition " + name
+	}
+	if terminal, note := watchErr(what, sub); terminal != nil {
+		return nil, &wait.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
-		return wait.Result{Message: note, Unsynced: true}
+		return nil, &wait.Result{Message: note, Unsynced: true}
 	}
 	if !sub.Synced() {
-		return wait.Result{Message: "listing CRDs", Unsynced: true}
+		return nil, &wait.Result{Message: "listing CRDs", Unsynced: true}
 	}
+	return sub, nil
+}
+
+func (e *crdEval) check(ctx context.Context) wait.Result {
 	var objs []*unstructured.Unstructured
 	var names []string
 	var pending []string
+	// Named CRDs are watched one by one (a list of one object, where the cluster-wide list
+	// decodes every CRD of the cluster), the group through the cluster-wide watch.
 	for _, n := range e.args.Names {
+		sub, res := e.crdWatch(n)
+		if res != nil {
+			return *res
+		}
 		o, err := sub.Read(ctx, n)
 		if err != nil {
 			return *e.r.readErr("CRD "+n, err)
@@ -197,6 +212,10 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 	}
 	if g := deref(e.args.Group); g != "" {
 		var inGroup []*unstructured.Unstructured
+		sub, res := e.crdWatch("")
+		if res != nil {
+			return *res
+		}
 		all, err := sub.ReadList(ctx, nil)
 		if err != nil {
 			return *e.r.readErr("CRDs", err)

@@ -328,7 +328,11 @@ func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, 
 	if !sub.Synced() {
 		return "", &wait.Result{Message: "listing storage classes", Unsynced: true}
 	}
-	if o := sub.Get(sc); o != nil {
+	o, err := sub.Read(e.r.ctx, sc)
+	if err != nil {
+		return "", e.r.readErr("StorageClass "+sc, err)
+	}
+	if o != nil {
 		m, _, _ := unstructured.NestedString(o.Object, "volumeBindingMode")
 		return m, nil
 	}
