@@ -153,11 +153,19 @@ func (e *helmEval) recordsErr(verb string, store schema.GroupVersionResource, er
 // in ConfigMaps (whichever driver Helm used; no input says which): no values are transferred
 // (a record holds the whole chart, often hundreds of kilobytes). A store the user may not list
 // is skipped when the other holds the records; when neither does, its refusal is the answer.
-func (e *helmEval) listRecords(ctx context.Context) *wait.Result {
+//
+// A quick list (consistent false) is answered from the API server's watch cache at once and
+// may lag: it is a hint, which load confirms by reading the next records by name (fresh GETs).
+// A consistent list waits for the watch cache to catch up with etcd.
+func (e *helmEval) listRecords(ctx context.Context, consistent bool) *wait.Result {
 	newest, store := 0, secretsResource
 	var refused *wait.Result
+	rv := "0"
+	if consistent {
+		rv = ""
+	}
 	for _, st := range recordStores {
-		list, err := e.meta.Resource(st).Namespace(e.namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + e.name})
+		list, err := e.meta.Resource(st).Namespace(e.namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + e.name, ResourceVersion: rv})
 		if err != nil {
 			res := e.recordsErr("list", st, err)
 			if res.Failed == nil {
@@ -189,20 +197,37 @@ func (e *helmEval) listRecords(ctx context.Context) *wait.Result {
 // references.
 func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *wait.Result) {
 	name := helmrelease.RecordName(e.name, e.newest)
+	// A GET reads etcd at once; without `get` (the README's minimal role has list and watch),
+	// a list narrowed to the name.
 	opts := metav1.ListOptions{FieldSelector: "metadata.name=" + name, LabelSelector: "owner=helm,name=" + e.name}
 	var payload []byte
 	found := false
 	var err error
 	if e.store == configMapsResource {
-		var list *corev1.ConfigMapList
-		if list, err = e.r.clients.Typed.CoreV1().ConfigMaps(e.namespace).List(ctx, opts); err == nil && len(list.Items) > 0 {
-			payload, found = []byte(list.Items[0].Data["release"]), true // the configmap driver stores the same base64 text
+		cms := e.r.clients.Typed.CoreV1().ConfigMaps(e.namespace)
+		var cm *corev1.ConfigMap
+		if cm, err = cms.Get(ctx, name, metav1.GetOptions{}); err == nil && cm.Labels["owner"] == "helm" {
+			payload, found = []byte(cm.Data["release"]), true // the configmap driver stores the same base64 text
+		} else if apierrors.IsForbidden(err) {
+			var list *corev1.ConfigMapList
+			if list, err = cms.List(ctx, opts); err == nil && len(list.Items) > 0 {
+				payload, found = []byte(list.Items[0].Data["release"]), true
+			}
 		}
 	} else {
-		var list *corev1.SecretList
-		if list, err = e.r.clients.Typed.CoreV1().Secrets(e.namespace).List(ctx, opts); err == nil && len(list.Items) > 0 {
-			payload, found = list.Items[0].Data["release"], true
+		secrets := e.r.clients.Typed.CoreV1().Secrets(e.namespace)
+		var sec *corev1.Secret
+		if sec, err = secrets.Get(ctx, name, metav1.GetOptions{}); err == nil && sec.Labels["owner"] == "helm" {
+			payload, found = sec.Data["release"], true
+		} else if apierrors.IsForbidden(err) {
+			var list *corev1.SecretList
+			if list, err = secrets.List(ctx, opts); err == nil && len(list.Items) > 0 {
+				payload, found = list.Items[0].Data["release"], true
+			}
 		}
+	}
+	if apierrors.IsNotFound(err) {
+		err = nil
 	}
 	if err != nil {
 		return nil, e.recordsErr("read", e.store, err)
@@ -225,8 +250,16 @@ func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *wait.
 func (e *helmEval) load(ctx context.Context) *wait.Result {
 	for attempt := 0; ; attempt++ {
 		if !e.listed {
-			if res := e.listRecords(ctx); res != nil {
+			// The quick list first; a consistent one when it found nothing (a record written
+			// just before the gate may be missing from the cache) or records moved under us.
+			consistent := attempt > 0
+			if res := e.listRecords(ctx, consistent); res != nil {
 				return res
+			}
+			if e.newest == 0 && !consistent {
+				if res := e.listRecords(ctx, true); res != nil {
+					return res
+				}
 			}
 		}
 		next := e.r.watch(kube.WatchKey{Resource: e.store, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest+1)})
@@ -236,6 +269,12 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 		nextRec, err := next.Read(ctx, helmrelease.RecordName(e.name, e.newest+1))
 		if err != nil {
 			return e.recordsErr("read", e.store, err)
+		}
+		if nextRec != nil && attempt < 10 {
+			// A newer revision than the list said (written since, or a lagging list): move on
+			// to it by name; its record's watch is read fresh the same way.
+			e.newest, e.newestRV, e.latest = e.newest+1, "", nil
+			continue
 		}
 		moved := nextRec != nil
 		var cur *kube.Subscription
