@@ -167,7 +167,7 @@ func (e *certificateEval) check(context.Context) wait.Result {
 	}
 	revision, _, _ := unstructured.NestedInt64(cert.Object, "status", "revision")
 	crNote := ""
-	if reqs, pending := e.r.objects(target{gvk: certRequestGVK, namespace: e.namespace, selector: labels.Everything()}); pending == nil {
+	if reqs, pending := e.r.objects(target{gvk: certRequestGVK, namespace: e.namespace, selector: labels.Everything(), hint: true}); pending == nil {
 		if cr := status.NewestCertificateRequest(reqs, e.name, revision+1); cr != nil {
 			terminal, summary := status.CertificateRequestVerdict(cr)
 			if terminal {

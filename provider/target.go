@@ -30,6 +30,9 @@ type target struct {
 	namespace string // the requested namespace (defaulted); ignored for cluster-scoped kinds
 	name      string
 	selector  labels.Selector
+	// hint marks a lookup that only adds to a message or fails early (never passes a gate): it
+	// takes the shared watch's view as it is, without a consistent read of its own.
+	hint bool
 }
 
 func (t target) String() string {
@@ -90,6 +93,9 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 			return []*unstructured.Unstructured{o}, nil
 		}
 		return nil, nil
+	}
+	if t.hint {
+		return sub.List(t.selector), nil
 	}
 	objs, err = sub.ReadList(r.ctx, t.selector)
 	if err != nil {
