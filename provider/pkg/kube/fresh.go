@@ -156,11 +156,10 @@ func (s *Subscription) ReadList(ctx context.Context, sel labels.Selector) ([]*un
 // says as of when it is absent.
 func (c *WatchCache) readNamed(ctx context.Context, key WatchKey, name string) (*freshRead, error) {
 	res := c.client.Resource(key.Resource).Namespace(key.Namespace)
-	var o *unstructured.Unstructured
-	err := retryAuthOnce(func() (err error) {
+	o, err := res.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsUnauthorized(err) { // once more, with credentials an exec plugin refreshed
 		o, err = res.Get(ctx, name, metav1.GetOptions{})
-		return err
-	})
+	}
 	if err == nil {
 		o = c.trim(key, o)
 		floor, ok := rv(o.GetResourceVersion())
