@@ -24,6 +24,9 @@ type freshRead struct {
 	objs  map[string]*unstructured.Unstructured
 	floor uint64
 	ok    bool // floor parsed: etcd resourceVersions are integers that grow with every write
+	// absent is a GET's 404, which says nothing of when: only when the informer holds a copy
+	// to judge is the read repeated as a consistent list, whose resourceVersion says it.
+	absent bool
 }
 
 // rv parses a resourceVersion; ok is false for a storage that does not use integers.
@@ -49,17 +52,18 @@ func newer(a, b *unstructured.Unstructured) *unstructured.Unstructured {
 	return a
 }
 
-// caughtUp reports whether the informer, at lastSync, has seen every write the read saw.
-func (f *freshRead) caughtUp(lastSync string) bool {
-	v, ok := rv(lastSync)
-	return !f.ok || (ok && v >= f.floor)
+// caughtUp reports whether the informer's store, having reflected every write up to seen,
+// holds every write the read saw. (Not the reflector's LastSyncResourceVersion: the reflector
+// is ahead of the store.) An unparsable floor cannot be compared: the informer is trusted.
+func (f *freshRead) caughtUp(seen uint64) bool {
+	return !f.ok || seen >= f.floor
 }
 
 // get resolves name from the informer's copy and the read: once the informer has caught up its
 // copy is the truth; before, the read's copy unless the informer holds a newer one, and for an
 // object the read did not find, the informer's copy only when it was written after the read.
-func (f *freshRead) get(name string, cached *unstructured.Unstructured, lastSync string) *unstructured.Unstructured {
-	if f.caughtUp(lastSync) {
+func (f *freshRead) get(name string, cached *unstructured.Unstructured, seen uint64) *unstructured.Unstructured {
+	if f.caughtUp(seen) {
 		return cached
 	}
 	if o, ok := f.objs[name]; ok {
@@ -74,8 +78,8 @@ func (f *freshRead) get(name string, cached *unstructured.Unstructured, lastSync
 }
 
 // list resolves a list the same way, object by object; the read must have listed sel's scope.
-func (f *freshRead) list(cached []*unstructured.Unstructured, lastSync string, sel labels.Selector) []*unstructured.Unstructured {
-	if f.caughtUp(lastSync) {
+func (f *freshRead) list(cached []*unstructured.Unstructured, seen uint64, sel labels.Selector) []*unstructured.Unstructured {
+	if f.caughtUp(seen) {
 		return cached
 	}
 	byName := map[string]*unstructured.Unstructured{}
@@ -103,7 +107,7 @@ func (s *Subscription) fresh() bool {
 	return s.entry.listedAt.Load() >= s.start.UnixNano()
 }
 
-func (s *Subscription) lastSync() string { return s.entry.informer.LastSyncResourceVersion() }
+func (s *Subscription) seen() uint64 { return s.entry.seenRV.Load() }
 
 // Read returns the object name (nil when absent) as new as the gate's start or newer: the
 // informer's copy once the watch is synced and has caught up, else the newer of it and one
@@ -115,16 +119,22 @@ func (s *Subscription) Read(ctx context.Context, name string) (*unstructured.Uns
 	s.mu.Lock()
 	f := s.reads[name]
 	s.mu.Unlock()
-	if f == nil {
+	cached := s.Get(name)
+	if f == nil || (f.absent && cached != nil) {
 		var err error
-		if f, err = s.cache.readNamed(ctx, s.key, name); err != nil {
+		if f, err = s.cache.readNamed(ctx, s.key, name, f != nil); err != nil {
 			return nil, err
 		}
 		s.mu.Lock()
 		s.reads[name] = f
 		s.mu.Unlock()
 	}
-	return f.get(name, s.Get(name), s.lastSync()), nil
+	if f.absent {
+		return nil, nil // and the informer held no copy
+	}
+	// The store as of now (it may have moved during the read), against what it has reflected.
+	seen := s.seen()
+	return f.get(name, s.Get(name), seen), nil
 }
 
 // ReadList is Read for every object matching sel (nil: all); its consistent read is a list.
@@ -148,17 +158,27 @@ func (s *Subscription) ReadList(ctx context.Context, sel labels.Selector) ([]*un
 		s.reads[key] = f
 		s.mu.Unlock()
 	}
-	return f.list(s.List(sel), s.lastSync(), sel), nil
+	seen := s.seen() // before the store is read: the store is then at least this new
+	return f.list(s.List(sel), seen, sel), nil
 }
 
-// readNamed GETs name (from etcd, not the watch cache). An absent object, or a user allowed to
-// list but not get, is read with a consistent list narrowed to the name, whose resourceVersion
-// says as of when it is absent.
-func (c *WatchCache) readNamed(ctx context.Context, key WatchKey, name string) (*freshRead, error) {
+// readNamed GETs name (from etcd, not the watch cache). A 404 is remembered as absent (nothing
+// to judge while the informer holds no copy either). A user allowed to list but not get, and
+// listNow (the informer holds a copy of an object a GET found absent: which is newer must be
+// decided), read with a consistent list narrowed to the name, whose resourceVersion says as of
+// when the object is as found.
+func (c *WatchCache) readNamed(ctx context.Context, key WatchKey, name string, listNow bool) (*freshRead, error) {
 	res := c.client.Resource(key.Resource).Namespace(key.Namespace)
-	o, err := res.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsUnauthorized(err) { // once more, with credentials an exec plugin refreshed
+	var o *unstructured.Unstructured
+	var err error = apierrors.NewNotFound(key.Resource.GroupResource(), name)
+	if !listNow {
 		o, err = res.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsUnauthorized(err) { // once more, with credentials an exec plugin refreshed
+			o, err = res.Get(ctx, name, metav1.GetOptions{})
+		}
+		if apierrors.IsNotFound(err) {
+			return &freshRead{objs: map[string]*unstructured.Unstructured{}, absent: true}, nil
+		}
 	}
 	if err == nil {
 		o = c.trim(key, o)

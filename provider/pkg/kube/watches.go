@@ -67,6 +67,10 @@ type watchEntry struct {
 	// listedAt is when the list now in the store was requested (UnixNano): a subscription
 	// that began before it needs no read of its own to be fresh (see fresh.go).
 	listedAt atomic.Int64
+	// seenRV is the highest resourceVersion among the objects the informer's handlers were
+	// given (after the store was updated, in the order of the watch): the store reflects every
+	// write up to it. A deleted object's last state carries the deletion's resourceVersion.
+	seenRV atomic.Uint64
 
 	mu     sync.Mutex
 	synced bool
@@ -195,11 +199,11 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 	}
 	// The initial list's last object makes the informer synced before its event reaches the
 	// handler, so a non-empty list is noticed as synced here, at once.
-	event := func() { clearErr(); e.markSynced(inf.HasSynced()); e.notify() }
+	event := func(o any) { e.saw(o); clearErr(); e.markSynced(inf.HasSynced()); e.notify() }
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { event() },
-		UpdateFunc: func(any, any) { event() },
-		DeleteFunc: func(any) { event() },
+		AddFunc:    event,
+		UpdateFunc: func(_, o any) { event(o) },
+		DeleteFunc: event,
 	})
 	c.Opened.Add(1)
 	Stats.WatchesOpened.Add(1)
@@ -209,6 +213,24 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 	}()
 	go e.awaitSync(inf.HasSynced)
 	return e
+}
+
+// saw notes an object the handlers were given (see seenRV).
+func (e *watchEntry) saw(o any) {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	v, ok := rv(u.GetResourceVersion())
+	for ok {
+		cur := e.seenRV.Load()
+		if v <= cur || e.seenRV.CompareAndSwap(cur, v) {
+			return
+		}
+	}
 }
 
 // markSynced records the initial sync (list loaded and watch established) once and wakes
