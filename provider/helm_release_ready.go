@@ -192,6 +192,21 @@ func (e *helmEval) listRecords(ctx context.Context, consistent bool) *wait.Resul
 	return nil
 }
 
+// firstRecord looks for revision 1 by name (a GET reads etcd at once) when the quick list found
+// no record, as for a release installed just before the gate: the walk to newer revisions by
+// name follows in load. False when not found (or not readable): a consistent list decides.
+func (e *helmEval) firstRecord(ctx context.Context) bool {
+	name := helmrelease.RecordName(e.name, 1)
+	for _, st := range recordStores {
+		m, err := e.meta.Resource(st).Namespace(e.namespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && m.Labels["owner"] == "helm" && m.Labels["name"] == e.name {
+			e.newest, e.newestRV, e.latest, e.store = 1, "", nil, st
+			return true
+		}
+	}
+	return false
+}
+
 // readNewest reads and decodes the newest record. Records are read directly, never through the
 // shared Secret cache (which drops values), and decoded only to chart metadata and object
 // references.
@@ -256,7 +271,7 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 			if res := e.listRecords(ctx, consistent); res != nil {
 				return res
 			}
-			if e.newest == 0 && !consistent {
+			if e.newest == 0 && !consistent && !e.firstRecord(ctx) {
 				if res := e.listRecords(ctx, true); res != nil {
 					return res
 				}
