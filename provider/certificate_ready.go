@@ -168,7 +168,7 @@ func (e *certificateEval) check(context.Context) wait.Result {
 	}
 	revision, _, _ := unstructured.NestedInt64(cert.Object, "status", "revision")
 	crNote, refused := "", ""
-	if reqs, pending := e.r.objects(target{gvk: certRequestGVK, namespace: e.namespace, selector: labels.Everything()}); pending == nil {
+	if reqs, pending := e.r.objects(target{gvk: certRequestGVK, namespace: e.namespace, selector: labels.Everything(), hint: true}); pending == nil {
 		if cr := status.NewestCertificateRequest(reqs, e.name, revision+1); cr != nil {
 			fails, summary := status.RequestFails(cert, cr)
 			if fails {

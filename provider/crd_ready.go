@@ -8,6 +8,7 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -149,7 +150,7 @@ type crdEval struct {
 	args   CrdReadyArgs
 	ready  []status.CRDResult
 	names  []string
-	served map[string]bool // group/version strings discovery confirmed
+	served map[string]bool // "<group/version>/<plural>" that discovery confirmed
 	// proofs are the conversion proofs under way, verified the CRDs whose proof passed, and
 	// noted the CRDs already said to have nothing to prove (see crd_conversion.go).
 	proofs   map[string]*conversionProof
@@ -173,26 +174,53 @@ func (e *crdEval) what() string {
 	return strings.Join(parts, " and ")
 }
 
-func (e *crdEval) check(ctx context.Context) wait.Result {
-	sub := e.r.watch(kube.WatchKey{Resource: crdResource})
-	if terminal, note := watchErr("customresourcedefinitions (cluster-wide)", sub); terminal != nil {
-		return wait.Result{Failed: terminal}
+// crdWatch subscribes to the CRD named name (every CRD when name is ""), or says why it cannot be read yet.
+func (e *crdEval) crdWatch(name string) (*kube.Subscription, *wait.Result) {
+	sub := e.r.watch(kube.WatchKey{Resource: crdResource, Name: name})
+	what := "customresourcedefinitions (cluster-wide)"
+	if name != "" {
+		what = "customresourcedefinition " + name
+	}
+	if terminal, note := watchErr(what, sub); terminal != nil {
+		return nil, &wait.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
-		return wait.Result{Message: note, Unsynced: true}
+		return nil, &wait.Result{Message: note, Unsynced: true}
 	}
 	if !sub.Synced() {
-		return wait.Result{Message: "listing CRDs", Unsynced: true}
+		return nil, &wait.Result{Message: "listing CRDs", Unsynced: true}
 	}
+	return sub, nil
+}
+
+func (e *crdEval) check(ctx context.Context) wait.Result {
 	var objs []*unstructured.Unstructured
 	var names []string
 	var pending []string
+	// Named CRDs are watched one by one (a list of one object, where the cluster-wide list
+	// decodes every CRD of the cluster), the group through the cluster-wide watch.
 	for _, n := range e.args.Names {
-		objs = append(objs, sub.Get(n))
+		sub, res := e.crdWatch(n)
+		if res != nil {
+			return *res
+		}
+		o, err := sub.Read(ctx, n)
+		if err != nil {
+			return *e.r.readErr("CRD "+n, err)
+		}
+		objs = append(objs, o)
 		names = append(names, n)
 	}
 	if g := deref(e.args.Group); g != "" {
 		var inGroup []*unstructured.Unstructured
-		for _, o := range sub.List(nil) {
+		sub, res := e.crdWatch("")
+		if res != nil {
+			return *res
+		}
+		all, err := sub.ReadList(ctx, nil)
+		if err != nil {
+			return *e.r.readErr("CRDs", err)
+		}
+		for _, o := range all {
 			if grp, _, _ := unstructured.NestedString(o.Object, "spec", "group"); grp == g {
 				inGroup = append(inGroup, o)
 			}
@@ -221,15 +249,18 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 			Hint: "is the chart or manifest that installs these CRDs part of the stack, and did it apply? `kubectl get crd` lists what is installed"}
 	}
 	// Established means the API server is about to serve the kind; discovery confirms it does.
+	// Each CRD's own resource, at each version: one kind of a group being served says nothing
+	// of the others.
+	lists := map[string]*metav1.APIResourceList{} // this evaluation's discovery answers, by group/version
 	for _, res := range results {
 		for _, gv := range res.ServedVersions {
-			if e.served[gv] {
+			if e.served[gv+"/"+res.Plural] {
 				continue
 			}
-			if ok, msg := e.discoveryServes(gv, res.Plural); !ok {
+			if ok, msg := e.discoveryServes(lists, gv, res.Plural); !ok {
 				return wait.Result{Message: msg, Poll: true}
 			}
-			e.served[gv] = true
+			e.served[gv+"/"+res.Plural] = true
 		}
 	}
 	if res := e.checkConversion(ctx, objs, results); !res.Ready {
@@ -239,10 +270,14 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 	return wait.Result{Ready: true, Message: "Established"}
 }
 
-func (e *crdEval) discoveryServes(gv, plural string) (bool, string) {
-	list, err := e.r.clients.Typed.Discovery().ServerResourcesForGroupVersion(gv)
-	if err != nil {
-		return false, fmt.Sprintf("Established, but discovery does not serve %s yet: %v", gv, err)
+func (e *crdEval) discoveryServes(lists map[string]*metav1.APIResourceList, gv, plural string) (bool, string) {
+	list, ok := lists[gv]
+	if !ok {
+		var err error
+		if list, err = e.r.clients.Typed.Discovery().ServerResourcesForGroupVersion(gv); err != nil {
+			return false, fmt.Sprintf("Established, but discovery does not serve %s yet: %v", gv, err)
+		}
+		lists[gv] = list
 	}
 	for _, r := range list.APIResources {
 		if r.Name == plural {

@@ -139,6 +139,7 @@ func isKnown(inputs property.Map, key string) bool {
 // run is one gate's use of the cluster during a Create: its watches, its wake-up channel and
 // its progress line. Close it when the gate returns, which releases its watches.
 type run struct {
+	ctx     context.Context // the Create's or Read's: bounds the consistent reads of fresh subscriptions
 	clients *kube.Clients
 	wake    chan struct{}
 	subs    map[kube.WatchKey]*kube.Subscription
@@ -156,6 +157,7 @@ func newRun(ctx context.Context) (*run, error) {
 		return nil, err
 	}
 	return &run{
+		ctx:     ctx,
 		clients: clients,
 		wake:    make(chan struct{}, 1),
 		subs:    map[kube.WatchKey]*kube.Subscription{},

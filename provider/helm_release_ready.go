@@ -10,8 +10,10 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
@@ -119,7 +121,8 @@ type helmEval struct {
 	// on the next revision's record (an upgrade or rollback writes it).
 	newest   int
 	listed   bool
-	newestRV string // the watched record's resourceVersion that rel was read for
+	store    schema.GroupVersionResource // where the records are: Secrets or ConfigMaps (Helm's two in-cluster drivers)
+	newestRV string                      // the watched record's resourceVersion that rel was read for
 	latest   *helmrelease.Release
 	rel      *helmrelease.Release // the deployed revision whose objects are checked
 	checks   []objectCheck
@@ -132,38 +135,83 @@ type objectCheck struct {
 
 func (e *helmEval) what() string { return fmt.Sprintf("Helm release %s/%s", e.namespace, e.name) }
 
-var secretsResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+var (
+	secretsResource    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	configMapsResource = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+// recordStores are where Helm 3's in-cluster storage drivers keep release records: the
+// default `secret` driver, and `configmap` (HELM_DRIVER=configmap). The `sql` driver keeps them
+// in a database outside the cluster, which the gate cannot read.
+var recordStores = []schema.GroupVersionResource{secretsResource, configMapsResource}
 
 // recordsErr turns a failed read of the release's records into a result: RBAC fails at once
 // (naming verb, resource, namespace and user, as the API server's message does), anything else
 // is retried.
-func (e *helmEval) recordsErr(verb string, err error) *wait.Result {
+func (e *helmEval) recordsErr(verb string, store schema.GroupVersionResource, err error) *wait.Result {
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-		return &wait.Result{Failed: fmt.Errorf("%s: cannot %s its release records (Secrets labelled owner=helm,name=%s in namespace %s): %w; "+
-			"grant list and watch on secrets in namespace %s", e.what(), verb, e.name, e.namespace, err, e.namespace)}
+		return &wait.Result{Failed: fmt.Errorf("%s: cannot %s its release records (%s labelled owner=helm,name=%s in namespace %s): %w; "+
+			"grant list and watch on %s in namespace %s", e.what(), verb, store.Resource, e.name, e.namespace, err, store.Resource, e.namespace)}
 	}
 	return &wait.Result{Message: fmt.Sprintf("%s the release's records: %v", verb, err), Poll: true}
 }
 
-// listRecords finds the release's newest revision from its records' metadata: no values are
-// transferred (a record holds the whole chart, often hundreds of kilobytes).
-func (e *helmEval) listRecords(ctx context.Context) *wait.Result {
-	list, err := e.meta.Resource(secretsResource).Namespace(e.namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: "owner=helm,name=" + e.name})
-	if err != nil {
-		return e.recordsErr("list", err)
+// listRecords finds the release's newest revision from its records' metadata, in Secrets and
+// in ConfigMaps (whichever driver Helm used; no input says which): no values are transferred
+// (a record holds the whole chart, often hundreds of kilobytes). A store the user may not list
+// is skipped when the other holds the records; when neither does, its refusal is the answer.
+//
+// A quick list (consistent false) is answered from the API server's watch cache at once and
+// may lag: it is a hint, which load confirms by reading the next records by name (fresh GETs).
+// A consistent list waits for the watch cache to catch up with etcd.
+func (e *helmEval) listRecords(ctx context.Context, consistent bool) *wait.Result {
+	newest, store := 0, secretsResource
+	var refused *wait.Result
+	rv := "0"
+	if consistent {
+		rv = ""
 	}
-	newest := 0
-	for _, m := range list.Items {
-		if v, ok := helmrelease.RecordRevision(e.name, m.Name, m.Labels); ok && v > newest {
-			newest = v
+	for _, st := range recordStores {
+		list, err := e.meta.Resource(st).Namespace(e.namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + e.name, ResourceVersion: rv})
+		if err != nil {
+			res := e.recordsErr("list", st, err)
+			if res.Failed == nil {
+				return res // transient: list again
+			}
+			if refused == nil {
+				refused = res
+			}
+			continue
+		}
+		for _, m := range list.Items {
+			if v, ok := helmrelease.RecordRevision(e.name, m.Name, m.Labels); ok && v > newest {
+				newest, store = v, st
+			}
 		}
 	}
-	if newest != e.newest {
+	if newest == 0 && refused != nil {
+		return refused
+	}
+	if newest != e.newest || store != e.store {
 		e.newest, e.newestRV, e.latest = newest, "", nil
 	}
-	e.listed = true
+	e.store, e.listed = store, true
 	return nil
+}
+
+// firstRecord looks for revision 1 by name (a GET reads etcd at once) when the quick list found
+// no record, as for a release installed just before the gate: the walk to newer revisions by
+// name follows in load. False when not found (or not readable): a consistent list decides.
+func (e *helmEval) firstRecord(ctx context.Context) bool {
+	name := helmrelease.RecordName(e.name, 1)
+	for _, st := range recordStores {
+		m, err := e.meta.Resource(st).Namespace(e.namespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && m.Labels["owner"] == "helm" && m.Labels["name"] == e.name {
+			e.newest, e.newestRV, e.latest, e.store = 1, "", nil, st
+			return true
+		}
+	}
+	return false
 }
 
 // readNewest reads and decodes the newest record. Records are read directly, never through the
@@ -171,16 +219,46 @@ func (e *helmEval) listRecords(ctx context.Context) *wait.Result {
 // references.
 func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *wait.Result) {
 	name := helmrelease.RecordName(e.name, e.newest)
-	list, err := e.r.clients.Typed.CoreV1().Secrets(e.namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: "metadata.name=" + name, LabelSelector: "owner=helm,name=" + e.name})
-	if err != nil {
-		return nil, e.recordsErr("read", err)
+	// A GET reads etcd at once; without `get` (the README's minimal role has list and watch),
+	// a list narrowed to the name.
+	opts := metav1.ListOptions{FieldSelector: "metadata.name=" + name, LabelSelector: "owner=helm,name=" + e.name}
+	var payload []byte
+	found := false
+	var err error
+	if e.store == configMapsResource {
+		cms := e.r.clients.Typed.CoreV1().ConfigMaps(e.namespace)
+		var cm *corev1.ConfigMap
+		if cm, err = cms.Get(ctx, name, metav1.GetOptions{}); err == nil && cm.Labels["owner"] == "helm" {
+			payload, found = []byte(cm.Data["release"]), true // the configmap driver stores the same base64 text
+		} else if apierrors.IsForbidden(err) {
+			var list *corev1.ConfigMapList
+			if list, err = cms.List(ctx, opts); err == nil && len(list.Items) > 0 {
+				payload, found = []byte(list.Items[0].Data["release"]), true
+			}
+		}
+	} else {
+		secrets := e.r.clients.Typed.CoreV1().Secrets(e.namespace)
+		var sec *corev1.Secret
+		if sec, err = secrets.Get(ctx, name, metav1.GetOptions{}); err == nil && sec.Labels["owner"] == "helm" {
+			payload, found = sec.Data["release"], true
+		} else if apierrors.IsForbidden(err) {
+			var list *corev1.SecretList
+			if list, err = secrets.List(ctx, opts); err == nil && len(list.Items) > 0 {
+				payload, found = list.Items[0].Data["release"], true
+			}
+		}
 	}
-	if len(list.Items) == 0 {
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	if err != nil {
+		return nil, e.recordsErr("read", e.store, err)
+	}
+	if !found {
 		e.listed = false // gone meanwhile (uninstalled): find the newest again
 		return nil, &wait.Result{Message: "release record " + name + " disappeared; listing again", Poll: true}
 	}
-	rel, err := helmrelease.Decode(list.Items[0].Data["release"])
+	rel, err := helmrelease.Decode(payload)
 	if err != nil {
 		return nil, &wait.Result{Failed: fmt.Errorf("%s: record %s: %v", e.what(), name, err)}
 	}
@@ -194,32 +272,53 @@ func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *wait.
 func (e *helmEval) load(ctx context.Context) *wait.Result {
 	for attempt := 0; ; attempt++ {
 		if !e.listed {
-			if res := e.listRecords(ctx); res != nil {
+			// The quick list first; a consistent one when it found nothing (a record written
+			// just before the gate may be missing from the cache) or records moved under us.
+			consistent := attempt > 0
+			if res := e.listRecords(ctx, consistent); res != nil {
 				return res
 			}
+			if e.newest == 0 && !consistent && !e.firstRecord(ctx) {
+				if res := e.listRecords(ctx, true); res != nil {
+					return res
+				}
+			}
 		}
-		next := e.r.watch(kube.WatchKey{Resource: secretsResource, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest+1)})
+		next := e.r.watch(kube.WatchKey{Resource: e.store, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest+1)})
 		if res := e.recordWatch(next); res != nil {
 			return res
 		}
-		moved := next.Get(helmrelease.RecordName(e.name, e.newest+1)) != nil
+		nextRec, err := next.Read(ctx, helmrelease.RecordName(e.name, e.newest+1))
+		if err != nil {
+			return e.recordsErr("read", e.store, err)
+		}
+		if nextRec != nil && attempt < 10 {
+			// A newer revision than the list said (written since, or a lagging list): move on
+			// to it by name; its record's watch is read fresh the same way.
+			e.newest, e.newestRV, e.latest = e.newest+1, "", nil
+			continue
+		}
+		moved := nextRec != nil
 		var cur *kube.Subscription
+		var obj *unstructured.Unstructured
 		if e.newest > 0 {
-			cur = e.r.watch(kube.WatchKey{Resource: secretsResource, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest)})
+			cur = e.r.watch(kube.WatchKey{Resource: e.store, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest)})
 			if res := e.recordWatch(cur); res != nil {
 				return res
 			}
-			moved = moved || cur.Get(helmrelease.RecordName(e.name, e.newest)) == nil
+			if obj, err = cur.Read(ctx, helmrelease.RecordName(e.name, e.newest)); err != nil {
+				return e.recordsErr("read", e.store, err)
+			}
+			moved = moved || obj == nil
 		}
 		if moved && attempt < 3 {
 			e.listed = false // a newer revision was written, or the newest was deleted
 			continue
 		}
 		if e.newest == 0 || cur == nil {
-			return &wait.Result{Message: fmt.Sprintf("no release record of %q yet", e.name),
-				Hint: "is the release installed in this namespace (helm list -n " + e.namespace + ")?"}
+			return &wait.Result{Message: fmt.Sprintf("no release record of %q yet (looked in Secrets and ConfigMaps, where Helm's secret and configmap drivers keep them)", e.name),
+				Hint: "is the release installed in this namespace (helm list -n " + e.namespace + ")? A release installed with HELM_DRIVER=sql keeps its records in a database outside the cluster, which this gate cannot read: gate its objects with ResourceReady, RolloutReady and WebhookReady instead"}
 		}
-		obj := cur.Get(helmrelease.RecordName(e.name, e.newest))
 		if obj == nil {
 			return &wait.Result{Message: "release records are changing; reading again", Poll: true}
 		}
@@ -260,8 +359,8 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 
 // recordWatch reports a named watch on a release record that cannot be used yet.
 func (e *helmEval) recordWatch(s *kube.Subscription) *wait.Result {
-	if terminal, note := watchErr("secrets in namespace "+e.namespace, s); terminal != nil {
-		return &wait.Result{Failed: fmt.Errorf("%s: %w; grant list and watch on secrets in namespace %s", e.what(), terminal, e.namespace)}
+	if terminal, note := watchErr(e.store.Resource+" in namespace "+e.namespace, s); terminal != nil {
+		return &wait.Result{Failed: fmt.Errorf("%s: %w; grant list and watch on %s in namespace %s", e.what(), terminal, e.store.Resource, e.namespace)}
 	} else if note != "" && !s.Synced() {
 		return &wait.Result{Message: note, Unsynced: true}
 	}

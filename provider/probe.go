@@ -71,9 +71,10 @@ type prober struct {
 
 const (
 	probesNeeded = 2
-	// confirmDelay separates the two good probes: long enough that both are real answers, short
-	// enough that a webhook that just started serving is detected without a backoff step.
-	confirmDelay    = 50 * time.Millisecond
+	// confirmDelay separates the two good probes: long enough that both are separate real
+	// answers, short enough that a webhook that just started serving is detected without a
+	// backoff step, and that a gate whose target already serves returns within ~25 ms.
+	confirmDelay    = 20 * time.Millisecond
 	probeMinBackoff = 100 * time.Millisecond
 	probeMaxBackoff = 250 * time.Millisecond
 	// afterEventBackoff is the first retry after what the gate watches changed.

@@ -153,7 +153,7 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 		fail("name", "give the object's name or a label selector")
 	}
 	if hasName {
-		if msg := nameProblem(*a.Name); msg != "" {
+		if msg := kindNameProblem(a.APIVersion, known("apiVersion"), *a.Name); msg != "" {
 			fail("name", "%s", msg)
 		}
 	}
@@ -365,7 +365,11 @@ func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, 
 	if !sub.Synced() {
 		return "", &wait.Result{Message: "listing storage classes", Unsynced: true}
 	}
-	if o := sub.Get(sc); o != nil {
+	o, err := sub.Read(e.r.ctx, sc)
+	if err != nil {
+		return "", e.r.readErr("StorageClass "+sc, err)
+	}
+	if o != nil {
 		m, _, _ := unstructured.NestedString(o.Object, "volumeBindingMode")
 		return m, nil
 	}

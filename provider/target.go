@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,6 +30,9 @@ type target struct {
 	namespace string // the requested namespace (defaulted); ignored for cluster-scoped kinds
 	name      string
 	selector  labels.Selector
+	// hint marks a lookup that only adds to a message or fails early (never passes a gate): it
+	// takes the shared watch's view as it is, without a consistent read of its own.
+	hint bool
 }
 
 func (t target) String() string {
@@ -81,12 +85,33 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 		return nil, &wait.Result{Message: "listing " + m.Resource.Resource, Unsynced: true}
 	}
 	if t.name != "" {
-		if o := sub.Get(t.name); o != nil {
+		o, err := sub.Read(r.ctx, t.name)
+		if err != nil {
+			return nil, r.readErr(m.Resource.Resource+" "+t.name, err)
+		}
+		if o != nil {
 			return []*unstructured.Unstructured{o}, nil
 		}
 		return nil, nil
 	}
-	return sub.List(t.selector), nil
+	if t.hint {
+		return sub.List(t.selector), nil
+	}
+	objs, err = sub.ReadList(r.ctx, t.selector)
+	if err != nil {
+		return nil, r.readErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), err)
+	}
+	return objs, nil
+}
+
+// readErr turns a failed consistent read (see kube.Subscription.Read) into a result: refused
+// credentials or RBAC fail at once (after the one retry with refreshed credentials), anything
+// else is retried.
+func (r *run) readErr(what string, err error) *wait.Result {
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return &wait.Result{Failed: fmt.Errorf("cannot read %s: %w", what, err)}
+	}
+	return &wait.Result{Message: "reading " + what + ": " + err.Error(), Poll: true}
 }
 
 // kindPending waits for a kind to be served: it watches CRDs and re-discovers while a CRD
@@ -154,6 +179,28 @@ func nameProblem(n string) string {
 		return fmt.Sprintf("%q is not a valid object name: %s", n, strings.Join(errs, "; "))
 	}
 	return ""
+}
+
+// pathSegmentNamed are the groups whose kinds take any name that is a URL path segment (the
+// API server validates them with path.ValidatePathSegmentName): RBAC's `system:metrics-server`.
+var pathSegmentNamed = map[string]bool{"rbac.authorization.k8s.io": true}
+
+// kindNameProblem validates an object name by its kind's rules: a path segment (no "/" or "%",
+// not "." or "..") for every kind, the name of a URL; a DNS-1123 subdomain as well for all but
+// the kinds that allow more. When the apiVersion is not known yet only the path-segment rule
+// applies: the API server has the last word.
+func kindNameProblem(apiVersion string, apiVersionKnown bool, n string) string {
+	if n == "" {
+		return "must not be empty"
+	}
+	if errs := path.IsValidPathSegmentName(n); len(errs) > 0 {
+		return fmt.Sprintf("%q is not a valid object name: %s", n, strings.Join(errs, "; "))
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if !apiVersionKnown || err != nil || pathSegmentNamed[gv.Group] {
+		return ""
+	}
+	return nameProblem(n)
 }
 
 // namespaceProblem validates a namespace name (DNS-1123 label).

@@ -629,7 +629,10 @@ func (r *run) namespaceLabels(ns string, hooks []*admissionHook) (lbls map[strin
 	if !sub.Synced() {
 		return nil, "", "", &wait.Result{Message: "reading namespace " + ns + " (its labels decide which webhooks intercept the request)", Unsynced: true}
 	}
-	o := sub.Get(ns)
+	o, err := sub.Read(r.ctx, ns)
+	if err != nil {
+		return nil, "", "", r.readErr("namespace "+ns, err)
+	}
 	if o == nil {
 		return nil, "namespace " + ns + " not found", "", nil
 	}

@@ -93,8 +93,11 @@ func LoadConfig(s Settings) (*rest.Config, string, error) {
 			ns = "default"
 		}
 	}
-	// Gates share one client; hundreds of them start at once in a large stack.
-	cfg.QPS, cfg.Burst = 100, 200
+	// Gates share one client; hundreds of them start at once in a large stack, and each makes
+	// a few requests at its start (a watch's list, a consistent read). The client-side limiter
+	// only delays them (100/s made every gate of a busy run wait ~10 ms per request); the API
+	// server's own priority and fairness protects it.
+	cfg.QPS, cfg.Burst = 500, 1000
 	cfg.UserAgent = "pulumi-resource-readiness"
 	cfg.Wrap(countRequests)
 	return cfg, ns, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/restmapper"
@@ -53,6 +54,16 @@ func groupName(g string) string {
 // and asks again once, because a CRD may have been installed since the last lookup; a kind
 // still unknown is a *NoKindError naming what the server serves instead.
 func (c *Clients) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := c.mapping(gvk)
+	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+		// Once more, with the credentials an exec plugin refreshes after a 401 (see retryAuthOnce).
+		c.Mapper.Reset()
+		m, err = c.mapping(gvk)
+	}
+	return m, err
+}
+
+func (c *Clients) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err == nil {
 		return m, nil
@@ -72,6 +83,15 @@ func (c *Clients) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error
 // serves (for gates that read fields every version shares, and for `deleted`, whose objects are
 // the same at every version). Misses re-discover once, as Mapping does.
 func (c *Clients) MappingAnyVersion(gk schema.GroupKind) (*meta.RESTMapping, error) {
+	m, err := c.mappingAnyVersion(gk)
+	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+		c.Mapper.Reset()
+		m, err = c.mappingAnyVersion(gk)
+	}
+	return m, err
+}
+
+func (c *Clients) mappingAnyVersion(gk schema.GroupKind) (*meta.RESTMapping, error) {
 	m, err := c.Mapper.RESTMapping(gk)
 	if err == nil {
 		return m, nil

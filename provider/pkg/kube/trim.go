@@ -80,3 +80,17 @@ func trimCRD(u *unstructured.Unstructured) *unstructured.Unstructured {
 	u.SetManagedFields(nil)
 	return u
 }
+
+// trimHelmRecord drops the payload of a Helm release record kept in a ConfigMap (Helm's
+// configmap driver: labelled owner=helm, the release's values and manifest under `release`);
+// other ConfigMaps are kept whole, as gates may judge their data.
+func trimHelmRecord(u *unstructured.Unstructured) *unstructured.Unstructured {
+	if u.GetLabels()["owner"] != "helm" {
+		return u
+	}
+	if _, ok, _ := unstructured.NestedString(u.Object, "data", "release"); ok {
+		_ = unstructured.SetNestedField(u.Object, "", "data", "release")
+	}
+	u.SetManagedFields(nil)
+	return u
+}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -51,6 +52,7 @@ func NewWatchCache(client dynamic.Interface) *WatchCache {
 		entries: map[WatchKey]*watchEntry{},
 		transforms: map[schema.GroupResource]Transform{
 			{Group: "", Resource: "secrets"}:                                       trimSecret,
+			{Group: "", Resource: "configmaps"}:                                    trimHelmRecord,
 			{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: trimCRD,
 		},
 	}
@@ -62,11 +64,21 @@ type watchEntry struct {
 	done     chan struct{}
 	refs     int
 	watching atomic.Bool // the watch has been established once
+	// listedAt is when the list now in the store was requested (UnixNano): a subscription
+	// that began before it needs no read of its own to be fresh (see fresh.go).
+	listedAt atomic.Int64
+	// seenRV is the highest resourceVersion among the objects the informer's handlers were
+	// given (after the store was updated, in the order of the watch): the store reflects every
+	// write up to it. A deleted object's last state carries the deletion's resourceVersion.
+	seenRV atomic.Uint64
 
 	mu     sync.Mutex
 	synced bool
 	err    error
-	wakes  map[*Subscription]chan<- struct{}
+	// authFailures counts list/watch attempts refused (401/403) since a watch was last
+	// established: the first may be an expired token that an exec plugin refreshes.
+	authFailures int
+	wakes        map[*Subscription]chan<- struct{}
 }
 
 func (e *watchEntry) notify() {
@@ -91,11 +103,16 @@ type Subscription struct {
 	entry *watchEntry
 	cache *WatchCache
 	once  sync.Once
+	start time.Time // when the gate joined: its first verdict must see state at least this new
+
+	mu    sync.Mutex
+	reads map[string]*freshRead // consistent reads by name (or "\x00list"+selector), see fresh.go
 }
 
 // Subscribe starts (or joins) the watch for key and pokes wake on every change.
 // Release it with Close.
 func (c *WatchCache) Subscribe(key WatchKey, wake chan<- struct{}) *Subscription {
+	start := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
@@ -104,7 +121,7 @@ func (c *WatchCache) Subscribe(key WatchKey, wake chan<- struct{}) *Subscription
 		c.entries[key] = e
 	}
 	e.refs++
-	s := &Subscription{key: key, entry: e, cache: c}
+	s := &Subscription{key: key, entry: e, cache: c, start: start, reads: map[string]*freshRead{}}
 	e.mu.Lock()
 	e.wakes[s] = wake
 	synced := e.synced
@@ -131,18 +148,26 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(&o)
 			// The reflector's first list asks for resourceVersion "0": whatever the API server's
-			// watch cache holds, which may predate a write made just before the gate started, so
-			// the gate would judge an older state. "" is a consistent read (the current state).
-			if o.ResourceVersion == "0" {
-				o.ResourceVersion = ""
+			// watch cache holds, at once, which may predate a write made just before the gate
+			// started. A consistent list ("") is current, but waits for the watch cache of a
+			// quiet type to catch up with etcd (~85 ms measured), a delay every new watch would
+			// pay. Freshness is Subscription.Read's job instead: a GET, served by etcd in
+			// milliseconds, for an object read by name; a consistent list for a selector.
+			at := time.Now().UnixNano()
+			l, err := res.List(ctx, o)
+			if err == nil && o.ResourceVersion == "" {
+				e.listedAt.Store(at)
 			}
-			return res.List(ctx, o)
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(&o)
 			w, err := res.Watch(ctx, o)
 			if err == nil {
 				e.watching.Store(true)
+				e.mu.Lock()
+				e.authFailures = 0
+				e.mu.Unlock()
 				e.markSynced(inf.HasSynced())
 			}
 			return w, err
@@ -160,6 +185,9 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		e.mu.Lock()
 		e.err = err
+		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+			e.authFailures++
+		}
 		e.mu.Unlock()
 		e.notify()
 		cache.DefaultWatchErrorHandler(ctx, r, err)
@@ -171,11 +199,11 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 	}
 	// The initial list's last object makes the informer synced before its event reaches the
 	// handler, so a non-empty list is noticed as synced here, at once.
-	event := func() { clearErr(); e.markSynced(inf.HasSynced()); e.notify() }
+	event := func(o any) { e.saw(o); clearErr(); e.markSynced(inf.HasSynced()); e.notify() }
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { event() },
-		UpdateFunc: func(any, any) { event() },
-		DeleteFunc: func(any) { event() },
+		AddFunc:    event,
+		UpdateFunc: func(_, o any) { event(o) },
+		DeleteFunc: event,
 	})
 	c.Opened.Add(1)
 	Stats.WatchesOpened.Add(1)
@@ -185,6 +213,24 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 	}()
 	go e.awaitSync(inf.HasSynced)
 	return e
+}
+
+// saw notes an object the handlers were given (see seenRV).
+func (e *watchEntry) saw(o any) {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	v, ok := rv(u.GetResourceVersion())
+	for ok {
+		cur := e.seenRV.Load()
+		if v <= cur || e.seenRV.CompareAndSwap(cur, v) {
+			return
+		}
+	}
 }
 
 // markSynced records the initial sync (list loaded and watch established) once and wakes
@@ -250,10 +296,25 @@ func (s *Subscription) Synced() bool {
 }
 
 // Err is the watch's last error (list or watch failed, e.g. Forbidden), nil once it recovers.
+// A first refusal (401/403) is reported as a RetryingAuthError, which is not itself a 401/403:
+// the informer tries again, with refreshed credentials when an exec plugin supplies them, and
+// only a second refusal in a row is the API server's answer.
 func (s *Subscription) Err() error {
 	s.entry.mu.Lock()
 	defer s.entry.mu.Unlock()
+	if s.entry.err != nil && s.entry.authFailures == 1 &&
+		(apierrors.IsUnauthorized(s.entry.err) || apierrors.IsForbidden(s.entry.err)) {
+		return &RetryingAuthError{Err: s.entry.err}
+	}
 	return s.entry.err
+}
+
+// RetryingAuthError is a first 401/403 on a list or watch, being retried. It deliberately does
+// not unwrap: callers treat it as transient.
+type RetryingAuthError struct{ Err error }
+
+func (e *RetryingAuthError) Error() string {
+	return "credentials refused, retrying once with refreshed credentials: " + e.Err.Error()
 }
 
 // Get returns the cached object name (in the key's namespace), or nil when absent.

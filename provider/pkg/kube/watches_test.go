@@ -146,7 +146,8 @@ func indexOf(s, sub string) int {
 
 // TestFirstListIsTheCurrentState: a watch opened right after a write must see that write. The
 // reflector's first list asks for resourceVersion "0" (anything the API server's watch cache
-// holds, possibly older than the write); a gate judging that list could pass on the old state.
+// holds, possibly older than the write); a gate judging that list could pass on the old state,
+// so gates read through Read, whose consistent GET is at least as new as the subscription.
 func TestFirstListIsTheCurrentState(t *testing.T) {
 	ns := testenv.Namespace(t, "fresh")
 	cms := testenv.CP.Client.CoreV1().ConfigMaps(ns)
@@ -164,7 +165,11 @@ func TestFirstListIsTheCurrentState(t *testing.T) {
 		wake := make(chan struct{}, 1)
 		s := c.Watches.Subscribe(WatchKey{Resource: configMaps, Namespace: ns, Name: "c"}, wake)
 		waitSynced(t, s, wake)
-		if got := s.Get("c"); got == nil || got.Object["data"].(map[string]any)["n"] != fmt.Sprint(i) {
+		got, err := s.Read(context.Background(), "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || got.Object["data"].(map[string]any)["n"] != fmt.Sprint(i) {
 			stale++
 		}
 		s.Close()

@@ -157,6 +157,7 @@ spec:
   - {name: v2, served: true, storage: false}
   - {name: v1alpha1, served: false, storage: false}
 status:
+  acceptedNames: {kind: Widget, plural: widgets}
   conditions:
   - {type: NamesAccepted, status: "True"}
   - {type: Established, status: "True"}

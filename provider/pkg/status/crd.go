@@ -94,6 +94,13 @@ func CRD(obj *unstructured.Unstructured) CRDResult {
 	names, namesMsg := ConditionHolds(obj, "NamesAccepted", "True")
 	switch {
 	case established && names:
+		// CRD conditions carry no observedGeneration, so a True left from the previous spec
+		// would pass a rename. acceptedNames is what the API server serves: it must be the
+		// spec's names (the naming controller copies them once accepted).
+		if diff := namesPending(obj); diff != "" {
+			r.Message = "Established, but the API server has not accepted the current names yet (" + diff + ")"
+			return r
+		}
 		if len(r.ServedVersions) == 0 {
 			r.Message = "Established, but no version is served"
 			return r
@@ -108,6 +115,28 @@ func CRD(obj *unstructured.Unstructured) CRDResult {
 		r.Message = estMsg
 	}
 	return r
+}
+
+// namesPending compares spec.names with status.acceptedNames and names the first difference
+// ("" when they agree). Fields the spec leaves empty are defaulted by the API server (singular,
+// listKind) and not compared.
+func namesPending(obj *unstructured.Unstructured) string {
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec", "names")
+	acc, ok, _ := unstructured.NestedMap(obj.Object, "status", "acceptedNames")
+	if !ok {
+		return "no status.acceptedNames"
+	}
+	for _, f := range []string{"kind", "plural", "singular", "listKind"} {
+		if want := str(spec[f]); want != "" && want != str(acc[f]) {
+			return fmt.Sprintf("%s %q, accepted %q", f, want, str(acc[f]))
+		}
+	}
+	for _, f := range []string{"shortNames", "categories"} {
+		if want, got := fmt.Sprint(spec[f]), fmt.Sprint(acc[f]); spec[f] != nil && want != got {
+			return fmt.Sprintf("%s %s, accepted %s", f, want, got)
+		}
+	}
+	return ""
 }
 
 func crdConversion(obj *unstructured.Unstructured) CRDConversion {

@@ -65,10 +65,34 @@ status:
 		"established": {
 			doc: crdHead + `
 status:
+  acceptedNames: {kind: Certificate, plural: certificates, singular: certificate, listKind: CertificateList}
   conditions:
   - {type: NamesAccepted, status: "True", reason: NoConflicts}
   - {type: Established, status: "True", reason: InitialNamesAccepted}
 `, ready: true, msgSubstr: "Established"},
+		"established, but a renamed plural not accepted yet (no observedGeneration to tell)": {
+			doc: strings.Replace(crdHead, "plural: certificates}", "plural: certs}", 1) + `
+status:
+  acceptedNames: {kind: Certificate, plural: certificates}
+  conditions:
+  - {type: NamesAccepted, status: "True", reason: NoConflicts}
+  - {type: Established, status: "True", reason: InitialNamesAccepted}
+`, ready: false, msgSubstr: `plural "certs", accepted "certificates"`},
+		"established, but a new short name not accepted yet": {
+			doc: strings.Replace(crdHead, "plural: certificates}", "plural: certificates, shortNames: [cert]}", 1) + `
+status:
+  acceptedNames: {kind: Certificate, plural: certificates}
+  conditions:
+  - {type: NamesAccepted, status: "True", reason: NoConflicts}
+  - {type: Established, status: "True", reason: InitialNamesAccepted}
+`, ready: false, msgSubstr: "shortNames [cert], accepted <nil>"},
+		"established without acceptedNames": {
+			doc: crdHead + `
+status:
+  conditions:
+  - {type: NamesAccepted, status: "True", reason: NoConflicts}
+  - {type: Established, status: "True", reason: InitialNamesAccepted}
+`, ready: false, msgSubstr: "no status.acceptedNames"},
 		"established but terminating": {
 			doc: strings.Replace(crdHead, "generation: 1", "generation: 1\n  deletionTimestamp: \"2026-01-01T00:00:00Z\"", 1) + `
 status:
