@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m, controlplane.Options{})) }
 
 // TestProgram runs the example as it is against the local control plane: External Secrets'
 // real chart with its CRDs (rendered, its webhooks sent to a server on 127.0.0.1 that starts
-// serving 3 s after the webhook Deployment is available, as the pod does). AdmissionReady must
+// serving 8 s after the webhook Deployment is available, as the pod does). AdmissionReady must
 // see the webhook down first (its `deniers` output) and the ExternalSecrets are created after it
 // answered. The apps' namespaces exist beforehand, as on the report's cluster.
 func TestProgram(t *testing.T) {
@@ -34,7 +34,7 @@ func TestProgram(t *testing.T) {
 		testenv.Apply(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
 	}
 	s := run.Stack(t, "readiness-example-admission", map[string]string{"chartPath": chart}, Program)
-	serve := fakes.ServeWhenAvailable(testenv.CP.Client, wh.Webhook, "external-secrets", "external-secrets-webhook", 3*time.Second, nil)
+	serve := fakes.ServeWhenAvailable(testenv.CP.Client, wh.Webhook, "external-secrets", "external-secrets-webhook", 8*time.Second, nil)
 	res := run.Up(t, s)
 	if err := serve.Stop(); err != nil {
 		t.Fatal(err)
