@@ -35,9 +35,9 @@ func TestProgram(t *testing.T) {
 	}
 	s := run.Stack(t, "readiness-example-external-secrets", map[string]string{"chartPath": chart}, Program)
 	serve := fakes.ServeWhenAvailable(testenv.CP.Client, wh.Webhook, "external-secrets", "external-secrets-webhook", 3*time.Second, nil)
-	sync := run.SyncExternalSecrets(testenv.Dynamic(t), "ghcr-pull-secret", namespaces, time.Second)
+	sync := fakes.SyncExternalSecrets(testenv.Dynamic(t), "ghcr-pull-secret", namespaces, time.Second)
 	run.Up(t, s)
-	if err := sync(); err != nil {
+	if err := sync.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	if err := serve.Stop(); err != nil {

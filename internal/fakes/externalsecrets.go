@@ -1,4 +1,4 @@
-package run
+package fakes
 
 import (
 	"context"
@@ -20,12 +20,10 @@ var (
 
 // SyncExternalSecrets plays External Secrets' controller for the ExternalSecrets named name in
 // namespaces: `after` one appears, it writes its target Secret and then reports the sync as ESO
-// does (Ready=True, syncedResourceVersion of the current generation and metadata). It returns a
-// stop function that reports the player's error.
-func SyncExternalSecrets(dyn dynamic.Interface, name string, namespaces []string, after time.Duration) func() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
+// does (Ready=True, syncedResourceVersion of the current generation and metadata). The player
+// ends once all are synced.
+func SyncExternalSecrets(dyn dynamic.Interface, name string, namespaces []string, after time.Duration) *Player {
+	return play(func(ctx context.Context) error {
 		pending := map[string]bool{}
 		for _, ns := range namespaces {
 			pending[ns] = true
@@ -37,28 +35,21 @@ func SyncExternalSecrets(dyn dynamic.Interface, name string, namespaces []string
 					continue
 				}
 				if err := syncExternalSecret(ctx, dyn, es, after); err != nil {
-					done <- err
-					return
+					return err
 				}
 				delete(pending, ns)
 			}
-			select {
-			case <-ctx.Done():
-				done <- nil
-				return
-			case <-time.After(100 * time.Millisecond): // the harness polls: it plays a controller
+			if !sleep(ctx, harnessTick) {
+				return nil
 			}
 		}
-		done <- nil
-	}()
-	return func() error { cancel(); return <-done }
+		return nil
+	})
 }
 
 func syncExternalSecret(ctx context.Context, dyn dynamic.Interface, es *unstructured.Unstructured, after time.Duration) error {
-	select {
-	case <-ctx.Done():
+	if !sleep(ctx, after) {
 		return nil
-	case <-time.After(after):
 	}
 	target, _, _ := unstructured.NestedString(es.Object, "spec", "target", "name")
 	if target == "" {
