@@ -12,6 +12,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as readline from "readline";
+import admission = require("../../../examples/admission/ts/index");
 import certManager = require("../../../examples/cert-manager/ts/index");
 import externalSecrets = require("../../../examples/external-secrets/ts/index");
 import image = require("../../../examples/image/ts/index");
@@ -107,6 +108,47 @@ test("example external-secrets (TypeScript) runs", { timeout: 600_000 }, async (
         await s.workspace.removeStack("dev");
     } finally {
         webhook.stop();
+    }
+});
+
+test("example admission (TypeScript) runs", { timeout: 600_000 }, async () => {
+    for (const ns of ["hello-world", "nodejs-demo", "storage-validator", "apps"]) await namespace(ns);
+    // The sidecar injector the example's second gate proves by its mutation: failurePolicy
+    // Ignore, Pods in apps, serving (as an istiod that is up).
+    const injector = await FakeWebhook.start();
+    const webhook = await FakeWebhook.start();
+    const mwc = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+    try {
+        await injector.send("mode inject:istio-proxy");
+        await injector.send("start");
+        const r = await request(cluster, "POST", mwc, {
+            apiVersion: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration", metadata: { name: "examples-istio-injector" },
+            webhooks: [{ name: "sidecar-injector.istio.io", admissionReviewVersions: ["v1"], sideEffects: "None", failurePolicy: "Ignore",
+                clientConfig: { url: injector.url, caBundle: injector.caBundle },
+                namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "apps" } },
+                rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"] }] }],
+        });
+        assert.equal(r.status, 201, `registering the injector: ${JSON.stringify(r.body)}`);
+        const s = await stack(env, cluster, { stackName: "dev", projectName: "readiness-example-admission-ts", program: async () => admission() });
+        await s.setConfig("chartPath", { value: localChart("external-secrets", webhook) });
+        let done = false;
+        const serving = serveWhenAvailable(webhook, "external-secrets", "external-secrets-webhook", 8000, () => done);
+        let res;
+        try {
+            res = await s.up();
+        } finally {
+            done = true;
+            await serving;
+        }
+        assert.deepEqual(res.outputs.injected?.value, ["Pod/apps/web"]);
+        assert.ok((res.outputs.webhooksThatWereDown?.value ?? []).length > 0,
+            "the gate never met External Secrets' webhook down, so it proved nothing here");
+        await s.destroy();
+        await s.workspace.removeStack("dev");
+    } finally {
+        await request(cluster, "DELETE", `${mwc}/examples-istio-injector`);
+        webhook.stop();
+        injector.stop();
     }
 });
 
