@@ -117,9 +117,13 @@ bench: build tools
 bench-smoke: build tools
 	go run ./bench -trials 4 -batch 2 -webhook-trials 2 -scale 50 -stack-gates 5 -ready-trials 3 -stack-scale 4 -out $${TMPDIR:-/tmp}/readiness-bench-smoke.md > /dev/null
 
-# Compiles every Go example and type-checks every TypeScript one (they cannot run offline).
-examples: sdk-nodejs
+# Compiles every Go example and type-checks every TypeScript one, and runs the Go ones that have
+# a test beside them (examples/*/go/main_test.go: the example's Program as an inline program on
+# a local control plane with the real plugin; one package at a time, each starts its own control
+# plane). The TypeScript ones run in test-nodejs (tests/nodejs/src/examples.test.ts).
+examples: sdk-nodejs tools k8s-plugin
 	cd examples && go build ./...
+	cd examples && go test -count=1 -p 1 -timeout 20m ./...
 	cd examples && rm -rf node_modules/@readiness-io package-lock.json && npm install --no-audit --no-fund --loglevel=error && npm run check
 
 # Plugin tarballs the Pulumi way, pulumi-resource-readiness-v<version>-<os>-<arch>.tar.gz (the names

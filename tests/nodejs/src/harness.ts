@@ -11,7 +11,14 @@ import { LocalWorkspace, PulumiCommand, InlineProgramArgs, Stack } from "@pulumi
 import YAML from "yaml";
 import * as pulumi from "@pulumi/pulumi";
 
-export const repoRoot = path.resolve(__dirname, "..", "..", "..");
+// The repository's root: the first folder up from here with internal/k8splugin/VERSION (the
+// compiled tests sit at dist/tests/nodejs/src, as they also compile the examples they import).
+export const repoRoot = ((): string => {
+    for (let d = __dirname; d !== path.dirname(d); d = path.dirname(d)) {
+        if (fs.existsSync(path.join(d, "internal", "k8splugin", "VERSION"))) return d;
+    }
+    throw new Error(`no repository root above ${__dirname}`);
+})();
 
 export interface Cluster {
     kubeconfig: string;

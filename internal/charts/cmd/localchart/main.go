@@ -7,8 +7,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
 )
@@ -23,7 +26,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: localchart <fixture> <dir> <webhook url> <caBundle>")
 		os.Exit(2)
 	}
-	path, err := charts.Local(os.Args[2], os.Args[1], webhook{os.Args[3], os.Args[4]})
+	// External Secrets' CRDs come with the release (`installCRDs: true`), as in the Go runs.
+	var crds []*unstructured.Unstructured
+	if os.Args[1] == "external-secrets" {
+		var err error
+		if crds, err = charts.ExternalSecretsCRDs(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	path, err := charts.Local(os.Args[2], os.Args[1], webhook{os.Args[3], os.Args[4]}, crds...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
