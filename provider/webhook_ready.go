@@ -736,12 +736,3 @@ func stringList(v any) []string {
 	}
 	return out
 }
-
-func containsAny(list []string, want ...string) bool {
-	for _, w := range want {
-		if contains(list, w) {
-			return true
-		}
-	}
-	return false
-}

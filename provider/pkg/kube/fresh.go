@@ -14,7 +14,7 @@ import (
 // A gate's first verdict must judge state at least as new as the gate's start. A shared
 // informer that another gate started earlier may not have seen a write made just before this
 // gate started (a rollout the previous step began, a Helm upgrade): its watch stream can lag.
-// So a subscription that joins an informer whose list predates it makes one consistent read
+// So every subscription makes one consistent read
 // of what it asks for (a GET of a named object reads etcd directly, in milliseconds) and,
 // until the informer has caught up with that read, answers with the newer of the two.
 
@@ -101,21 +101,12 @@ func (f *freshRead) list(cached []*unstructured.Unstructured, seen uint64, sel l
 	return out
 }
 
-// fresh reports whether the informer's store is already at least as new as the subscription:
-// its current list was requested after the subscription began.
-func (s *Subscription) fresh() bool {
-	return s.entry.listedAt.Load() >= s.start.UnixNano()
-}
-
 func (s *Subscription) seen() uint64 { return s.entry.seenRV.Load() }
 
 // Read returns the object name (nil when absent) as new as the gate's start or newer: the
-// informer's copy once the watch is synced and has caught up, else the newer of it and one
-// consistent read made at the first call. Call it once Synced says the watch is usable.
+// newer of the informer's copy and one consistent read made at the first call. Call it once
+// Synced says the watch is usable.
 func (s *Subscription) Read(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	if s.fresh() {
-		return s.Get(name), nil
-	}
 	s.mu.Lock()
 	f := s.reads[name]
 	s.mu.Unlock()
@@ -139,9 +130,6 @@ func (s *Subscription) Read(ctx context.Context, name string) (*unstructured.Uns
 
 // ReadList is Read for every object matching sel (nil: all); its consistent read is a list.
 func (s *Subscription) ReadList(ctx context.Context, sel labels.Selector) ([]*unstructured.Unstructured, error) {
-	if s.fresh() {
-		return s.List(sel), nil
-	}
 	key := "\x00list"
 	if sel != nil {
 		key += sel.String()

@@ -64,9 +64,6 @@ type watchEntry struct {
 	done     chan struct{}
 	refs     int
 	watching atomic.Bool // the watch has been established once
-	// listedAt is when the list now in the store was requested (UnixNano): a subscription
-	// that began before it needs no read of its own to be fresh (see fresh.go).
-	listedAt atomic.Int64
 	// seenRV is the highest resourceVersion among the objects the informer's handlers were
 	// given (after the store was updated, in the order of the watch): the store reflects every
 	// write up to it. A deleted object's last state carries the deletion's resourceVersion.
@@ -103,7 +100,6 @@ type Subscription struct {
 	entry *watchEntry
 	cache *WatchCache
 	once  sync.Once
-	start time.Time // when the gate joined: its first verdict must see state at least this new
 
 	mu    sync.Mutex
 	reads map[string]*freshRead // consistent reads by name (or "\x00list"+selector), see fresh.go
@@ -112,7 +108,6 @@ type Subscription struct {
 // Subscribe starts (or joins) the watch for key and pokes wake on every change.
 // Release it with Close.
 func (c *WatchCache) Subscribe(key WatchKey, wake chan<- struct{}) *Subscription {
-	start := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
@@ -121,7 +116,7 @@ func (c *WatchCache) Subscribe(key WatchKey, wake chan<- struct{}) *Subscription
 		c.entries[key] = e
 	}
 	e.refs++
-	s := &Subscription{key: key, entry: e, cache: c, start: start, reads: map[string]*freshRead{}}
+	s := &Subscription{key: key, entry: e, cache: c, reads: map[string]*freshRead{}}
 	e.mu.Lock()
 	e.wakes[s] = wake
 	synced := e.synced
@@ -153,12 +148,10 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 			// quiet type to catch up with etcd (~85 ms measured), a delay every new watch would
 			// pay. Freshness is Subscription.Read's job instead: a GET, served by etcd in
 			// milliseconds, for an object read by name; a consistent list for a selector.
-			at := time.Now().UnixNano()
-			l, err := res.List(ctx, o)
-			if err == nil && o.ResourceVersion == "" {
-				e.listedAt.Store(at)
-			}
-			return l, err
+			// No shortcut from a relist's time either: a paginated list's later pages and a 410
+			// relist reach the store after List returns, so "listed after the gate began" does
+			// not mean the store holds that list yet.
+			return res.List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(&o)

@@ -20,7 +20,8 @@ import (
 //   - Service: a LoadBalancer with no address is Current (helm --wait waits for one).
 //   - PersistentVolumeClaim: Lost is InProgress (terminal: its volume is gone).
 //   - PodDisruptionBudget: Current before the disruption controller computed it.
-//   - CustomResourceDefinition: Established=True passes over NamesAccepted=False listed after it.
+//   - CustomResourceDefinition: Established=True passes over NamesAccepted=False listed after it,
+//     and over a rename the API server has not accepted yet (conditions carry no generation).
 //
 // ConfigMap, Secret and CronJob have no status to prove anything by: they are ready once they
 // exist, which is all kstatus knows too (a CronJob's next run may still fail).
@@ -164,16 +165,13 @@ func pdbRule(obj *unstructured.Unstructured) Result {
 	return Result{Ready: true, Message: fmt.Sprintf("computed: %d disruptions allowed", nestedInt(obj, "status", "disruptionsAllowed"))}
 }
 
-// crdRule: a CRD is ready when its names are accepted and it is established, in whatever order
-// the conditions are listed; NamesAccepted=False fails (another CRD holds the names).
+// crdRule is CrdReady's rule (CRD: established, names accepted and matching the spec's, a
+// version served); NamesAccepted=False fails (another CRD holds the names), in whatever order
+// the conditions are listed.
 func crdRule(obj *unstructured.Unstructured) Result {
 	if c, ok := FindCondition(obj, "NamesAccepted"); ok && c.Status == "False" {
 		return Result{Failed: true, Message: c.String()}
 	}
-	for _, t := range []string{"NamesAccepted", "Established"} {
-		if ok, msg := ConditionHolds(obj, t, "True"); !ok {
-			return Result{Message: msg}
-		}
-	}
-	return Result{Ready: true, Message: "names accepted and established"}
+	r := CRD(obj)
+	return Result{Ready: r.Ready, Message: r.Message}
 }

@@ -258,11 +258,27 @@ kind: CustomResourceDefinition
 metadata: {name: widgets.example.io, generation: 2}
 status: {conditions: [{type: Established, status: "True"}, {type: NamesAccepted, status: "False", reason: ListKindConflict}]}`,
 				failed: true, msg: "ListKindConflict"}),
+			"near miss: a rename not accepted yet (True conditions left from the old names)": current(kindCase{doc: `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.io, generation: 2}
+spec: {group: example.io, names: {kind: Widget, plural: widgets, shortNames: [wd]}, versions: [{name: v1, served: true}]}
+status: {acceptedNames: {kind: Widget, plural: widgets, shortNames: [wg]},
+  conditions: [{type: NamesAccepted, status: "True"}, {type: Established, status: "True"}]}`, msg: "not accepted the current names"}),
+			"near miss: no version served": current(kindCase{doc: `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.io, generation: 1}
+spec: {group: example.io, names: {kind: Widget, plural: widgets}, versions: [{name: v1, served: false}]}
+status: {acceptedNames: {kind: Widget, plural: widgets},
+  conditions: [{type: NamesAccepted, status: "True"}, {type: Established, status: "True"}]}`, msg: "no version is served"}),
 			"established": current(kindCase{doc: `
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: widgets.example.io, generation: 1}
-status: {conditions: [{type: NamesAccepted, status: "True"}, {type: Established, status: "True"}]}`, ready: true}),
+spec: {group: example.io, names: {kind: Widget, plural: widgets}, versions: [{name: v1, served: true}]}
+status: {acceptedNames: {kind: Widget, plural: widgets},
+  conditions: [{type: NamesAccepted, status: "True"}, {type: Established, status: "True"}]}`, ready: true}),
 		},
 		"ConfigMap, Secret, CronJob (ready once they exist)": {
 			"ConfigMap": current(kindCase{doc: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}", ready: true}),
