@@ -330,7 +330,11 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 		return infer.CreateResponse[O]{}, err
 	}
 	fill(&state)
-	return infer.CreateResponse[O]{ID: gateID(idKind, e.what()), Output: state}, nil
+	target := e.what()
+	if t, ok := e.(interface{ idTarget() string }); ok {
+		target = t.idTarget()
+	}
+	return infer.CreateResponse[O]{ID: gateID(idKind, target), Output: state}, nil
 }
 
 // readGate is Read for every gate: run the gate's proof to a verdict, without waiting for

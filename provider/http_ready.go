@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -223,6 +224,21 @@ func (e *httpEval) what() string {
 	}
 	s := e.args.Service
 	return fmt.Sprintf("HTTP service %s/%s%s", s.Namespace, s.Name, derefOr(s.Path, "/"))
+}
+
+// idTarget is what the gate's ID (kept in the state file, never a secret) says of a URL: its
+// scheme and host and a digest of the rest, since a path may carry a token (a hook URL) even
+// when userinfo and query values are redacted.
+func (e *httpEval) idTarget() string {
+	if e.args.URL == nil {
+		return e.what()
+	}
+	u, err := url.Parse(*e.args.URL)
+	if err != nil {
+		return "HTTP (a URL that does not parse)"
+	}
+	sum := sha256.Sum256([]byte(*e.args.URL))
+	return fmt.Sprintf("HTTP %s://%s (url sha256 %x)", u.Scheme, u.Host, sum[:6])
 }
 
 func (e *httpEval) check(ctx context.Context) wait.Result {

@@ -102,6 +102,16 @@ func TestHttpReadyRedactsURLCredentials(t *testing.T) {
 			t.Errorf("a secret url input is not secret in the outputs")
 		}
 	}
+	// A token in the path (a hook URL): the ID, kept in the state file, holds only the host.
+	pathSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	defer pathSrv.Close()
+	r = await(t, createAsync(t, s, "HttpReady", props("url", pathSrv.URL+"/hooks/T0KENINPATH42/health", "timeout", "30s")), 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if strings.Contains(r.resp.ID, "T0KENINPATH42") || !strings.Contains(r.resp.ID, strings.TrimPrefix(pathSrv.URL, "http://")) {
+		t.Errorf("the ID should name the host and hide the path: %s", r.resp.ID)
+	}
 	all := lines()
 	if len(all) == 0 {
 		t.Fatal("no progress lines were captured")
