@@ -315,6 +315,11 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 			e.listed = false // a newer revision was written, or the newest was deleted
 			continue
 		}
+		if moved {
+			// Still moving after every attempt: never judge a revision known to be superseded.
+			e.listed = false
+			return &wait.Result{Message: "release records are changing; reading again", Poll: true}
+		}
 		if e.newest == 0 || cur == nil {
 			return &wait.Result{Message: fmt.Sprintf("no release record of %q yet (looked in Secrets and ConfigMaps, where Helm's secret and configmap drivers keep them)", e.name),
 				Hint: "is the release installed in this namespace (helm list -n " + e.namespace + ")? A release installed with HELM_DRIVER=sql keeps its records in a database outside the cluster, which this gate cannot read: gate its objects with ResourceReady, RolloutReady and WebhookReady instead"}

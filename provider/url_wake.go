@@ -23,6 +23,8 @@ const (
 	// reachResolveEvery bounds DNS lookups of a URL's host name: its addresses are dialled
 	// between lookups.
 	reachResolveEvery = time.Second
+	// reachMaxAddresses bounds the addresses of a host name dialled in one round.
+	reachMaxAddresses = 4
 )
 
 // urlDialer dials one address until a connect succeeds or it is stopped.
@@ -75,6 +77,16 @@ func dialAddress(u string) string {
 // and pokes wake once) or stop closes; a host name is looked up at most every
 // reachResolveEvery.
 func (d *urlDialer) dial(addr string, wake chan<- struct{}) {
+	// Every lookup and dial is cancelled when the gate ends, so no dialer outlives its gate.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-d.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	dialer := net.Dialer{Timeout: reachDialTimeout}
 	host, port, _ := net.SplitHostPort(addr)
 	var ips []string
@@ -84,18 +96,22 @@ func (d *urlDialer) dial(addr string, wake chan<- struct{}) {
 	defer timer.Stop()
 	for {
 		select {
-		case <-d.stop:
+		case <-ctx.Done():
 			return
 		case <-timer.C:
 		}
 		if net.ParseIP(host) != nil {
 			ips = []string{host}
 		} else if time.Since(resolved) > reachResolveEvery {
-			ips, _ = net.DefaultResolver.LookupHost(context.Background(), host)
+			ips, _ = net.DefaultResolver.LookupHost(ctx, host)
+			ips = ips[:min(len(ips), reachMaxAddresses)]
 			resolved = time.Now()
 		}
 		for _, ip := range ips {
-			if c, err := dialer.Dial("tcp", net.JoinHostPort(ip, port)); err == nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if c, err := dialer.DialContext(ctx, "tcp", net.JoinHostPort(ip, port)); err == nil {
 				_ = c.Close()
 				d.up.Store(true)
 				select {
