@@ -56,8 +56,13 @@ func Prepare(ctx context.Context, dir string) (*Env, error) {
 	if err := k8splugin.Install(ctx, filepath.Join(toolsBin, "pulumi"), shared, nil); err != nil {
 		return nil, err
 	}
-	if err := os.Symlink(filepath.Join(shared, "plugins"), filepath.Join(dir, "home", "plugins")); err != nil {
-		return nil, err
+	// Prepare may run twice on one dir (the bench's stack sections): an existing link is kept.
+	link := filepath.Join(dir, "home", "plugins")
+	if target, err := os.Readlink(link); err != nil || target != filepath.Join(shared, "plugins") {
+		_ = os.Remove(link)
+		if err := os.Symlink(filepath.Join(shared, "plugins"), link); err != nil {
+			return nil, err
+		}
 	}
 	e.Vars = map[string]string{
 		// Plugins are found as ambient binaries on PATH: ours first.
