@@ -114,30 +114,7 @@ func TestServiceBackedWebhookProbeAndServiceProxyInANetworkNamespace(t *testing.
 		t.Cleanup(wh.Close)
 		// A selector-less Service with Endpoints written by the harness (the endpoints
 		// controller's part); kube-controller-manager mirrors them into EndpointSlices.
-		testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata: {name: hook, namespace: %[1]s}
-spec:
-  clusterIP: %[2]s
-  ports: [{name: https, port: 443, targetPort: 9443}]
----
-apiVersion: v1
-kind: Endpoints
-metadata: {name: hook, namespace: %[1]s}
-subsets: [{addresses: [{ip: %[3]s}], ports: [{name: https, port: 9443}]}]
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: %[4]s}
-webhooks:
-- name: validate.%[5]s
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  failurePolicy: Fail
-  timeoutSeconds: 3
-  clientConfig: {service: {name: hook, namespace: %[1]s, port: 443, path: /validate}, caBundle: %[6]s}
-  rules: [{apiGroups: ["%[5]s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [widgets]}]`,
-			ns, netnsClusterIP, netnsPodIP, cfg, group, wh.CABundle()))
+		applyServiceBackedWebhook(t, ns, netnsClusterIP, cfg, group, "[widgets]", wh.CABundle())
 
 		// Field report 001 through a Service: the API server dials the ClusterIP and is refused.
 		early := testenv.Object(t, widget(group, "early"))
@@ -174,30 +151,7 @@ webhooks:
 			t.Fatal(err)
 		}
 		t.Cleanup(wh.Close)
-		testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata: {name: hook, namespace: %[1]s}
-spec:
-  clusterIP: %[2]s
-  ports: [{name: https, port: 443, targetPort: 9443}]
----
-apiVersion: v1
-kind: Endpoints
-metadata: {name: hook, namespace: %[1]s}
-subsets: [{addresses: [{ip: %[3]s}], ports: [{name: https, port: 9443}]}]
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: %[4]s}
-webhooks:
-- name: validate.%[5]s
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  failurePolicy: Fail
-  timeoutSeconds: 3
-  clientConfig: {service: {name: hook, namespace: %[1]s, port: 443, path: /validate}, caBundle: %[6]s}
-  rules: [{apiGroups: ["%[5]s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: ["*"]}]`,
-			ns2, netnsClusterIP2, netnsPodIP, cfg, group, wh.CABundle()))
+		applyServiceBackedWebhook(t, ns2, netnsClusterIP2, cfg, group, `["*"]`, wh.CABundle())
 		t.Cleanup(func() {
 			_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
 		})
@@ -335,4 +289,35 @@ metadata: {name: %[2]s, namespace: %[1]s}
 subsets:
 - addresses: [{ip: %[6]s, targetRef: {kind: Pod, name: %[2]s-0, namespace: %[1]s}}]
   ports: [{name: %[3]s, port: %[5]d}]`, ns, name, portName, port, targetPort, netnsPodIP))
+}
+
+// applyServiceBackedWebhook creates Service "hook" in ns at clusterIP, its Endpoints (the pod at
+// netnsPodIP, written by the harness in the endpoints controller's place), and ValidatingWebhookConfiguration
+// cfg, one Fail webhook on group's resources (a YAML list) through that Service.
+func applyServiceBackedWebhook(t *testing.T, ns, clusterIP, cfg, group, resources, caBundle string) {
+	t.Helper()
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: hook, namespace: %[1]s}
+spec:
+  clusterIP: %[2]s
+  ports: [{name: https, port: 443, targetPort: 9443}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: hook, namespace: %[1]s}
+subsets: [{addresses: [{ip: %[3]s}], ports: [{name: https, port: 9443}]}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: %[4]s}
+webhooks:
+- name: validate.%[5]s
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 3
+  clientConfig: {service: {name: hook, namespace: %[1]s, port: 443, path: /validate}, caBundle: %[6]s}
+  rules: [{apiGroups: ["%[5]s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: %[7]s}]`,
+		ns, clusterIP, netnsPodIP, cfg, group, caBundle, resources))
 }
