@@ -20,7 +20,9 @@ import (
 
 // CertificateReady waits until cert-manager has issued a Certificate and its Secret holds
 // that very certificate: what a Deployment mounting the Secret needs (field report 000).
-type CertificateReady struct{}
+type CertificateReady struct {
+	gate[CertificateReadyArgs, CertificateReadyState]
+}
 
 type CertificateReadyArgs struct {
 	Name         string   `pulumi:"name" provider:"replaceOnChanges"`
@@ -246,11 +248,6 @@ func (e *certificateEval) fill(s *CertificateReadyState) {
 			s.CACertificate = status.PublicCertificates(raw) // public data only: every other PEM block is dropped
 		}
 	}
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*CertificateReady) Update(_ context.Context, req infer.UpdateRequest[CertificateReadyArgs, CertificateReadyState]) (infer.UpdateResponse[CertificateReadyState], error) {
-	return updateGate(req, func(s *CertificateReadyState, in CertificateReadyArgs) { s.CertificateReadyArgs = in })
 }
 
 func (e *certificateEval) subject() (string, string) { return e.namespace, e.name }

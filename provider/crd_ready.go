@@ -20,7 +20,9 @@ import (
 
 // CrdReady waits until CustomResourceDefinitions are Established and their kinds are served,
 // so custom resources created after it never fail with "no matches for kind".
-type CrdReady struct{}
+type CrdReady struct {
+	gate[CrdReadyArgs, CrdReadyState]
+}
 
 type CrdReadyArgs struct {
 	Names []string `pulumi:"names,optional" provider:"replaceOnChanges"`
@@ -317,9 +319,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*CrdReady) Update(_ context.Context, req infer.UpdateRequest[CrdReadyArgs, CrdReadyState]) (infer.UpdateResponse[CrdReadyState], error) {
-	return updateGate(req, func(s *CrdReadyState, in CrdReadyArgs) { s.CrdReadyArgs = in })
 }

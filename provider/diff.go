@@ -1,12 +1,10 @@
 package provider
 
 import (
-	"context"
 	"reflect"
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
-	"github.com/pulumi/pulumi-go-provider/infer"
 )
 
 // diffGate decides replacement by top-level input, in the provider, so every client behaves
@@ -79,58 +77,4 @@ func isEmptyInput(v reflect.Value) bool {
 		return v.Len() == 0
 	}
 	return false
-}
-
-// Every gate's Diff is diffGate over its inputs: the old ones are embedded in the state.
-
-func (*CrdReady) Diff(_ context.Context, r infer.DiffRequest[CrdReadyArgs, CrdReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.CrdReadyArgs, r.Inputs), nil
-}
-
-func (*CertificateReady) Diff(_ context.Context, r infer.DiffRequest[CertificateReadyArgs, CertificateReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.CertificateReadyArgs, r.Inputs), nil
-}
-
-func (*SecretReady) Diff(_ context.Context, r infer.DiffRequest[SecretReadyArgs, SecretReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.SecretReadyArgs, r.Inputs), nil
-}
-
-func (*WebhookReady) Diff(_ context.Context, r infer.DiffRequest[WebhookReadyArgs, WebhookReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.WebhookReadyArgs, r.Inputs), nil
-}
-
-func (*ResourceReady) Diff(_ context.Context, r infer.DiffRequest[ResourceReadyArgs, ResourceReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.ResourceReadyArgs, r.Inputs), nil
-}
-
-func (*RolloutReady) Diff(_ context.Context, r infer.DiffRequest[RolloutReadyArgs, RolloutReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.RolloutReadyArgs, r.Inputs), nil
-}
-
-func (*ServiceReady) Diff(_ context.Context, r infer.DiffRequest[ServiceReadyArgs, ServiceReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.ServiceReadyArgs, r.Inputs), nil
-}
-
-func (*ExternalSecretReady) Diff(_ context.Context, r infer.DiffRequest[ExternalSecretReadyArgs, ExternalSecretReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.ExternalSecretReadyArgs, r.Inputs), nil
-}
-
-func (*NodesReady) Diff(_ context.Context, r infer.DiffRequest[NodesReadyArgs, NodesReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.NodesReadyArgs, r.Inputs), nil
-}
-
-func (*HelmReleaseReady) Diff(_ context.Context, r infer.DiffRequest[HelmReleaseReadyArgs, HelmReleaseReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.HelmReleaseReadyArgs, r.Inputs), nil
-}
-
-func (*HttpReady) Diff(_ context.Context, r infer.DiffRequest[HttpReadyArgs, HttpReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.HttpReadyArgs, r.Inputs), nil
-}
-
-func (*AdmissionReady) Diff(_ context.Context, r infer.DiffRequest[AdmissionReadyArgs, AdmissionReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.AdmissionReadyArgs, r.Inputs), nil
-}
-
-func (*ImageReady) Diff(_ context.Context, r infer.DiffRequest[ImageReadyArgs, ImageReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.ImageReadyArgs, r.Inputs), nil
 }

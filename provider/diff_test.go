@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -96,4 +97,120 @@ func TestNestedInputChangeReplacesThroughTheProvider(t *testing.T) {
 	if r := await(t, createAsync(t, s, "ResourceReady", replaced), 30*time.Second); r.err == nil || !strings.Contains(r.err.Error(), "timed out") {
 		t.Fatalf("the replacing gate must wait again (and time out here), got %v", r.err)
 	}
+}
+
+// TestEveryGateDiffsInPlaceOnlyForHowLongToWait drives Diff of every gate in the schema through
+// the provider (most gates get it from the embedded gate type): a new timeout updates in place, a
+// new trigger replaces. Update, from the same type, then takes the new timeout and keeps the
+// outputs of a gate that passed.
+func TestEveryGateDiffsInPlaceOnlyForHowLongToWait(t *testing.T) {
+	s := newServer(t)
+	schema, err := s.GetSchema(p.GetSchemaRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		Resources map[string]struct {
+			objectSpec
+			InputProperties map[string]propertySpec `json:"inputProperties"`
+			RequiredInputs  []string                `json:"requiredInputs"`
+			IsComponent     bool                    `json:"isComponent"`
+		} `json:"resources"`
+		Types map[string]objectSpec `json:"types"`
+	}
+	if err := json.Unmarshal([]byte(schema.Schema), &spec); err != nil {
+		t.Fatal(err)
+	}
+	// state is a gate's state as the engine holds it: every required output set (to a zero value).
+	var zero func(o objectSpec) map[string]property.Value
+	value := func(ps propertySpec) property.Value {
+		switch {
+		case ps.Ref != "":
+			return property.New(zero(spec.Types[strings.TrimPrefix(ps.Ref, "#/types/")]))
+		case ps.Type == "string":
+			return property.New("")
+		case ps.Type == "integer" || ps.Type == "number":
+			return property.New(0.0)
+		case ps.Type == "boolean":
+			return property.New(false)
+		case ps.Type == "array":
+			return property.New([]property.Value{})
+		}
+		return property.New(map[string]property.Value{})
+	}
+	zero = func(o objectSpec) map[string]property.Value {
+		m := map[string]property.Value{}
+		for _, key := range o.Required {
+			m[key] = value(o.Properties[key])
+		}
+		return m
+	}
+	gates := 0
+	for token, r := range spec.Resources {
+		if r.IsComponent {
+			continue
+		}
+		gates++
+		kind := strings.TrimPrefix(token, "readiness:index:")
+		required := zero(objectSpec{Properties: r.InputProperties, Required: r.RequiredInputs})
+		inputs := func(timeout, trigger string) map[string]property.Value {
+			in := props("timeout", timeout, "triggers", property.New([]property.Value{property.New(trigger)}))
+			for k, v := range required {
+				in[k] = v
+			}
+			return in
+		}
+		state := zero(r.objectSpec)
+		for k, v := range inputs("1m", "a") {
+			state[k] = v
+		}
+		t.Run(kind, func(t *testing.T) {
+			for in, want := range map[[2]string]p.DiffKind{{"2m", "a"}: p.Update, {"1m", "b"}: p.UpdateReplace} {
+				d, err := s.Diff(p.DiffRequest{ID: "id", Urn: urn(kind), State: property.NewMap(state),
+					Inputs: property.NewMap(inputs(in[0], in[1])), OldInputs: property.NewMap(inputs("1m", "a"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := map[p.DiffKind]string{p.Update: "timeout", p.UpdateReplace: "triggers"}[want]
+				if !d.HasChanges || len(d.DetailedDiff) != 1 || d.DetailedDiff[key].Kind != want {
+					t.Errorf("%v: want %s %v, got %v", in, key, want, d.DetailedDiff)
+				}
+			}
+		})
+	}
+	if gates < 13 {
+		t.Errorf("only %d gates in the schema", gates)
+	}
+
+	ns := testenv.Namespace(t, "update")
+	testenv.Apply(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: "+ns+"}")
+	gate := func(timeout string) map[string]property.Value {
+		return props("apiVersion", "v1", "kind", "ConfigMap", "namespace", ns, "name", "web", "exists", true, "timeout", timeout)
+	}
+	created := await(t, createAsync(t, s, "ResourceReady", gate("30s")), 30*time.Second)
+	if created.err != nil {
+		t.Fatal(created.err)
+	}
+	u, err := s.Update(p.UpdateRequest{ID: created.resp.ID, Urn: urn("ResourceReady"), State: created.resp.Properties,
+		Inputs: property.NewMap(gate("2m")), OldInputs: property.NewMap(gate("30s"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Properties.Get("timeout").AsString(); got != "2m" {
+		t.Errorf("Update: timeout = %q, want 2m", got)
+	}
+	if got, want := u.Properties.Get("uid"), created.resp.Properties.Get("uid"); !got.Equals(want) || got.AsString() == "" {
+		t.Errorf("Update: uid = %v, want the created gate's %v", got, want)
+	}
+}
+
+// objectSpec and propertySpec are the parts of a schema object type the tests read.
+type objectSpec struct {
+	Properties map[string]propertySpec `json:"properties"`
+	Required   []string                `json:"required"`
+}
+
+type propertySpec struct {
+	Type string `json:"type"`
+	Ref  string `json:"$ref"`
 }

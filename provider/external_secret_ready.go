@@ -17,7 +17,9 @@ import (
 
 // ExternalSecretReady waits until an ExternalSecret has synced for its current generation and
 // its target Secret exists: the ExternalSecret + Secret pair no single-object wait checks.
-type ExternalSecretReady struct{}
+type ExternalSecretReady struct {
+	gate[ExternalSecretReadyArgs, ExternalSecretReadyState]
+}
 
 type ExternalSecretReadyArgs struct {
 	Name      string  `pulumi:"name" provider:"replaceOnChanges"`
@@ -167,11 +169,6 @@ func (e *externalSecretEval) fill(s *ExternalSecretReadyState) {
 	s.SecretName = e.secretName
 	s.RefreshTime, _, _ = unstructured.NestedString(e.es.Object, "status", "refreshTime")
 	s.SyncedResourceVersion, _, _ = unstructured.NestedString(e.es.Object, "status", "syncedResourceVersion")
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*ExternalSecretReady) Update(_ context.Context, req infer.UpdateRequest[ExternalSecretReadyArgs, ExternalSecretReadyState]) (infer.UpdateResponse[ExternalSecretReadyState], error) {
-	return updateGate(req, func(s *ExternalSecretReadyState, in ExternalSecretReadyArgs) { s.ExternalSecretReadyArgs = in })
 }
 
 func (e *externalSecretEval) subject() (string, string) { return e.namespace, e.name }

@@ -378,9 +378,34 @@ func importRefused(id string) error {
 		"returns at once when the target is already ready", id)
 }
 
-// updateGate is Update for every gate. Only `timeout` updates in place (every other input is
-// replaceOnChanges): a gate that already passed has nothing to wait for when only its time
-// budget changes, so preview shows `~` and the update returns at once.
+// gate is embedded in a gate resource for the lifecycle methods that depend only on its input
+// and state types: Diff and Update. Its state type must embed its input type, as every
+// <Kind>ReadyState embeds <Kind>ReadyArgs.
+type gate[I, O any] struct{}
+
+// Diff replaces the gate on any change of what it waits for (see diffGate).
+func (gate[I, O]) Diff(_ context.Context, r infer.DiffRequest[I, O]) (infer.DiffResponse, error) {
+	return diffGate(*embeddedInputs[I](&r.State), r.Inputs), nil
+}
+
+// Update takes the new inputs and returns at once: only the inputs that say how long to wait
+// update in place (see inPlace), and a gate that already passed has nothing to wait for.
+func (gate[I, O]) Update(_ context.Context, r infer.UpdateRequest[I, O]) (infer.UpdateResponse[O], error) {
+	return updateGate(r, func(s *O, in I) { *embeddedInputs[I](s) = in })
+}
+
+// embeddedInputs points at the inputs a gate's state embeds.
+func embeddedInputs[I, O any](state *O) *I {
+	v := reflect.ValueOf(state).Elem()
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.Anonymous && f.Type == reflect.TypeFor[I]() {
+			return v.Field(i).Addr().Interface().(*I)
+		}
+	}
+	panic(fmt.Sprintf("%s does not embed %s", v.Type(), reflect.TypeFor[I]()))
+}
+
+// updateGate is Update for every gate: the new inputs into the state, without waiting again.
 func updateGate[I, O any](req infer.UpdateRequest[I, O], setInputs func(*O, I)) (infer.UpdateResponse[O], error) {
 	state := req.State
 	setInputs(&state, req.Inputs)

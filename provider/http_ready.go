@@ -29,7 +29,9 @@ import (
 // HttpReady waits until an HTTP(S) endpoint answers as expected, several times in a row: the
 // connectivity probe of field report 002's last wave. Nothing to watch, so it polls with
 // capped backoff.
-type HttpReady struct{}
+type HttpReady struct {
+	gate[HttpReadyArgs, HttpReadyState]
+}
 
 type HttpService struct {
 	Namespace string  `pulumi:"namespace"`
@@ -164,10 +166,6 @@ func (g *HttpReady) Create(ctx context.Context, req infer.CreateRequest[HttpRead
 
 func (g *HttpReady) Read(ctx context.Context, req infer.ReadRequest[HttpReadyArgs, HttpReadyState]) (infer.ReadResponse[HttpReadyArgs, HttpReadyState], error) {
 	return readGate(ctx, req, httpBuilder(req.Inputs))
-}
-
-func (*HttpReady) Update(_ context.Context, req infer.UpdateRequest[HttpReadyArgs, HttpReadyState]) (infer.UpdateResponse[HttpReadyState], error) {
-	return updateGate(req, func(s *HttpReadyState, in HttpReadyArgs) { s.HttpReadyArgs = in })
 }
 
 func httpBuilder(a HttpReadyArgs) builder[HttpReadyState] {

@@ -29,7 +29,9 @@ import (
 // pods pulled an image before CI finished pushing it). Nothing to watch: it asks the registry
 // with capped backoff, HEAD while waiting (Docker Hub does not count HEADs against pull limits),
 // then one GET whose body must be an image manifest or index.
-type ImageReady struct{}
+type ImageReady struct {
+	gate[ImageReadyArgs, ImageReadyState]
+}
 
 type ImagePullSecret struct {
 	Namespace *string `pulumi:"namespace,optional"`
@@ -127,10 +129,6 @@ func (g *ImageReady) Create(ctx context.Context, req infer.CreateRequest[ImageRe
 // the outputs are a pin, and a refresh must not move it.
 func (g *ImageReady) Read(ctx context.Context, req infer.ReadRequest[ImageReadyArgs, ImageReadyState]) (infer.ReadResponse[ImageReadyArgs, ImageReadyState], error) {
 	return readGate(ctx, req, imageBuilder(req.Inputs, req.State.Digest))
-}
-
-func (*ImageReady) Update(_ context.Context, req infer.UpdateRequest[ImageReadyArgs, ImageReadyState]) (infer.UpdateResponse[ImageReadyState], error) {
-	return updateGate(req, func(s *ImageReadyState, in ImageReadyArgs) { s.ImageReadyArgs = in })
 }
 
 func imageBuilder(a ImageReadyArgs, pinnedDigest string) builder[ImageReadyState] {

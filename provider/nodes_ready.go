@@ -15,7 +15,9 @@ import (
 )
 
 // NodesReady waits until enough nodes are Ready: the first gate of a cluster rebuild.
-type NodesReady struct{}
+type NodesReady struct {
+	gate[NodesReadyArgs, NodesReadyState]
+}
 
 type NodesReadyArgs struct {
 	MinCount *int     `pulumi:"minCount,optional" provider:"replaceOnChanges"`
@@ -135,9 +137,4 @@ func (e *nodesEval) check(context.Context) wait.Result {
 		msg += "; not ready: " + strings.Join(notReady, ", ")
 	}
 	return wait.Result{Ready: len(ready) >= e.min, Message: msg, Hint: "kubectl get nodes; are the kubelets joining?"}
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*NodesReady) Update(_ context.Context, req infer.UpdateRequest[NodesReadyArgs, NodesReadyState]) (infer.UpdateResponse[NodesReadyState], error) {
-	return updateGate(req, func(s *NodesReadyState, in NodesReadyArgs) { s.NodesReadyArgs = in })
 }

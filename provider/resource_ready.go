@@ -24,7 +24,9 @@ import (
 // ResourceReady is the generic gate: any kind, decided by a condition, a JSONPath, a CEL
 // expression, existence, deletion, or (by default) kstatus with a stricter rule for custom
 // resources.
-type ResourceReady struct{}
+type ResourceReady struct {
+	gate[ResourceReadyArgs, ResourceReadyState]
+}
 
 type Condition struct {
 	Type   string  `pulumi:"type" provider:"replaceOnChanges"`
@@ -527,11 +529,6 @@ func objectNames(objs []*unstructured.Unstructured) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*ResourceReady) Update(_ context.Context, req infer.UpdateRequest[ResourceReadyArgs, ResourceReadyState]) (infer.UpdateResponse[ResourceReadyState], error) {
-	return updateGate(req, func(s *ResourceReadyState, in ResourceReadyArgs) { s.ResourceReadyArgs = in })
 }
 
 // subject is the one named object, for Warning events in timeout errors (none with a selector).

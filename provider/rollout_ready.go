@@ -15,7 +15,9 @@ import (
 
 // RolloutReady waits like `kubectl rollout status` for a Deployment, StatefulSet or DaemonSet,
 // or for a Job to complete.
-type RolloutReady struct{}
+type RolloutReady struct {
+	gate[RolloutReadyArgs, RolloutReadyState]
+}
 
 type RolloutReadyArgs struct {
 	Kind      string  `pulumi:"kind" provider:"replaceOnChanges"`
@@ -129,11 +131,6 @@ func (e *rolloutEval) check(context.Context) wait.Result {
 func (e *rolloutEval) fill(s *RolloutReadyState) {
 	s.Replicas, s.UpdatedReplicas = int(e.last.Replicas), int(e.last.UpdatedReplicas)
 	s.ReadyReplicas, s.AvailableReplicas, s.Revision = int(e.last.ReadyReplicas), int(e.last.AvailableReplicas), e.last.Revision
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*RolloutReady) Update(_ context.Context, req infer.UpdateRequest[RolloutReadyArgs, RolloutReadyState]) (infer.UpdateResponse[RolloutReadyState], error) {
-	return updateGate(req, func(s *RolloutReadyState, in RolloutReadyArgs) { s.RolloutReadyArgs = in })
 }
 
 func (e *rolloutEval) subject() (string, string) { return e.t.namespace, e.t.name }

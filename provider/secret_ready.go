@@ -18,7 +18,9 @@ import (
 
 // SecretReady waits until a Secret exists with every required key non-empty. It watches that
 // one Secret by name and never keeps its values: only key names reach outputs or messages.
-type SecretReady struct{}
+type SecretReady struct {
+	gate[SecretReadyArgs, SecretReadyState]
+}
 
 type SecretReadyArgs struct {
 	Name         string   `pulumi:"name" provider:"replaceOnChanges"`
@@ -158,9 +160,4 @@ func secretType(s *unstructured.Unstructured) string {
 		return "Opaque"
 	}
 	return t
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*SecretReady) Update(_ context.Context, req infer.UpdateRequest[SecretReadyArgs, SecretReadyState]) (infer.UpdateResponse[SecretReadyState], error) {
-	return updateGate(req, func(s *SecretReadyState, in SecretReadyArgs) { s.SecretReadyArgs = in })
 }

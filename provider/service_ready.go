@@ -17,7 +17,9 @@ import (
 
 // ServiceReady waits until a Service has ready endpoints in its EndpointSlices: pods that
 // passed their readiness probes and that kube-proxy routes to.
-type ServiceReady struct{}
+type ServiceReady struct {
+	gate[ServiceReadyArgs, ServiceReadyState]
+}
 
 type ServiceReadyArgs struct {
 	Name              string  `pulumi:"name" provider:"replaceOnChanges"`
@@ -159,9 +161,4 @@ func servicePorts(svc *unstructured.Unstructured) ([]string, func(string) bool) 
 		}
 	}
 	return desc, func(p string) bool { return known[p] || len(list) == 0 }
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*ServiceReady) Update(_ context.Context, req infer.UpdateRequest[ServiceReadyArgs, ServiceReadyState]) (infer.UpdateResponse[ServiceReadyState], error) {
-	return updateGate(req, func(s *ServiceReadyState, in ServiceReadyArgs) { s.ServiceReadyArgs = in })
 }
