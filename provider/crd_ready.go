@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"sort"
 	"strings"
@@ -41,13 +42,11 @@ type CrdReadyState struct {
 	ConversionVerified []string `pulumi:"conversionVerified"`
 }
 
+//go:embed descriptions/crd_ready.md
+var crdReadyDoc string
+
 func (c *CrdReady) Annotate(a infer.Annotator) {
-	a.Describe(c, "Waits until CustomResourceDefinitions are Established, their names accepted and their kinds "+
-		"served by API discovery. Resources that depend on it can create custom resources without "+
-		"`no matches for kind` errors. CRDs that do not exist yet are waited for. For a CRD with a conversion webhook "+
-		"(spec.conversion.strategy Webhook), it also waits until the webhook converts: an existing object is read through "+
-		"every served version, or, when none exists, an object is dry-run created through every served version but the storage "+
-		"one (nothing is persisted), twice in a row.")
+	a.Describe(c, markdown(crdReadyDoc))
 }
 
 func (a *CrdReadyArgs) Annotate(an infer.Annotator) {

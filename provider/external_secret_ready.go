@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 
@@ -34,14 +35,11 @@ type ExternalSecretReadyState struct {
 	SyncedResourceVersion string `pulumi:"syncedResourceVersion"`
 }
 
+//go:embed descriptions/external_secret_ready.md
+var externalSecretReadyDoc string
+
 func (g *ExternalSecretReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until External Secrets has synced an ExternalSecret (external-secrets.io v1, or v1beta1 on older installs) "+
-		"as it is now, and its target exists. Proof: `Ready=True` and `status.syncedResourceVersion` naming the current "+
-		"metadata.generation (and the current labels/annotations, e.g. a `force-sync` annotation): ESO's conditions carry no "+
-		"observedGeneration, so after a spec change the old `Ready=True` is not proof. With `refreshPolicy: CreatedOnce` or "+
-		"`refreshInterval: 0` ESO never syncs changes by design, and one sync counts. The target Secret (spec.target.name, else "+
-		"the ExternalSecret's name; the spec.target.manifest kind when set) must exist, except with `creationPolicy: None`. "+
-		"Progress shows ESO's reason (e.g. `SecretSyncedError`). Secret values are never read into outputs, logs or errors.")
+	a.Describe(g, markdown(externalSecretReadyDoc))
 }
 
 func (a *ExternalSecretReadyArgs) Annotate(an infer.Annotator) {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,9 +68,11 @@ type HttpReadyState struct {
 	Attempts   int `pulumi:"attempts"`
 }
 
+//go:embed descriptions/http_ready.md
+var httpReadyDoc string
+
 func (g *HttpReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until an HTTP(S) endpoint answers with an expected status (and body) `consecutiveSuccesses` times in a row, "+
-		"either at a `url` or through the API server's service proxy (`service`).")
+	a.Describe(g, markdown(httpReadyDoc))
 }
 
 func (a *HttpReadyArgs) Annotate(an infer.Annotator) {

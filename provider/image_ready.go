@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	_ "embed"
 	"errors"
 	"fmt"
 	"net/http"
@@ -61,11 +62,11 @@ type ImageReadyState struct {
 	Pinned         string   `pulumi:"pinned"`
 }
 
+//go:embed descriptions/image_ready.md
+var imageReadyDoc string
+
 func (g *ImageReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until an image reference (a tag or a digest) resolves in an OCI registry to an image manifest or index "+
-		"(with `platform`: one that has that platform's image), so pods never pull an image that CI has not finished pushing. "+
-		"Outputs the digest to pin in a pod spec. Credentials come from a `kubernetes.io/dockerconfigjson` Secret, whose contents "+
-		"never reach outputs, logs or errors.")
+	a.Describe(g, markdown(imageReadyDoc))
 }
 
 func (a *ImageReadyArgs) Annotate(an infer.Annotator) {

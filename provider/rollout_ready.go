@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -35,11 +36,11 @@ type RolloutReadyState struct {
 	Revision          string `pulumi:"revision"`
 }
 
+//go:embed descriptions/rollout_ready.md
+var rolloutReadyDoc string
+
 func (g *RolloutReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until a Deployment, StatefulSet or DaemonSet has rolled out (the `kubectl rollout status` rules: "+
-		"current generation observed, every replica updated and available, no old replicas, StatefulSet partitions honoured), "+
-		"or a Job has completed. With the OnDelete update strategy (which kubectl refuses), every pod must run the new "+
-		"revision and be ready; progress says the old pods must be deleted. A Deployment past its progress deadline, or a failed Job, fails at once with its reason.")
+	a.Describe(g, markdown(rolloutReadyDoc))
 }
 
 func (a *RolloutReadyArgs) Annotate(an infer.Annotator) {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"sort"
 	"strings"
@@ -37,9 +38,11 @@ type SecretReadyState struct {
 	ResourceVersion string   `pulumi:"resourceVersion"`
 }
 
+//go:embed descriptions/secret_ready.md
+var secretReadyDoc string
+
 func (g *SecretReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until a Secret exists, has the expected type, and every required key is present and non-empty. "+
-		"For Secrets produced by something else: an ExternalSecret, a Helm chart, an operator. Values are never read into outputs, logs or errors.")
+	a.Describe(g, markdown(secretReadyDoc))
 }
 
 func (a *SecretReadyArgs) Annotate(an infer.Annotator) {

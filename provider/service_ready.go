@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"strings"
 
@@ -35,9 +36,11 @@ type ServiceReadyState struct {
 	Ports          []string `pulumi:"ports"`
 }
 
+//go:embed descriptions/service_ready.md
+var serviceReadyDoc string
+
 func (g *ServiceReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until a Service exists and its EndpointSlices hold at least `minReadyEndpoints` serving (not terminating) endpoints, "+
-		"optionally for one port. `serving` is the pod's readiness; `ready` is not enough: with publishNotReadyAddresses it is true for pods that are not ready.")
+	a.Describe(g, markdown(serviceReadyDoc))
 }
 
 func (a *ServiceReadyArgs) Annotate(an infer.Annotator) {
