@@ -4,7 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -226,12 +227,12 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 				inGroup = append(inGroup, o)
 			}
 		}
-		sort.Slice(inGroup, func(i, j int) bool { return inGroup[i].GetName() < inGroup[j].GetName() })
+		slices.SortFunc(inGroup, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
 		if len(inGroup) == 0 {
 			pending = append(pending, "no CRD of group "+g+" exists yet")
 		}
 		for _, o := range inGroup {
-			if !contains(names, o.GetName()) {
+			if !slices.Contains(names, o.GetName()) {
 				objs = append(objs, o)
 				names = append(names, o.GetName())
 			}
@@ -302,20 +303,9 @@ func (e *crdEval) fill(s *CrdReadyState) {
 	s.ConversionVerified = sortedKeys(e.verified)
 }
 
+// sortedKeys is m's keys in order: empty, not nil, for an empty map (the output is then []).
 func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	keys := slices.AppendSeq(make([]string, 0, len(m)), maps.Keys(m))
+	slices.Sort(keys)
+	return keys
 }

@@ -4,7 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -149,12 +150,7 @@ func (e *secretEval) check(context.Context) wait.Result {
 
 func secretKeys(s *unstructured.Unstructured) []string {
 	data, _, _ := unstructured.NestedMap(s.Object, "data")
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(data))
 }
 
 func secretType(s *unstructured.Unstructured) string {
