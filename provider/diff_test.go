@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,51 +13,6 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
-
-func TestDiffGateReplacesOnAnyNestedChange(t *testing.T) {
-	str := func(s string) *string { return &s }
-	base := func() ResourceReadyArgs {
-		return ResourceReadyArgs{APIVersion: "v1", Kind: "ConfigMap", Name: str("web"),
-			Condition: &Condition{Type: "Ready"}, GateArgs: GateArgs{Timeout: str("1m"), Triggers: []any{"v1", map[string]any{"rev": 3.0}}}}
-	}
-	for name, tc := range map[string]struct {
-		edit func(*ResourceReadyArgs)
-		want map[string]p.DiffKind
-	}{
-		"nothing":               {func(*ResourceReadyArgs) {}, map[string]p.DiffKind{}},
-		"triggers[0]":           {func(a *ResourceReadyArgs) { a.Triggers = []any{"v2", map[string]any{"rev": 3.0}} }, map[string]p.DiffKind{"triggers": p.UpdateReplace}},
-		"triggers[1].rev":       {func(a *ResourceReadyArgs) { a.Triggers = []any{"v1", map[string]any{"rev": 4.0}} }, map[string]p.DiffKind{"triggers": p.UpdateReplace}},
-		"condition.type":        {func(a *ResourceReadyArgs) { a.Condition = &Condition{Type: "Available"} }, map[string]p.DiffKind{"condition": p.UpdateReplace}},
-		"condition.status":      {func(a *ResourceReadyArgs) { a.Condition = &Condition{Type: "Ready", Status: str("False")} }, map[string]p.DiffKind{"condition": p.UpdateReplace}},
-		"name added":            {func(a *ResourceReadyArgs) { a.Namespace = str("apps") }, map[string]p.DiffKind{"namespace": p.AddReplace}},
-		"trigger list removed":  {func(a *ResourceReadyArgs) { a.Triggers = nil }, map[string]p.DiffKind{"triggers": p.DeleteReplace}},
-		"timeout only":          {func(a *ResourceReadyArgs) { a.Timeout = str("5m") }, map[string]p.DiffKind{"timeout": p.Update}},
-		"stableFor added":       {func(a *ResourceReadyArgs) { a.StableFor = str("10s") }, map[string]p.DiffKind{"stableFor": p.Add}},
-		"failureGrace only":     {func(a *ResourceReadyArgs) { a.FailureGrace = str("30s") }, map[string]p.DiffKind{"failureGrace": p.Add}},
-		"empty and unset alike": {func(a *ResourceReadyArgs) { a.Triggers = []any{"v1", map[string]any{"rev": 3.0}}; a.Regex = nil }, map[string]p.DiffKind{}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			news := base()
-			tc.edit(&news)
-			d := diffGate(base(), news)
-			got := map[string]p.DiffKind{}
-			for k, v := range d.DetailedDiff {
-				got[k] = v.Kind
-			}
-			if !reflect.DeepEqual(got, tc.want) || d.HasChanges != (len(tc.want) > 0) {
-				t.Errorf("diff = %v (hasChanges %v), want %v", got, d.HasChanges, tc.want)
-			}
-		})
-	}
-	// Map inputs (WebhookReady's probe): a nested change replaces too.
-	probe := func(ns string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": ns}}
-	}
-	d := diffGate(WebhookReadyArgs{Probe: probe("a")}, WebhookReadyArgs{Probe: probe("b")})
-	if d.DetailedDiff["probe"].Kind != p.UpdateReplace {
-		t.Errorf("probe.metadata.namespace change: %v", d.DetailedDiff)
-	}
-}
 
 // TestNestedInputChangeReplacesThroughTheProvider drives the provider's gRPC Diff as the engine
 // does for a client that set no replaceOnChanges (Pulumi YAML, a component's children): a change

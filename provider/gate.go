@@ -16,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/inputdiff"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -377,6 +378,16 @@ func importRefused(id string) error {
 	return fmt.Errorf("readiness gates cannot be imported (id %q): a gate owns no object in the cluster, it only waits "+
 		"for one. Declare the gate in your program instead: `pulumi up` creates it, which checks its target once and "+
 		"returns at once when the target is already ready", id)
+}
+
+// diffGate decides replacement by top-level input, in the provider, so every client behaves
+// alike. infer's default diff asks the schema's replaceOnChanges about each changed *path*
+// (`triggers[0]`, `probe.metadata.namespace`), finds none for nested paths and plans an in-place
+// update: the gate would never wait again. A client's own replaceOnChanges (the SDKs') hides
+// that, raw registrations (Pulumi YAML, a component's children) do not. Here any change of any
+// input but `timeout`, `stableFor` and `failureGrace` replaces the gate, so it waits again.
+func diffGate[I any](olds, news I) p.DiffResponse {
+	return inputdiff.Replace(olds, news, "timeout", "stableFor", "failureGrace")
 }
 
 // gate is embedded in a gate resource for the lifecycle methods that depend only on its input

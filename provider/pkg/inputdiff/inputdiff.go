@@ -1,19 +1,21 @@
-package provider
+// Package inputdiff plans a gate's diff from its inputs: which top-level inputs changed, and
+// whether each change replaces the gate (so it waits again) or updates it in place.
+package inputdiff
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
 )
 
-// diffGate decides replacement by top-level input, in the provider, so every client behaves
-// alike. infer's default diff asks the schema's replaceOnChanges about each changed *path*
-// (`triggers[0]`, `probe.metadata.namespace`), finds none for nested paths and plans an in-place
-// update: the gate would never wait again. A client's own replaceOnChanges (the SDKs') hides
-// that, raw registrations (Pulumi YAML, a component's children) do not. Here any change of any
-// input but `timeout`, `stableFor` and `failureGrace` replaces the gate, so it waits again.
-func diffGate[I any](olds, news I) p.DiffResponse {
+// Replace diffs two values of a gate's input struct by top-level input (its `pulumi:"name"`
+// fields, an embedded struct's fields included): a change of any input replaces, except of those
+// named inPlace (how to wait, not what for), which update in place. Unset and empty (nil, [] or
+// {}) are the same input; a nested change (`triggers[0]`, `probe.metadata.namespace`) is a change
+// of its top-level input.
+func Replace[I any](olds, news I, inPlace ...string) p.DiffResponse {
 	detailed := map[string]p.PropertyDiff{}
 	for key, pair := range inputFields(reflect.ValueOf(olds), reflect.ValueOf(news)) {
 		o, n := pair[0], pair[1]
@@ -27,17 +29,13 @@ func diffGate[I any](olds, news I) p.DiffResponse {
 		case isEmptyInput(n):
 			kind = p.DeleteReplace
 		}
-		if inPlace[key] { // how to wait, not what for: a gate that already passed has nothing to wait for
+		if slices.Contains(inPlace, key) { // how to wait, not what for: a gate that already passed has nothing to wait for
 			kind = map[p.DiffKind]p.DiffKind{p.UpdateReplace: p.Update, p.AddReplace: p.Add, p.DeleteReplace: p.Delete}[kind]
 		}
 		detailed[key] = p.PropertyDiff{Kind: kind, InputDiff: true}
 	}
 	return p.DiffResponse{HasChanges: len(detailed) > 0, DetailedDiff: detailed}
 }
-
-// inPlace are the inputs that say how long to wait, not what for: changing them updates a gate
-// that already passed in place.
-var inPlace = map[string]bool{"timeout": true, "stableFor": true, "failureGrace": true}
 
 // inputFields pairs the old and new value of every input, keyed by its Pulumi name; embedded
 // structs (GateArgs) contribute their fields.
