@@ -401,7 +401,7 @@ func (gate[I, O]) Diff(_ context.Context, r infer.DiffRequest[I, O]) (infer.Diff
 }
 
 // Update takes the new inputs and returns at once: only the inputs that say how long to wait
-// update in place (see inPlace), and a gate that already passed has nothing to wait for.
+// update in place (see diffGate), and a gate that already passed has nothing to wait for.
 func (gate[I, O]) Update(_ context.Context, r infer.UpdateRequest[I, O]) (infer.UpdateResponse[O], error) {
 	return updateGate(r, func(s *O, in I) { *embeddedInputs[I](s) = in })
 }
