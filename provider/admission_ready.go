@@ -839,3 +839,7 @@ func statusCode(err error) int32 {
 	}
 	return 0
 }
+
+func (*AdmissionReady) Diff(_ context.Context, r infer.DiffRequest[AdmissionReadyArgs, AdmissionReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.AdmissionReadyArgs, r.Inputs), nil
+}

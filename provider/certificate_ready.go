@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"encoding/base64"
 	"fmt"
 	"math/big"
@@ -20,7 +21,9 @@ import (
 
 // CertificateReady waits until cert-manager has issued a Certificate and its Secret holds
 // that very certificate: what a Deployment mounting the Secret needs (field report 000).
-type CertificateReady struct{}
+type CertificateReady struct {
+	gate[CertificateReadyArgs, CertificateReadyState]
+}
 
 type CertificateReadyArgs struct {
 	Name         string   `pulumi:"name" provider:"replaceOnChanges"`
@@ -49,13 +52,11 @@ type CertificateReadyState struct {
 	CACertificate string    `pulumi:"caCertificate"`
 }
 
+//go:embed descriptions/certificate_ready.md
+var certificateReadyDoc string
+
 func (g *CertificateReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until a cert-manager Certificate is issued: `Ready=True` for its current generation, its Secret "+
-		"present with every required key non-empty, and the Secret's `tls.crt` the very certificate the Certificate reports "+
-		"(same notAfter, so a stale Secret from an earlier issuance does not pass), unexpired and valid for `minValidity`. "+
-		"The Certificate, its Secret and even cert-manager's CRDs may appear after the gate starts. A Denied or invalid "+
-		"CertificateRequest fails at once while the Certificate is not Ready for its generation; a refused renewal of a "+
-		"Ready certificate is only noted (unless only a renewal could meet `minValidity`). The private key never leaves the cluster.")
+	a.Describe(g, markdown(certificateReadyDoc))
 }
 
 func (a *CertificateReadyArgs) Annotate(an infer.Annotator) {
@@ -246,11 +247,6 @@ func (e *certificateEval) fill(s *CertificateReadyState) {
 			s.CACertificate = status.PublicCertificates(raw) // public data only: every other PEM block is dropped
 		}
 	}
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*CertificateReady) Update(_ context.Context, req infer.UpdateRequest[CertificateReadyArgs, CertificateReadyState]) (infer.UpdateResponse[CertificateReadyState], error) {
-	return updateGate(req, func(s *CertificateReadyState, in CertificateReadyArgs) { s.CertificateReadyArgs = in })
 }
 
 func (e *certificateEval) subject() (string, string) { return e.namespace, e.name }

@@ -2,8 +2,10 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -20,7 +22,9 @@ import (
 
 // CrdReady waits until CustomResourceDefinitions are Established and their kinds are served,
 // so custom resources created after it never fail with "no matches for kind".
-type CrdReady struct{}
+type CrdReady struct {
+	gate[CrdReadyArgs, CrdReadyState]
+}
 
 type CrdReadyArgs struct {
 	Names []string `pulumi:"names,optional" provider:"replaceOnChanges"`
@@ -39,13 +43,11 @@ type CrdReadyState struct {
 	ConversionVerified []string `pulumi:"conversionVerified"`
 }
 
+//go:embed descriptions/crd_ready.md
+var crdReadyDoc string
+
 func (c *CrdReady) Annotate(a infer.Annotator) {
-	a.Describe(c, "Waits until CustomResourceDefinitions are Established, their names accepted and their kinds "+
-		"served by API discovery. Resources that depend on it can create custom resources without "+
-		"`no matches for kind` errors. CRDs that do not exist yet are waited for. For a CRD with a conversion webhook "+
-		"(spec.conversion.strategy Webhook), it also waits until the webhook converts: an existing object is read through "+
-		"every served version, or, when none exists, an object is dry-run created through every served version but the storage "+
-		"one (nothing is persisted), twice in a row.")
+	a.Describe(c, markdown(crdReadyDoc))
 }
 
 func (a *CrdReadyArgs) Annotate(an infer.Annotator) {
@@ -225,12 +227,12 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 				inGroup = append(inGroup, o)
 			}
 		}
-		sort.Slice(inGroup, func(i, j int) bool { return inGroup[i].GetName() < inGroup[j].GetName() })
+		slices.SortFunc(inGroup, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
 		if len(inGroup) == 0 {
 			pending = append(pending, "no CRD of group "+g+" exists yet")
 		}
 		for _, o := range inGroup {
-			if !contains(names, o.GetName()) {
+			if !slices.Contains(names, o.GetName()) {
 				objs = append(objs, o)
 				names = append(names, o.GetName())
 			}
@@ -301,25 +303,9 @@ func (e *crdEval) fill(s *CrdReadyState) {
 	s.ConversionVerified = sortedKeys(e.verified)
 }
 
+// sortedKeys is m's keys in order: empty, not nil, for an empty map (the output is then []).
 func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*CrdReady) Update(_ context.Context, req infer.UpdateRequest[CrdReadyArgs, CrdReadyState]) (infer.UpdateResponse[CrdReadyState], error) {
-	return updateGate(req, func(s *CrdReadyState, in CrdReadyArgs) { s.CrdReadyArgs = in })
+	keys := slices.AppendSeq(make([]string, 0, len(m)), maps.Keys(m))
+	slices.Sort(keys)
+	return keys
 }

@@ -2,7 +2,7 @@ package provider
 
 import (
 	"context"
-	"reflect"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -13,51 +13,6 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
-
-func TestDiffGateReplacesOnAnyNestedChange(t *testing.T) {
-	str := func(s string) *string { return &s }
-	base := func() ResourceReadyArgs {
-		return ResourceReadyArgs{APIVersion: "v1", Kind: "ConfigMap", Name: str("web"),
-			Condition: &Condition{Type: "Ready"}, GateArgs: GateArgs{Timeout: str("1m"), Triggers: []any{"v1", map[string]any{"rev": 3.0}}}}
-	}
-	for name, tc := range map[string]struct {
-		edit func(*ResourceReadyArgs)
-		want map[string]p.DiffKind
-	}{
-		"nothing":               {func(*ResourceReadyArgs) {}, map[string]p.DiffKind{}},
-		"triggers[0]":           {func(a *ResourceReadyArgs) { a.Triggers = []any{"v2", map[string]any{"rev": 3.0}} }, map[string]p.DiffKind{"triggers": p.UpdateReplace}},
-		"triggers[1].rev":       {func(a *ResourceReadyArgs) { a.Triggers = []any{"v1", map[string]any{"rev": 4.0}} }, map[string]p.DiffKind{"triggers": p.UpdateReplace}},
-		"condition.type":        {func(a *ResourceReadyArgs) { a.Condition = &Condition{Type: "Available"} }, map[string]p.DiffKind{"condition": p.UpdateReplace}},
-		"condition.status":      {func(a *ResourceReadyArgs) { a.Condition = &Condition{Type: "Ready", Status: str("False")} }, map[string]p.DiffKind{"condition": p.UpdateReplace}},
-		"name added":            {func(a *ResourceReadyArgs) { a.Namespace = str("apps") }, map[string]p.DiffKind{"namespace": p.AddReplace}},
-		"trigger list removed":  {func(a *ResourceReadyArgs) { a.Triggers = nil }, map[string]p.DiffKind{"triggers": p.DeleteReplace}},
-		"timeout only":          {func(a *ResourceReadyArgs) { a.Timeout = str("5m") }, map[string]p.DiffKind{"timeout": p.Update}},
-		"stableFor added":       {func(a *ResourceReadyArgs) { a.StableFor = str("10s") }, map[string]p.DiffKind{"stableFor": p.Add}},
-		"failureGrace only":     {func(a *ResourceReadyArgs) { a.FailureGrace = str("30s") }, map[string]p.DiffKind{"failureGrace": p.Add}},
-		"empty and unset alike": {func(a *ResourceReadyArgs) { a.Triggers = []any{"v1", map[string]any{"rev": 3.0}}; a.Regex = nil }, map[string]p.DiffKind{}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			news := base()
-			tc.edit(&news)
-			d := diffGate(base(), news)
-			got := map[string]p.DiffKind{}
-			for k, v := range d.DetailedDiff {
-				got[k] = v.Kind
-			}
-			if !reflect.DeepEqual(got, tc.want) || d.HasChanges != (len(tc.want) > 0) {
-				t.Errorf("diff = %v (hasChanges %v), want %v", got, d.HasChanges, tc.want)
-			}
-		})
-	}
-	// Map inputs (WebhookReady's probe): a nested change replaces too.
-	probe := func(ns string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": ns}}
-	}
-	d := diffGate(WebhookReadyArgs{Probe: probe("a")}, WebhookReadyArgs{Probe: probe("b")})
-	if d.DetailedDiff["probe"].Kind != p.UpdateReplace {
-		t.Errorf("probe.metadata.namespace change: %v", d.DetailedDiff)
-	}
-}
 
 // TestNestedInputChangeReplacesThroughTheProvider drives the provider's gRPC Diff as the engine
 // does for a client that set no replaceOnChanges (Pulumi YAML, a component's children): a change
@@ -96,4 +51,120 @@ func TestNestedInputChangeReplacesThroughTheProvider(t *testing.T) {
 	if r := await(t, createAsync(t, s, "ResourceReady", replaced), 30*time.Second); r.err == nil || !strings.Contains(r.err.Error(), "timed out") {
 		t.Fatalf("the replacing gate must wait again (and time out here), got %v", r.err)
 	}
+}
+
+// TestEveryGateDiffsInPlaceOnlyForHowLongToWait drives Diff of every gate in the schema through
+// the provider (most gates get it from the embedded gate type): a new timeout updates in place, a
+// new trigger replaces. Update, from the same type, then takes the new timeout and keeps the
+// outputs of a gate that passed.
+func TestEveryGateDiffsInPlaceOnlyForHowLongToWait(t *testing.T) {
+	s := newServer(t)
+	schema, err := s.GetSchema(p.GetSchemaRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		Resources map[string]struct {
+			objectSpec
+			InputProperties map[string]propertySpec `json:"inputProperties"`
+			RequiredInputs  []string                `json:"requiredInputs"`
+			IsComponent     bool                    `json:"isComponent"`
+		} `json:"resources"`
+		Types map[string]objectSpec `json:"types"`
+	}
+	if err := json.Unmarshal([]byte(schema.Schema), &spec); err != nil {
+		t.Fatal(err)
+	}
+	// state is a gate's state as the engine holds it: every required output set (to a zero value).
+	var zero func(o objectSpec) map[string]property.Value
+	value := func(ps propertySpec) property.Value {
+		switch {
+		case ps.Ref != "":
+			return property.New(zero(spec.Types[strings.TrimPrefix(ps.Ref, "#/types/")]))
+		case ps.Type == "string":
+			return property.New("")
+		case ps.Type == "integer" || ps.Type == "number":
+			return property.New(0.0)
+		case ps.Type == "boolean":
+			return property.New(false)
+		case ps.Type == "array":
+			return property.New([]property.Value{})
+		}
+		return property.New(map[string]property.Value{})
+	}
+	zero = func(o objectSpec) map[string]property.Value {
+		m := map[string]property.Value{}
+		for _, key := range o.Required {
+			m[key] = value(o.Properties[key])
+		}
+		return m
+	}
+	gates := 0
+	for token, r := range spec.Resources {
+		if r.IsComponent {
+			continue
+		}
+		gates++
+		kind := strings.TrimPrefix(token, "readiness:index:")
+		required := zero(objectSpec{Properties: r.InputProperties, Required: r.RequiredInputs})
+		inputs := func(timeout, trigger string) map[string]property.Value {
+			in := props("timeout", timeout, "triggers", property.New([]property.Value{property.New(trigger)}))
+			for k, v := range required {
+				in[k] = v
+			}
+			return in
+		}
+		state := zero(r.objectSpec)
+		for k, v := range inputs("1m", "a") {
+			state[k] = v
+		}
+		t.Run(kind, func(t *testing.T) {
+			for in, want := range map[[2]string]p.DiffKind{{"2m", "a"}: p.Update, {"1m", "b"}: p.UpdateReplace} {
+				d, err := s.Diff(p.DiffRequest{ID: "id", Urn: urn(kind), State: property.NewMap(state),
+					Inputs: property.NewMap(inputs(in[0], in[1])), OldInputs: property.NewMap(inputs("1m", "a"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := map[p.DiffKind]string{p.Update: "timeout", p.UpdateReplace: "triggers"}[want]
+				if !d.HasChanges || len(d.DetailedDiff) != 1 || d.DetailedDiff[key].Kind != want {
+					t.Errorf("%v: want %s %v, got %v", in, key, want, d.DetailedDiff)
+				}
+			}
+		})
+	}
+	if gates < 13 {
+		t.Errorf("only %d gates in the schema", gates)
+	}
+
+	ns := testenv.Namespace(t, "update")
+	testenv.Apply(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: "+ns+"}")
+	gate := func(timeout string) map[string]property.Value {
+		return props("apiVersion", "v1", "kind", "ConfigMap", "namespace", ns, "name", "web", "exists", true, "timeout", timeout)
+	}
+	created := await(t, createAsync(t, s, "ResourceReady", gate("30s")), 30*time.Second)
+	if created.err != nil {
+		t.Fatal(created.err)
+	}
+	u, err := s.Update(p.UpdateRequest{ID: created.resp.ID, Urn: urn("ResourceReady"), State: created.resp.Properties,
+		Inputs: property.NewMap(gate("2m")), OldInputs: property.NewMap(gate("30s"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Properties.Get("timeout").AsString(); got != "2m" {
+		t.Errorf("Update: timeout = %q, want 2m", got)
+	}
+	if got, want := u.Properties.Get("uid"), created.resp.Properties.Get("uid"); !got.Equals(want) || got.AsString() == "" {
+		t.Errorf("Update: uid = %v, want the created gate's %v", got, want)
+	}
+}
+
+// objectSpec and propertySpec are the parts of a schema object type the tests read.
+type objectSpec struct {
+	Properties map[string]propertySpec `json:"properties"`
+	Required   []string                `json:"required"`
+}
+
+type propertySpec struct {
+	Type string `json:"type"`
+	Ref  string `json:"$ref"`
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 
@@ -17,7 +18,9 @@ import (
 
 // ExternalSecretReady waits until an ExternalSecret has synced for its current generation and
 // its target Secret exists: the ExternalSecret + Secret pair no single-object wait checks.
-type ExternalSecretReady struct{}
+type ExternalSecretReady struct {
+	gate[ExternalSecretReadyArgs, ExternalSecretReadyState]
+}
 
 type ExternalSecretReadyArgs struct {
 	Name      string  `pulumi:"name" provider:"replaceOnChanges"`
@@ -32,14 +35,11 @@ type ExternalSecretReadyState struct {
 	SyncedResourceVersion string `pulumi:"syncedResourceVersion"`
 }
 
+//go:embed descriptions/external_secret_ready.md
+var externalSecretReadyDoc string
+
 func (g *ExternalSecretReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until External Secrets has synced an ExternalSecret (external-secrets.io v1, or v1beta1 on older installs) "+
-		"as it is now, and its target exists. Proof: `Ready=True` and `status.syncedResourceVersion` naming the current "+
-		"metadata.generation (and the current labels/annotations, e.g. a `force-sync` annotation): ESO's conditions carry no "+
-		"observedGeneration, so after a spec change the old `Ready=True` is not proof. With `refreshPolicy: CreatedOnce` or "+
-		"`refreshInterval: 0` ESO never syncs changes by design, and one sync counts. The target Secret (spec.target.name, else "+
-		"the ExternalSecret's name; the spec.target.manifest kind when set) must exist, except with `creationPolicy: None`. "+
-		"Progress shows ESO's reason (e.g. `SecretSyncedError`). Secret values are never read into outputs, logs or errors.")
+	a.Describe(g, markdown(externalSecretReadyDoc))
 }
 
 func (a *ExternalSecretReadyArgs) Annotate(an infer.Annotator) {
@@ -167,11 +167,6 @@ func (e *externalSecretEval) fill(s *ExternalSecretReadyState) {
 	s.SecretName = e.secretName
 	s.RefreshTime, _, _ = unstructured.NestedString(e.es.Object, "status", "refreshTime")
 	s.SyncedResourceVersion, _, _ = unstructured.NestedString(e.es.Object, "status", "syncedResourceVersion")
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*ExternalSecretReady) Update(_ context.Context, req infer.UpdateRequest[ExternalSecretReadyArgs, ExternalSecretReadyState]) (infer.UpdateResponse[ExternalSecretReadyState], error) {
-	return updateGate(req, func(s *ExternalSecretReadyState, in ExternalSecretReadyArgs) { s.ExternalSecretReadyArgs = in })
 }
 
 func (e *externalSecretEval) subject() (string, string) { return e.namespace, e.name }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/inputdiff"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -378,9 +380,44 @@ func importRefused(id string) error {
 		"returns at once when the target is already ready", id)
 }
 
-// updateGate is Update for every gate. Only `timeout` updates in place (every other input is
-// replaceOnChanges): a gate that already passed has nothing to wait for when only its time
-// budget changes, so preview shows `~` and the update returns at once.
+// diffGate decides replacement by top-level input, in the provider, so every client behaves
+// alike. infer's default diff asks the schema's replaceOnChanges about each changed *path*
+// (`triggers[0]`, `probe.metadata.namespace`), finds none for nested paths and plans an in-place
+// update: the gate would never wait again. A client's own replaceOnChanges (the SDKs') hides
+// that, raw registrations (Pulumi YAML, a component's children) do not. Here any change of any
+// input but `timeout`, `stableFor` and `failureGrace` replaces the gate, so it waits again.
+func diffGate[I any](olds, news I) p.DiffResponse {
+	return inputdiff.Replace(olds, news, "timeout", "stableFor", "failureGrace")
+}
+
+// gate is embedded in a gate resource for the lifecycle methods that depend only on its input
+// and state types: Diff and Update. Its state type must embed its input type, as every
+// <Kind>ReadyState embeds <Kind>ReadyArgs.
+type gate[I, O any] struct{}
+
+// Diff replaces the gate on any change of what it waits for (see diffGate).
+func (gate[I, O]) Diff(_ context.Context, r infer.DiffRequest[I, O]) (infer.DiffResponse, error) {
+	return diffGate(*embeddedInputs[I](&r.State), r.Inputs), nil
+}
+
+// Update takes the new inputs and returns at once: only the inputs that say how long to wait
+// update in place (see diffGate), and a gate that already passed has nothing to wait for.
+func (gate[I, O]) Update(_ context.Context, r infer.UpdateRequest[I, O]) (infer.UpdateResponse[O], error) {
+	return updateGate(r, func(s *O, in I) { *embeddedInputs[I](s) = in })
+}
+
+// embeddedInputs points at the inputs a gate's state embeds.
+func embeddedInputs[I, O any](state *O) *I {
+	v := reflect.ValueOf(state).Elem()
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.Anonymous && f.Type == reflect.TypeFor[I]() {
+			return v.Field(i).Addr().Interface().(*I)
+		}
+	}
+	panic(fmt.Sprintf("%s does not embed %s", v.Type(), reflect.TypeFor[I]()))
+}
+
+// updateGate is Update for every gate: the new inputs into the state, without waiting again.
 func updateGate[I, O any](req infer.UpdateRequest[I, O], setInputs func(*O, I)) (infer.UpdateResponse[O], error) {
 	state := req.State
 	setInputs(&state, req.Inputs)
@@ -404,3 +441,7 @@ func checkGate[A interface{ gateArgs() GateArgs }](ctx context.Context, req infe
 	failures = append(failures, args.gateArgs().checkFailures(req.NewInputs)...)
 	return infer.CheckResponse[A]{Inputs: args, Failures: hideValues(req.NewInputs, validate(args, failures))}, nil
 }
+
+// contains is slices.Contains; kept for the webhook, admission, probe and conversion files, which
+// call it, until they call slices.Contains.
+func contains(list []string, s string) bool { return slices.Contains(list, s) }

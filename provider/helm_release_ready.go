@@ -466,3 +466,7 @@ type failedEval struct {
 
 func (f failedEval) what() string                      { return f.name }
 func (f failedEval) check(context.Context) wait.Result { return wait.Result{Failed: f.err} }
+
+func (*HelmReleaseReady) Diff(_ context.Context, r infer.DiffRequest[HelmReleaseReadyArgs, HelmReleaseReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.HelmReleaseReadyArgs, r.Inputs), nil
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,23 +14,24 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/httpcheck"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
 // HttpReady waits until an HTTP(S) endpoint answers as expected, several times in a row: the
 // connectivity probe of field report 002's last wave. Nothing to watch, so it polls with
 // capped backoff.
-type HttpReady struct{}
+type HttpReady struct {
+	gate[HttpReadyArgs, HttpReadyState]
+}
 
 type HttpService struct {
 	Namespace string  `pulumi:"namespace"`
@@ -65,9 +67,11 @@ type HttpReadyState struct {
 	Attempts   int `pulumi:"attempts"`
 }
 
+//go:embed descriptions/http_ready.md
+var httpReadyDoc string
+
 func (g *HttpReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until an HTTP(S) endpoint answers with an expected status (and body) `consecutiveSuccesses` times in a row, "+
-		"either at a `url` or through the API server's service proxy (`service`).")
+	a.Describe(g, markdown(httpReadyDoc))
 }
 
 func (a *HttpReadyArgs) Annotate(an infer.Annotator) {
@@ -98,7 +102,7 @@ func (*HttpReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Chec
 		}
 		if args.URL != nil && isKnown(req.NewInputs, "url") {
 			if u, err := url.Parse(*args.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				failures = append(failures, p.CheckFailure{Property: "url", Reason: fmt.Sprintf("%q is not an http(s) URL", redactURLString(*args.URL))})
+				failures = append(failures, p.CheckFailure{Property: "url", Reason: fmt.Sprintf("%q is not an http(s) URL", httpcheck.RedactURLString(*args.URL))})
 			}
 		}
 		if args.Service != nil && isKnown(req.NewInputs, "service") {
@@ -109,7 +113,7 @@ func (*HttpReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Chec
 			failures = append(failures, proxyFailures(*args.Service)...)
 		}
 		if args.ExpectedStatus != nil && isKnown(req.NewInputs, "expectedStatus") {
-			if _, err := parseStatusSet(*args.ExpectedStatus); err != nil {
+			if _, err := httpcheck.ParseStatusSet(*args.ExpectedStatus); err != nil {
 				failures = append(failures, p.CheckFailure{Property: "expectedStatus", Reason: err.Error()})
 			}
 		}
@@ -130,34 +134,6 @@ func (*HttpReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Chec
 	})
 }
 
-// parseStatusSet parses "200", "200-399" or "200,204,300-302".
-func parseStatusSet(s string) (func(int) bool, error) {
-	type span struct{ lo, hi int }
-	var spans []span
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err1 := strconv.Atoi(strings.TrimSpace(lo))
-		b := a
-		var err2 error
-		if isRange {
-			b, err2 = strconv.Atoi(strings.TrimSpace(hi))
-		}
-		if err1 != nil || err2 != nil || a < 100 || b > 599 || a > b {
-			return nil, fmt.Errorf("%q is not a status code, range or list such as 200-399 or 200,204", s)
-		}
-		spans = append(spans, span{a, b})
-	}
-	return func(code int) bool {
-		for _, sp := range spans {
-			if code >= sp.lo && code <= sp.hi {
-				return true
-			}
-		}
-		return false
-	}, nil
-}
-
 func (g *HttpReady) Create(ctx context.Context, req infer.CreateRequest[HttpReadyArgs]) (infer.CreateResponse[HttpReadyState], error) {
 	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, HttpReadyState{HttpReadyArgs: req.Inputs}, "http", httpBuilder(req.Inputs))
 }
@@ -166,13 +142,9 @@ func (g *HttpReady) Read(ctx context.Context, req infer.ReadRequest[HttpReadyArg
 	return readGate(ctx, req, httpBuilder(req.Inputs))
 }
 
-func (*HttpReady) Update(_ context.Context, req infer.UpdateRequest[HttpReadyArgs, HttpReadyState]) (infer.UpdateResponse[HttpReadyState], error) {
-	return updateGate(req, func(s *HttpReadyState, in HttpReadyArgs) { s.HttpReadyArgs = in })
-}
-
 func httpBuilder(a HttpReadyArgs) builder[HttpReadyState] {
 	return func(r *run) (evaluation, func(*HttpReadyState), error) {
-		accept, err := parseStatusSet(derefOr(a.ExpectedStatus, "200-399"))
+		accept, err := httpcheck.ParseStatusSet(derefOr(a.ExpectedStatus, "200-399"))
 		if err != nil {
 			return nil, nil, fmt.Errorf("expectedStatus: %v", err)
 		}
@@ -220,7 +192,7 @@ type httpEval struct {
 
 func (e *httpEval) what() string {
 	if e.args.URL != nil {
-		return "HTTP " + redactURLString(*e.args.URL)
+		return "HTTP " + httpcheck.RedactURLString(*e.args.URL)
 	}
 	s := e.args.Service
 	return fmt.Sprintf("HTTP service %s/%s%s", s.Namespace, s.Name, derefOr(s.Path, "/"))
@@ -260,9 +232,9 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 		var msg string
 		switch {
 		case err != nil:
-			msg = redactedError(err)
+			msg = httpcheck.RedactedError(err)
 		case !e.accept(code):
-			msg = fmt.Sprintf("HTTP %d (want %s)%s", code, derefOr(e.args.ExpectedStatus, "200-399"), excerpt(body))
+			msg = fmt.Sprintf("HTTP %d (want %s)%s", code, derefOr(e.args.ExpectedStatus, "200-399"), httpcheck.Excerpt(body))
 		default:
 			msg = fmt.Sprintf("HTTP %d, but the body does not match /%s/", code, e.body)
 		}
@@ -276,30 +248,6 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 		return wait.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), RetryIn: confirmDelay, Confirming: true}
 	}
 	return wait.Result{Ready: true, Message: fmt.Sprintf("HTTP %d", code)}
-}
-
-// excerpt quotes the start of an unwanted answer's body ("no endpoints available for service",
-// "upstream connect error", ...): it is what tells a person why the endpoint is not ready. A body
-// can hold anything (a password in an error page): the quote is one line, at most 160 characters,
-// with credential-like values blanked, and nothing at all of a body that looks like a Secret or a key.
-func excerpt(body []byte) string {
-	if secretLikeBody(string(body)) {
-		return " (the body is not shown: it looks like it holds secret data)"
-	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
-	line = strings.Map(func(r rune) rune {
-		if unicode.IsPrint(r) {
-			return r
-		}
-		return -1
-	}, line)
-	if line == "" {
-		return ""
-	}
-	if r := []rune(line); len(r) > 160 {
-		line = string(r[:160]) + "..."
-	}
-	return ": " + strconv.Quote(redactBodyLine(line))
 }
 
 func (e *httpEval) request(ctx context.Context) (int, []byte, error) {

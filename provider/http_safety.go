@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -12,6 +11,8 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/httpcheck"
 )
 
 // HttpReady's service proxy request is GET <API server>/api/v1/namespaces/<ns>/services/<name>/proxy<path>,
@@ -31,7 +32,7 @@ func proxyFailures(s HttpService) []p.CheckFailure {
 			"%q is not a scheme the API server's service proxy speaks: give http or https", *s.Scheme)})
 	}
 	if s.Path != nil {
-		if msg := proxyPathProblem(*s.Path); msg != "" {
+		if msg := httpcheck.ProxyPathProblem(*s.Path); msg != "" {
 			out = append(out, p.CheckFailure{Property: "service.path", Reason: msg})
 		}
 	}
@@ -55,34 +56,11 @@ func portProblem(port string) string {
 	return ""
 }
 
-// proxyPathProblem says why path could reach anything but the Service's own proxy path, or "".
-// Percent-encoding is refused outright: `%2e%2e` and `%2f` are how a `..` or a `/` hides from a check
-// that a later decoding undoes.
-func proxyPathProblem(path string) string {
-	switch {
-	case path == "":
-		return ""
-	case !strings.HasPrefix(path, "/"):
-		return fmt.Sprintf("%q must start with /", path)
-	case strings.ContainsAny(path, `%\?#`):
-		return fmt.Sprintf("%q may not contain %%, \\, ? or #: the path is sent to the Service as given, below its proxy path, "+
-			"and encoded or special characters could make it leave that path", path)
-	case strings.IndexFunc(path, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
-		return "the path may not contain control characters"
-	}
-	for _, seg := range strings.Split(path, "/") {
-		if seg == "." || seg == ".." {
-			return fmt.Sprintf("%q may not contain . or .. segments: the gate may only reach the Service's own proxy path", path)
-		}
-	}
-	return ""
-}
-
 // serviceProxyURL is the service proxy URL for s, and an error unless it lies below the
 // Service's proxy path (a check at the last moment, whatever Check let through).
 func serviceProxyURL(rc *rest.RESTClient, s HttpService) (*url.URL, error) {
 	path := derefOr(s.Path, "/")
-	if msg := proxyPathProblem(path); msg != "" {
+	if msg := httpcheck.ProxyPathProblem(path); msg != "" {
 		return nil, errors.New("service.path: " + msg)
 	}
 	if msg := portProblem(deref(s.Port)); msg != "" {
@@ -105,63 +83,4 @@ func proxyURLBelow(rc *rest.RESTClient, namespace, schemeNamePort, path string) 
 		return nil, fmt.Errorf("%q leaves the Service's proxy path %s", path, base.Path)
 	}
 	return u, nil
-}
-
-// redactURL hides what a URL may carry as credentials: its userinfo and every query value.
-// The result is for messages, IDs and logs; the request uses the URL as given.
-func redactURL(u *url.URL) string {
-	c := *u
-	if c.User != nil {
-		c.User = url.User("REDACTED")
-	}
-	if c.RawQuery != "" {
-		q := c.Query()
-		for k := range q {
-			q[k] = []string{"REDACTED"}
-		}
-		c.RawQuery = strings.NewReplacer("%5B", "[", "%5D", "]").Replace(q.Encode())
-	}
-	c.Fragment, c.RawFragment = "", ""
-	return c.String()
-}
-
-// redactURLString is redactURL for a URL as text; text that does not parse is not shown.
-func redactURLString(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(a URL that does not parse)"
-	}
-	return redactURL(u)
-}
-
-// redactedError is err's message with the URL of a failed request redacted (net/http quotes the
-// whole URL, query and user name included, in its errors).
-func redactedError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Sprintf("%s %q: %v", ue.Op, redactURLString(ue.URL), ue.Err)
-	}
-	return err.Error()
-}
-
-// credentialRE finds `password=...`, `"token": "..."`, `Authorization: Bearer ...` and the like
-// in a response body, to blank their values before a line of it is quoted.
-var credentialRE = regexp.MustCompile(`(?i)((?:pass(?:word|wd)?|pwd|secret|token|api[-_]?key|access[-_]?key|auth(?:orization)?|credentials?|session|cookie|bearer|private[-_]?key)["']?\s*[:=]?\s*["']?(?:bearer\s+|basic\s+)?)[^\s"',;&<>]+`)
-
-// userinfoRE finds the userinfo of a URL quoted in a body.
-var userinfoRE = regexp.MustCompile(`(//)[^/\s@"']+@`)
-
-// secretKindRE finds a Kubernetes Secret (or a list of them) in a JSON or YAML body.
-var secretKindRE = regexp.MustCompile(`"kind"\s*:\s*"Secret(List)?"|(?m)^kind:\s*Secret\s*$|"stringData"\s*:`)
-
-// secretLikeBody reports whether a body looks like it holds secret material as a whole (a
-// Kubernetes Secret, a PEM key or certificate): such a body is never quoted, not even in part.
-func secretLikeBody(body string) bool {
-	return strings.Contains(body, "-----BEGIN") || secretKindRE.MatchString(body)
-}
-
-// redactBodyLine blanks credential-like values in one line of a body.
-func redactBodyLine(line string) string {
-	line = credentialRE.ReplaceAllString(line, "${1}[redacted]")
-	return userinfoRE.ReplaceAllString(line, "${1}[redacted]@")
 }

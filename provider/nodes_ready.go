@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"strings"
 
@@ -15,7 +16,9 @@ import (
 )
 
 // NodesReady waits until enough nodes are Ready: the first gate of a cluster rebuild.
-type NodesReady struct{}
+type NodesReady struct {
+	gate[NodesReadyArgs, NodesReadyState]
+}
 
 type NodesReadyArgs struct {
 	MinCount *int     `pulumi:"minCount,optional" provider:"replaceOnChanges"`
@@ -30,15 +33,11 @@ type NodesReadyState struct {
 	Names      []string `pulumi:"names"`
 }
 
+//go:embed descriptions/nodes_ready.md
+var nodesReadyDoc string
+
 func (g *NodesReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until at least `minCount` nodes (optionally matching a label selector) are Ready and schedulable: "+
-		"Ready=True, not cordoned, and without a NoSchedule or NoExecute taint of a well-known key that keeps ordinary pods "+
-		"off (`node.kubernetes.io/*` from the node lifecycle controller: not-ready, unreachable, unschedulable, "+
-		"network-unavailable, memory/disk/pid-pressure, out-of-service; the cloud provider's `uninitialized` and `shutdown`; "+
-		"`node-role.kubernetes.io/control-plane`; the cluster autoscaler's `ToBeDeletedByClusterAutoscaler`; Karpenter's "+
-		"`karpenter.sh/disrupted`; Cilium's `agent-not-ready`). A taint of your own (`dedicated=gpu:NoSchedule`) does not "+
-		"count: your pods tolerate it or not. Progress names the taint that keeps a node out. It cannot know whether a node "+
-		"has room (allocatable) for your pods.")
+	a.Describe(g, markdown(nodesReadyDoc))
 }
 
 func (a *NodesReadyArgs) Annotate(an infer.Annotator) {
@@ -135,9 +134,4 @@ func (e *nodesEval) check(context.Context) wait.Result {
 		msg += "; not ready: " + strings.Join(notReady, ", ")
 	}
 	return wait.Result{Ready: len(ready) >= e.min, Message: msg, Hint: "kubectl get nodes; are the kubelets joining?"}
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*NodesReady) Update(_ context.Context, req infer.UpdateRequest[NodesReadyArgs, NodesReadyState]) (infer.UpdateResponse[NodesReadyState], error) {
-	return updateGate(req, func(s *NodesReadyState, in NodesReadyArgs) { s.NodesReadyArgs = in })
 }

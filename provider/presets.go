@@ -1,6 +1,7 @@
 package provider
 
 import (
+	_ "embed"
 	"github.com/pulumi/pulumi-go-provider/infer"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -64,10 +65,11 @@ type CertManagerReady struct {
 	WebhookConfigurations pulumi.StringArrayOutput `pulumi:"webhookConfigurations"`
 }
 
+//go:embed descriptions/cert_manager_ready.md
+var certManagerReadyDoc string
+
 func (c *CertManagerReady) Annotate(a infer.Annotator) {
-	a.Describe(c, "One line for \"cert-manager is usable\": its CRDs Established and served (`CrdReady`), its validating and "+
-		"mutating webhooks serving with their caBundle injected (`WebhookReady` ×2: a dry-run Issuer, what `cmctl check api` "+
-		"does, and a dry-run CertificateRequest, the one kind the mutating webhook intercepts). Each step is its own child resource.")
+	a.Describe(c, markdown(certManagerReadyDoc))
 	a.Describe(&c.ServedVersions, "The group/versions cert-manager's CRDs serve.")
 	a.Describe(&c.WebhookConfigurations, "The webhook configurations that were checked, as Kind/name.")
 }
@@ -137,10 +139,11 @@ type ExternalSecretsReady struct {
 	WebhookConfigurations pulumi.StringArrayOutput `pulumi:"webhookConfigurations"`
 }
 
+//go:embed descriptions/external_secrets_ready.md
+var externalSecretsReadyDoc string
+
 func (c *ExternalSecretsReady) Annotate(a infer.Annotator) {
-	a.Describe(c, "One line for \"External Secrets is usable\": its CRDs Established (`CrdReady`), its ExternalSecret and "+
-		"SecretStore webhooks answering dry-run probes (`WebhookReady` ×2) and its controller rolled out (`RolloutReady`). "+
-		"The gate field report 001 was missing.")
+	a.Describe(c, markdown(externalSecretsReadyDoc))
 	a.Describe(&c.ServedVersions, "The group/versions External Secrets' CRDs serve.")
 	a.Describe(&c.WebhookConfigurations, "The webhook configurations that were checked.")
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"sort"
@@ -24,7 +25,9 @@ import (
 // ResourceReady is the generic gate: any kind, decided by a condition, a JSONPath, a CEL
 // expression, existence, deletion, or (by default) kstatus with a stricter rule for custom
 // resources.
-type ResourceReady struct{}
+type ResourceReady struct {
+	gate[ResourceReadyArgs, ResourceReadyState]
+}
 
 type Condition struct {
 	Type   string  `pulumi:"type" provider:"replaceOnChanges"`
@@ -63,21 +66,11 @@ type ResourceReadyState struct {
 	Matched            []string `pulumi:"matched"`
 }
 
+//go:embed descriptions/resource_ready.md
+var resourceReadyDoc string
+
 func (r *ResourceReady) Annotate(a infer.Annotator) {
-	a.Describe(r, "Waits until any Kubernetes object (or every object matching a label selector) is ready, decided by "+
-		"exactly one of `condition`, `jsonPath`, `cel`, `exists` or `deleted`. With none, the default rule: kstatus must say "+
-		"`Current` (kstatus `Failed`, e.g. a fresh `Stalled=True`, fails at once), and a kind kstatus has a rule for must also pass "+
-		"that kind's own rule (from its controller, `kubectl rollout status` and `helm --wait`): a Pod Running and Ready (Failed or "+
-		"Succeeded fails at once), a Job Complete, an OnDelete StatefulSet's pods at the new revision, a LoadBalancer Service with "+
-		"an address, a PodDisruptionBudget computed, a ReplicaSet or ReplicationController with every replica available. For kinds kstatus has no rule for (custom "+
-		"resources, APIService, Node, ...), a condition of a positive type (`Ready`, `Available`, `Established`, `NamesAccepted`, "+
-		"`Synced`, `Healthy`, `Installed`, `Succeeded`, `Programmed`, `Accepted`, `ResolvedRefs`, `Reconciled`, `Released`) "+
-		"that is False or Unknown, or one of `Stalled`, `Degraded`, `Failed`, `Reconciling` that is True, means not ready; an "+
-		"APIService needs `Available=True`; and a custom resource needs its controller's word on the current generation: a "+
-		"positive condition that is True, or `status.observedGeneration` equal to `metadata.generation` (kstatus would call a "+
-		"custom resource with no status Current). Conditions whose observedGeneration is older than the object's generation "+
-		"do not count, and a stale positive one means its verdict is pending. A PersistentVolumeClaim that is Pending under a "+
-		"`WaitForFirstConsumer` StorageClass counts as ready unless `strictPvc`.")
+	a.Describe(r, markdown(resourceReadyDoc))
 }
 
 func (a *ResourceReadyArgs) Annotate(an infer.Annotator) {
@@ -527,11 +520,6 @@ func objectNames(objs []*unstructured.Unstructured) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*ResourceReady) Update(_ context.Context, req infer.UpdateRequest[ResourceReadyArgs, ResourceReadyState]) (infer.UpdateResponse[ResourceReadyState], error) {
-	return updateGate(req, func(s *ResourceReadyState, in ResourceReadyArgs) { s.ResourceReadyArgs = in })
 }
 
 // subject is the one named object, for Warning events in timeout errors (none with a selector).

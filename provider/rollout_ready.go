@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -15,7 +16,9 @@ import (
 
 // RolloutReady waits like `kubectl rollout status` for a Deployment, StatefulSet or DaemonSet,
 // or for a Job to complete.
-type RolloutReady struct{}
+type RolloutReady struct {
+	gate[RolloutReadyArgs, RolloutReadyState]
+}
 
 type RolloutReadyArgs struct {
 	Kind      string  `pulumi:"kind" provider:"replaceOnChanges"`
@@ -33,11 +36,11 @@ type RolloutReadyState struct {
 	Revision          string `pulumi:"revision"`
 }
 
+//go:embed descriptions/rollout_ready.md
+var rolloutReadyDoc string
+
 func (g *RolloutReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until a Deployment, StatefulSet or DaemonSet has rolled out (the `kubectl rollout status` rules: "+
-		"current generation observed, every replica updated and available, no old replicas, StatefulSet partitions honoured), "+
-		"or a Job has completed. With the OnDelete update strategy (which kubectl refuses), every pod must run the new "+
-		"revision and be ready; progress says the old pods must be deleted. A Deployment past its progress deadline, or a failed Job, fails at once with its reason.")
+	a.Describe(g, markdown(rolloutReadyDoc))
 }
 
 func (a *RolloutReadyArgs) Annotate(an infer.Annotator) {
@@ -129,11 +132,6 @@ func (e *rolloutEval) check(context.Context) wait.Result {
 func (e *rolloutEval) fill(s *RolloutReadyState) {
 	s.Replicas, s.UpdatedReplicas = int(e.last.Replicas), int(e.last.UpdatedReplicas)
 	s.ReadyReplicas, s.AvailableReplicas, s.Revision = int(e.last.ReadyReplicas), int(e.last.AvailableReplicas), e.last.Revision
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*RolloutReady) Update(_ context.Context, req infer.UpdateRequest[RolloutReadyArgs, RolloutReadyState]) (infer.UpdateResponse[RolloutReadyState], error) {
-	return updateGate(req, func(s *RolloutReadyState, in RolloutReadyArgs) { s.RolloutReadyArgs = in })
 }
 
 func (e *rolloutEval) subject() (string, string) { return e.t.namespace, e.t.name }

@@ -2,8 +2,10 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -18,7 +20,9 @@ import (
 
 // SecretReady waits until a Secret exists with every required key non-empty. It watches that
 // one Secret by name and never keeps its values: only key names reach outputs or messages.
-type SecretReady struct{}
+type SecretReady struct {
+	gate[SecretReadyArgs, SecretReadyState]
+}
 
 type SecretReadyArgs struct {
 	Name         string   `pulumi:"name" provider:"replaceOnChanges"`
@@ -35,9 +39,11 @@ type SecretReadyState struct {
 	ResourceVersion string   `pulumi:"resourceVersion"`
 }
 
+//go:embed descriptions/secret_ready.md
+var secretReadyDoc string
+
 func (g *SecretReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until a Secret exists, has the expected type, and every required key is present and non-empty. "+
-		"For Secrets produced by something else: an ExternalSecret, a Helm chart, an operator. Values are never read into outputs, logs or errors.")
+	a.Describe(g, markdown(secretReadyDoc))
 }
 
 func (a *SecretReadyArgs) Annotate(an infer.Annotator) {
@@ -144,12 +150,7 @@ func (e *secretEval) check(context.Context) wait.Result {
 
 func secretKeys(s *unstructured.Unstructured) []string {
 	data, _, _ := unstructured.NestedMap(s.Object, "data")
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(data))
 }
 
 func secretType(s *unstructured.Unstructured) string {
@@ -158,9 +159,4 @@ func secretType(s *unstructured.Unstructured) string {
 		return "Opaque"
 	}
 	return t
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*SecretReady) Update(_ context.Context, req infer.UpdateRequest[SecretReadyArgs, SecretReadyState]) (infer.UpdateResponse[SecretReadyState], error) {
-	return updateGate(req, func(s *SecretReadyState, in SecretReadyArgs) { s.SecretReadyArgs = in })
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"strings"
 
@@ -17,7 +18,9 @@ import (
 
 // ServiceReady waits until a Service has ready endpoints in its EndpointSlices: pods that
 // passed their readiness probes and that kube-proxy routes to.
-type ServiceReady struct{}
+type ServiceReady struct {
+	gate[ServiceReadyArgs, ServiceReadyState]
+}
 
 type ServiceReadyArgs struct {
 	Name              string  `pulumi:"name" provider:"replaceOnChanges"`
@@ -33,9 +36,11 @@ type ServiceReadyState struct {
 	Ports          []string `pulumi:"ports"`
 }
 
+//go:embed descriptions/service_ready.md
+var serviceReadyDoc string
+
 func (g *ServiceReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until a Service exists and its EndpointSlices hold at least `minReadyEndpoints` serving (not terminating) endpoints, "+
-		"optionally for one port. `serving` is the pod's readiness; `ready` is not enough: with publishNotReadyAddresses it is true for pods that are not ready.")
+	a.Describe(g, markdown(serviceReadyDoc))
 }
 
 func (a *ServiceReadyArgs) Annotate(an infer.Annotator) {
@@ -159,9 +164,4 @@ func servicePorts(svc *unstructured.Unstructured) ([]string, func(string) bool) 
 		}
 	}
 	return desc, func(p string) bool { return known[p] || len(list) == 0 }
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*ServiceReady) Update(_ context.Context, req infer.UpdateRequest[ServiceReadyArgs, ServiceReadyState]) (infer.UpdateResponse[ServiceReadyState], error) {
-	return updateGate(req, func(s *ServiceReadyState, in ServiceReadyArgs) { s.ServiceReadyArgs = in })
 }

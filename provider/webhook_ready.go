@@ -736,3 +736,7 @@ func stringList(v any) []string {
 	}
 	return out
 }
+
+func (*WebhookReady) Diff(_ context.Context, r infer.DiffRequest[WebhookReadyArgs, WebhookReadyState]) (infer.DiffResponse, error) {
+	return diffGate(r.State.WebhookReadyArgs, r.Inputs), nil
+}

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/crdschema"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 )
 
@@ -60,7 +61,7 @@ func publicPart(b64 string) string {
 }
 
 // trimCRD drops the OpenAPI schemas, which are most of a CRD's size. A CRD with a conversion
-// webhook keeps the skeleton of each schema that status.MinimalObject reads (the required fields
+// webhook keeps the skeleton of each schema that crdschema.MinimalObject reads (the required fields
 // and their constraints): CrdReady builds its dry-run conversion probe from it.
 func trimCRD(u *unstructured.Unstructured) *unstructured.Unstructured {
 	strategy, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "strategy")
@@ -70,7 +71,7 @@ func trimCRD(u *unstructured.Unstructured) *unstructured.Unstructured {
 			s, _, _ := unstructured.NestedMap(m, "schema", "openAPIV3Schema")
 			delete(m, "schema")
 			if strategy == "Webhook" && s != nil {
-				m["schema"] = map[string]any{"openAPIV3Schema": status.RequiredSkeleton(s)}
+				m["schema"] = map[string]any{"openAPIV3Schema": crdschema.RequiredSkeleton(s)}
 			}
 		}
 	}

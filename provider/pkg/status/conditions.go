@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/jsonvalue"
 )
 
 // Condition is one entry of status.conditions, as read from an unstructured object.
@@ -60,7 +62,7 @@ func Conditions(obj *unstructured.Unstructured) []Condition {
 		}
 		if g, ok := m["observedGeneration"]; ok {
 			c.HasObservedGeneration = true
-			c.ObservedGeneration = toInt64(g)
+			c.ObservedGeneration = jsonvalue.Int64(g)
 		}
 		out = append(out, c)
 	}
@@ -125,18 +127,4 @@ func str(v any) string {
 		return ""
 	}
 	return fmt.Sprint(v)
-}
-
-func toInt64(v any) int64 {
-	switch n := v.(type) {
-	case int64:
-		return n
-	case int:
-		return int64(n)
-	case int32:
-		return int64(n)
-	case float64:
-		return int64(n)
-	}
-	return 0
 }

@@ -100,50 +100,6 @@ func TestConversionWhyIsTrimmed(t *testing.T) {
 	}
 }
 
-func TestMinimalObject(t *testing.T) {
-	cases := map[string]struct {
-		schema string
-		want   map[string]any
-	}{
-		"no schema":        {``, map[string]any{}},
-		"nothing required": {`{type: object, properties: {spec: {type: object, required: [a], properties: {a: {type: string}}}}}`, map[string]any{}},
-		"required chain with minimum": {`{type: object, required: [spec], properties: {spec: {type: object, required: [count],
-			properties: {count: {type: integer, minimum: 1}, other: {type: string}}}}}`,
-			map[string]any{"spec": map[string]any{"count": int64(1)}}},
-		"default, enum, minLength, boolean, number": {`{type: object, required: [spec], properties: {spec: {type: object,
-			required: [mode, kind, name, enabled, ratio], properties: {mode: {type: string, default: fast}, kind: {type: string, enum: [A, B]},
-			name: {type: string, minLength: 3}, enabled: {type: boolean}, ratio: {type: number, minimum: 0.5}}}}}`,
-			map[string]any{"spec": map[string]any{"mode": "fast", "kind": "A", "name": "aaa", "enabled": false, "ratio": 0.5}}},
-		"exclusive minimum, maximum": {`{type: object, required: [spec], properties: {spec: {type: object, required: [a, b],
-			properties: {a: {type: integer, minimum: 0, exclusiveMinimum: true}, b: {type: integer, minimum: 5, maximum: 3}}}}}`,
-			map[string]any{"spec": map[string]any{"a": int64(1), "b": int64(3)}}},
-		"arrays and maps": {`{type: object, required: [spec], properties: {spec: {type: object, required: [hosts, refs, labels],
-			properties: {hosts: {type: array, minItems: 2, items: {type: string, minLength: 1}},
-			refs: {type: array, items: {type: object}},
-			labels: {type: object, minProperties: 1, additionalProperties: {type: string}}}}}}`,
-			map[string]any{"spec": map[string]any{"hosts": []any{"a0", "a1"}, "refs": []any{}, "labels": map[string]any{"k0": ""}}}},
-		"int-or-string, date-time": {`{type: object, required: [spec], properties: {spec: {type: object, required: [port, at],
-			properties: {port: {x-kubernetes-int-or-string: true}, at: {type: string, format: date-time}}}}}`,
-			map[string]any{"spec": map[string]any{"port": int64(0), "at": "1970-01-01T00:00:00Z"}}},
-		"metadata and apiVersion are not the schema's to fill": {`{type: object, required: [apiVersion, metadata], properties: {apiVersion: {type: string}}}`,
-			map[string]any{}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var s map[string]any
-			if tc.schema != "" {
-				s = fromYAML(t, "x: "+tc.schema).Object["x"].(map[string]any)
-			}
-			if got := MinimalObject(s); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("MinimalObject = %#v, want %#v", got, tc.want)
-			}
-			if got := MinimalObject(RequiredSkeleton(s)); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("MinimalObject(RequiredSkeleton) = %#v, want %#v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestCRDConversion(t *testing.T) {
 	base := `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/jsonvalue"
 )
 
 // ReadyEndpoints counts the distinct serving endpoints in a Service's EndpointSlices, restricted
@@ -24,7 +26,7 @@ func ReadyEndpoints(slices []*unstructured.Unstructured, port string) (int, []st
 		for _, p := range ports {
 			pm, _ := p.(map[string]any)
 			name := str(pm["name"])
-			num := toInt64(pm["port"])
+			num := jsonvalue.Int64(pm["port"])
 			proto := str(pm["protocol"])
 			if proto == "" {
 				proto = "TCP"
@@ -80,21 +82,10 @@ func endpointKey(em map[string]any) string {
 	if ref, ok := em["targetRef"].(map[string]any); ok && str(ref["name"]) != "" {
 		return "ref:" + str(ref["kind"]) + "/" + str(ref["namespace"]) + "/" + str(ref["name"])
 	}
-	addrs := stringsOf(em["addresses"])
+	addrs := jsonvalue.Strings(em["addresses"])
 	if len(addrs) == 0 {
 		return ""
 	}
 	sort.Strings(addrs)
 	return "addr:" + strings.Join(addrs, ",")
-}
-
-func stringsOf(v any) []string {
-	l, _ := v.([]any)
-	out := make([]string, 0, len(l))
-	for _, x := range l {
-		if s := str(x); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/jsonvalue"
 )
 
 // Result is a pure evaluation's verdict on one object.
@@ -189,7 +191,7 @@ func splitStale(obj *unstructured.Unstructured) (*unstructured.Unstructured, []C
 		if !ok {
 			continue
 		}
-		if g, has := m["observedGeneration"]; has && toInt64(g) < obj.GetGeneration() {
+		if g, has := m["observedGeneration"]; has && jsonvalue.Int64(g) < obj.GetGeneration() {
 			continue
 		}
 		keep = append(keep, r)

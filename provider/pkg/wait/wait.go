@@ -130,42 +130,17 @@ func Until(ctx context.Context, spec Spec) (Result, error) {
 
 	var last Result
 	lastReported := ""
-	var stable, failing window
+	ws := windows{stableFor: spec.StableFor, failureGrace: spec.FailureGrace}
 	polled := false
 	for {
 		r := spec.Check(ctx)
 		polled = polled || r.Poll || r.RetryIn > 0
-		now := time.Now()
-		var windowEnd time.Duration // > 0: evaluate again when the open window closes
-		switch {
-		case r.Failed != nil && spec.FailureGrace > 0:
-			stable.reset()
-			if failing.hold(now) >= spec.FailureGrace {
-				err := fmt.Errorf("%w (failing without interruption for %s, failureGrace %s)", r.Failed, failing.held(now).Round(time.Millisecond), spec.FailureGrace)
-				r.Failed = err
-				return r, err
-			}
-			windowEnd = spec.FailureGrace - failing.held(now)
-			r = Result{Message: fmt.Sprintf("failing since %s, within failureGrace %s: %v", failing.since.Format(time.TimeOnly), spec.FailureGrace, r.Failed),
-				Hint: r.Hint, Poll: r.Poll, RetryIn: r.RetryIn}
-		case r.Failed != nil:
-			return r, r.Failed
-		case r.Ready && spec.StableFor > 0:
-			failing.reset()
-			if stable.hold(now) >= spec.StableFor {
-				return r, nil
-			}
-			windowEnd = spec.StableFor - stable.held(now)
-			msg := fmt.Sprintf("ready since %s, must hold for stableFor %s", stable.since.Format(time.TimeOnly), spec.StableFor)
-			if stable.runs > 1 {
-				msg += fmt.Sprintf(" (interrupted %d times so far)", stable.runs-1)
-			}
-			r = Result{Message: msg, Hint: "what makes the condition flap (restarts, probes failing, a controller fighting another)"}
-		case r.Ready:
+		r, v, windowEnd := ws.judge(r, time.Now())
+		switch v {
+		case passed:
 			return r, nil
-		default:
-			stable.reset()
-			failing.reset()
+		case failed:
+			return r, r.Failed
 		}
 		if windowEnd > 0 {
 			// Inside a window: wake when it closes, and recheck a probed state meanwhile.
@@ -210,10 +185,8 @@ func Until(ctx context.Context, spec Spec) (Result, error) {
 				return last, fmt.Errorf("%w while waiting for %s; last seen: %s", ErrCancelled, spec.What, last.Message)
 			}
 			te := &TimeoutError{What: spec.What, Waited: time.Since(start), Last: last.Message, Hint: last.Hint}
-			if stable.runs > 0 {
-				stable.reset()
-				te.Context = append(te.Context, fmt.Sprintf("the condition held %d times, at most %s, never the stableFor %s",
-					stable.runs, stable.longest.Round(time.Millisecond), spec.StableFor))
+			if note := ws.timedOut(time.Now()); note != "" {
+				te.Context = append(te.Context, note)
 			}
 			return last, te
 		case <-spec.Wake:
@@ -226,32 +199,6 @@ func Until(ctx context.Context, spec Spec) (Result, error) {
 			retry.Stop()
 		}
 	}
-}
-
-// window tracks one uninterrupted run of a state (ready, or failing) across evaluations.
-type window struct {
-	since   time.Time
-	runs    int           // how many runs began during this wait
-	longest time.Duration // the longest run that ended
-}
-
-// hold marks the state seen now and returns how long it has held.
-func (w *window) hold(now time.Time) time.Duration {
-	if w.since.IsZero() {
-		w.since = now
-		w.runs++
-	}
-	return now.Sub(w.since)
-}
-
-func (w *window) held(now time.Time) time.Duration { return now.Sub(w.since) }
-
-// reset ends a run: the state was interrupted.
-func (w *window) reset() {
-	if !w.since.IsZero() {
-		w.longest = max(w.longest, time.Since(w.since))
-	}
-	w.since = time.Time{}
 }
 
 // EffectiveTimeout is the shorter of the gate's own timeout and the time left before ctx's

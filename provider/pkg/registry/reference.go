@@ -1,0 +1,90 @@
+package registry
+
+import (
+	"fmt"
+	"mime"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// ParseReference parses an image reference as container runtimes do (Docker Hub and `latest`
+// implied), with the reason in words.
+func ParseReference(s string) (name.Reference, error) {
+	if strings.TrimSpace(s) != s || s == "" {
+		return nil, fmt.Errorf("%q is not an image reference such as registry.example.com/app:v1 or app@sha256:<64 hex>", s)
+	}
+	ref, err := name.ParseReference(s)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not an image reference such as registry.example.com/app:v1 or app@sha256:<64 hex>: %v", s, err)
+	}
+	return ref, nil
+}
+
+// ParsePlatform parses `os/arch[/variant]`.
+func ParsePlatform(s string) (*v1.Platform, error) {
+	parts := strings.Split(s, "/")
+	bad := len(parts) < 2 || len(parts) > 3
+	for _, part := range parts {
+		if part == "" || strings.ContainsAny(part, " :") {
+			bad = true
+		}
+	}
+	if bad {
+		return nil, fmt.Errorf("%q is not a platform such as linux/amd64 or linux/arm/v7 (os/arch[/variant])", s)
+	}
+	pl := &v1.Platform{OS: parts[0], Architecture: parts[1]}
+	if len(parts) == 3 {
+		pl.Variant = parts[2]
+	}
+	return pl, nil
+}
+
+// PinnedBase is the user's reference without its tag or digest, spelled as the user spelled
+// it (not expanded to index.docker.io/library/...), for `<base>@<digest>`.
+func PinnedBase(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		image = image[:i]
+	}
+	return image
+}
+
+// BaseMediaType is a media type without its parameters (`; charset=utf-8`), as registries
+// sometimes send it in Content-Type.
+func BaseMediaType(mt types.MediaType) types.MediaType {
+	if base, _, err := mime.ParseMediaType(string(mt)); err == nil {
+		return types.MediaType(base)
+	}
+	return mt
+}
+
+// IndexPlatforms lists an index's platforms, `os/arch[/variant]` sorted, leaving out
+// attestations (`unknown/unknown`) and unlabelled entries, and, when want is set, picks the
+// first image manifest for it (nil when the index has none).
+func IndexPlatforms(im *v1.IndexManifest, want *v1.Platform) (platforms []string, chosen *v1.Descriptor) {
+	for i, m := range im.Manifests {
+		if m.Platform == nil || m.Platform.OS == "unknown" || m.Platform.OS == "" {
+			continue
+		}
+		platforms = append(platforms, m.Platform.String())
+		if want != nil && chosen == nil && m.Platform.Satisfies(*want) && BaseMediaType(m.MediaType).IsImage() {
+			chosen = &im.Manifests[i]
+		}
+	}
+	slices.Sort(platforms)
+	return platforms, chosen
+}
+
+// OrNone lists platforms for a message, or says there is none.
+func OrNone(platforms []string) string {
+	if len(platforms) == 0 {
+		return "no platform"
+	}
+	return strings.Join(platforms, ", ")
+}
