@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -278,7 +279,7 @@ func (e *crdEval) conversionProbe(res status.CRDResult, v string) *unstructured.
 	gv := schema.GroupVersion{Group: res.Group, Version: v}.String()
 	var obj *unstructured.Unstructured
 	for _, p := range e.args.ConversionProbes {
-		u := unstructuredOf(p)
+		u := (&unstructured.Unstructured{Object: p}).DeepCopy()
 		if u.GetAPIVersion() == gv && u.GetKind() == res.Kind {
 			obj = u
 			break
@@ -309,7 +310,7 @@ func (e *crdEval) conversionProbe(res status.CRDResult, v string) *unstructured.
 // CRD without a conversion webhook or for a version it does not serve is only logged.
 func (e *crdEval) matchProbes(results []status.CRDResult) error {
 	for i, p := range e.args.ConversionProbes {
-		u := unstructuredOf(p)
+		u := (&unstructured.Unstructured{Object: p}).DeepCopy()
 		gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
 		var kinds []string
 		matched := false
@@ -328,7 +329,7 @@ func (e *crdEval) matchProbes(results []status.CRDResult) error {
 					e.noted[note] = true
 					e.r.log.Infof("conversionProbes[%d] is not used: CRD %s.%s declares conversion strategy %s (no conversion webhook)", i, res.Plural, res.Group, res.Conversion.Strategy)
 				}
-			case !contains(res.Versions, gv.Version):
+			case !slices.Contains(res.Versions, gv.Version):
 				if !e.noted[note] {
 					e.noted[note] = true
 					e.r.log.Infof("conversionProbes[%d] is not used: CRD %s.%s does not serve version %s (served: %s)", i, res.Plural, res.Group,

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
@@ -78,7 +79,7 @@ func (*HelmReleaseReady) Check(ctx context.Context, req infer.CheckRequest) (inf
 			failures = append(failures, p.CheckFailure{Property: "name", Reason: "Helm release names are at most 53 characters"})
 		}
 		if args.Probe != nil && isKnown(req.NewInputs, "probe") {
-			if msg := manifestProblem(args.Probe, false); msg != "" {
+			if msg := admission.ManifestProblem(args.Probe, false); msg != "" {
 				failures = append(failures, p.CheckFailure{Property: "probe", Reason: "the probe must be a manifest the API server can create: " + msg})
 			}
 		}
@@ -399,7 +400,7 @@ func (e *helmEval) checkFor(ref helmrelease.ObjectRef) evaluation {
 		}
 		w := &webhookEval{r: e.r, args: a, minEndpoints: 1, deriveProbeIn: e.namespace}
 		if e.probe != nil {
-			w.probe = &prober{r: e.r, obj: unstructuredOf(e.probe)}
+			w.probe = &prober{r: e.r, obj: (&unstructured.Unstructured{Object: e.probe}).DeepCopy()}
 		}
 		return w
 	}

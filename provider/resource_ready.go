@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/expr"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
@@ -394,7 +395,7 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait
 		return status.PVC(o, mode, e.d.strictPvc), nil
 	}
 	res := e.d.eval(o)
-	if isSecret(o) {
+	if admission.IsSecret(o) {
 		// The cache keeps a marker in place of each value (kube.trimSecret): never show it as data.
 		res.Message = strings.ReplaceAll(res.Message, kube.SecretPresent, "(set; a Secret's values are not kept)")
 	}
