@@ -294,10 +294,10 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 	if err != nil {
 		var nk *kube.NoKindError
 		if errors.As(err, &nk) && len(nk.Served) > 0 && !strings.Contains(nk.GVK.Group, ".") {
-			return answer(admission.Verdict{Terminal: red(nk.Error())}) // a built-in kind at a wrong apiVersion: no CRD adds it
+			return verdictOnly(admission.Verdict{Terminal: red(nk.Error())}) // a built-in kind at a wrong apiVersion: no CRD adds it
 		}
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-			return answer(admission.Verdict{Terminal: red("discovery refused: " + err.Error())})
+			return verdictOnly(admission.Verdict{Terminal: red("discovery refused: " + err.Error())})
 		}
 		why := err.Error()
 		if nk != nil {
@@ -307,7 +307,7 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 				why = res.Message
 			}
 		}
-		return answer(admission.Verdict{Why: red(why), Hint: "is the CRD that defines the kind installed (or installing)?"})
+		return verdictOnly(admission.Verdict{Why: red(why), Hint: "is the CRD that defines the kind installed (or installing)?"})
 	}
 	ri := e.r.clients.Dynamic.Resource(m.Resource)
 	var client interface {
@@ -343,7 +343,7 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 			v.Terminal = fmt.Sprintf("%s was refused%s (%s)%s; the message is not shown, as it may quote the Secret's values",
 				admittedName(obj, obj), by, admission.RefusalKind(err), admission.CauseFields(err))
 		}
-		return answer(v)
+		return verdictOnly(v)
 	}
 	a = admission.Answer{Name: admittedName(obj, out), Mutated: admission.MutatedBy(in, out, update)}
 	if e.expect != nil {
@@ -359,8 +359,8 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 	return e.ignoreWebhooks(ctx, a, in, obj, m, update)
 }
 
-// answer is an object's answer that is only a verdict.
-func answer(v admission.Verdict) (admission.Answer, *wait.Result) {
+// verdictOnly is an object's answer that is only a verdict.
+func verdictOnly(v admission.Verdict) (admission.Answer, *wait.Result) {
 	return admission.Answer{Verdict: v}, nil
 }
 
