@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -52,8 +52,6 @@ const (
 	conversionMaxBackoff   = 500 * time.Millisecond
 	conversionProbePrefix  = "readiness-conversion-probe-"
 )
-
-var conversionProbeNameRE = regexp.MustCompile(regexp.QuoteMeta(conversionProbePrefix) + `[a-z0-9]{5}\b`)
 
 // conversionProof is one CRD's proof, on its own schedule (as prober's).
 type conversionProof struct {
@@ -197,7 +195,7 @@ func (e *crdEval) conversionRound(ctx context.Context, name string, res status.C
 	}
 	judge := func(op, v string, err error) *wait.Result {
 		o := status.ClassifyConversion(err)
-		why := conversionProbeNameRE.ReplaceAllString(o.Why, conversionProbePrefix+"*")
+		why := admission.StripGeneratedNames(o.Why, conversionProbePrefix)
 		switch o.Verdict {
 		case status.Converted:
 			return nil

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -359,14 +358,14 @@ func (p *prober) once(ctx context.Context) admission.ProbeOutcome {
 			res += "." + m.Resource.Group
 		}
 		return admission.ProbeOutcome{Terminal: fmt.Errorf("the provider may not dry-run create the probe %s%s: %s; grant verb `create` on resource %q%s "+
-			"to the provider's identity (a dry-run persists nothing)", obj.GetKind(), where, p.stable(obj, err.Error()), res, where)}
+			"to the provider's identity (a dry-run persists nothing)", obj.GetKind(), where, admission.StableMessage(obj, err.Error()), res, where)}
 	}
 	o := admission.ClassifyProbe(err, p.target)
 	if err != nil && admission.IsSecret(obj) {
 		// A webhook's answer may quote the Secret probe in any escaping: keep only its verdict.
 		o.Why = strings.ReplaceAll(o.Why, err.Error(), "(the API server's message is not shown: the probe is a Secret)")
 	}
-	o.Why = p.stable(obj, o.Why)
+	o.Why = admission.StableMessage(obj, o.Why)
 	if o.Invalid {
 		why := "give a `probe` that passes schema validation"
 		if p.derived {
@@ -394,20 +393,10 @@ func (p *prober) judgeExpect(o *admission.ProbeOutcome, obj, out *unstructured.U
 	case v.Terminal != "":
 		o.Terminal = errors.New(v.Terminal)
 	case !v.Held:
-		o.Answered, o.Why, o.Hint = false, "admitted, but "+p.stable(obj, v.Why), v.Hint
+		o.Answered, o.Why, o.Hint = false, "admitted, but "+admission.StableMessage(obj, v.Why), v.Hint
 	default:
 		o.ExpectHeld, o.Why = true, "admitted, and the result satisfies expect"
 	}
-}
-
-// stable strips the name the API server generated for the probe (it changes with every
-// dry-run), so the message stays the same while the state does.
-func (p *prober) stable(obj *unstructured.Unstructured, msg string) string {
-	gen := obj.GetGenerateName()
-	if gen == "" || obj.GetName() != "" {
-		return msg
-	}
-	return regexp.MustCompile(regexp.QuoteMeta(gen)+`[a-z0-9]{5}\b`).ReplaceAllString(msg, gen+"*")
 }
 
 // callDirect sends the webhook an AdmissionReview for a dry-run create of the probe, the way the

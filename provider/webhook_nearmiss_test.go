@@ -11,7 +11,6 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
@@ -393,20 +392,6 @@ subjects: [{kind: User, name: %[1]s}]`, user))
 	}
 	if strings.Contains(r.err.Error(), "timed out") {
 		t.Errorf("waited for the timeout instead of failing at once: %v", r.err)
-	}
-}
-
-func TestProbeMessagesDoNotQuoteGeneratedNames(t *testing.T) {
-	p := &prober{}
-	obj := &unstructured.Unstructured{Object: map[string]any{}}
-	obj.SetGenerateName("readiness-probe-")
-	msg := `admission webhook "v.x" denied the request: Widget "readiness-probe-x7k2p" is not allowed; readiness-probe-b5d4q too`
-	if got, want := p.stable(obj, msg), `admission webhook "v.x" denied the request: Widget "readiness-probe-*" is not allowed; readiness-probe-* too`; got != want {
-		t.Errorf("stable() = %q, want %q", got, want)
-	}
-	obj.SetName("fixed-name")
-	if got := p.stable(obj, msg); got != msg {
-		t.Errorf("a probe with a fixed name keeps its message: %q", got)
 	}
 }
 

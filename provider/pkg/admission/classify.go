@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // ProbeTarget describes the webhooks a probe must reach.
@@ -130,4 +131,21 @@ func ClassifyProbe(err error, t ProbeTarget) ProbeOutcome {
 		return ProbeOutcome{Why: "the API server could not call the webhook: " + msg}
 	}
 	return ProbeOutcome{Why: msg}
+}
+
+// StripGeneratedNames replaces in msg each name the API server generated from prefix (the
+// prefix and five characters, as generateName makes them) with prefix*: such a name changes
+// with every dry-run, and a message should stay the same while the state does.
+func StripGeneratedNames(msg, prefix string) string {
+	return regexp.MustCompile(regexp.QuoteMeta(prefix)+`[a-z0-9]{5}\b`).ReplaceAllString(msg, prefix+"*")
+}
+
+// StableMessage strips from msg the name the API server generated for obj, when it has
+// generateName and no name (see StripGeneratedNames).
+func StableMessage(obj *unstructured.Unstructured, msg string) string {
+	gen := obj.GetGenerateName()
+	if gen == "" || obj.GetName() != "" {
+		return msg
+	}
+	return StripGeneratedNames(msg, gen)
 }

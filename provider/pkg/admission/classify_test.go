@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -42,5 +43,25 @@ func TestClassifyProbe(t *testing.T) {
 	}
 	if o := ClassifyProbe(nil, target); !o.Answered {
 		t.Error("a successful dry-run is an answer")
+	}
+}
+
+func TestProbeMessagesDoNotQuoteGeneratedNames(t *testing.T) {
+	obj := &unstructured.Unstructured{Object: map[string]any{}}
+	obj.SetGenerateName("readiness-probe-")
+	msg := `admission webhook "v.x" denied the request: Widget "readiness-probe-x7k2p" is not allowed; readiness-probe-b5d4q too`
+	if got, want := StableMessage(obj, msg), `admission webhook "v.x" denied the request: Widget "readiness-probe-*" is not allowed; readiness-probe-* too`; got != want {
+		t.Errorf("StableMessage() = %q, want %q", got, want)
+	}
+	obj.SetName("fixed-name")
+	if got := StableMessage(obj, msg); got != msg {
+		t.Errorf("a probe with a fixed name keeps its message: %q", got)
+	} // A CRD conversion probe's generated name, by its prefix.
+	if got := StripGeneratedNames(`"readiness-conversion-probe-ab12c" denied`, "readiness-conversion-probe-"); got != `"readiness-conversion-probe-*" denied` {
+		t.Errorf("StripGeneratedNames = %q", got)
+	}
+	// Near miss: a longer name that merely starts with the prefix is the user's, not generated.
+	if got := StripGeneratedNames("readiness-probe-abcdefg", "readiness-probe-"); got != "readiness-probe-abcdefg" {
+		t.Errorf("StripGeneratedNames stripped a user's name: %q", got)
 	}
 }
