@@ -164,7 +164,7 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 		}
 	}
 	if a.Namespace != nil && known("namespace") && *a.Namespace != "" {
-		if msg := namespaceProblem(*a.Namespace); msg != "" {
+		if msg := admission.NamespaceProblem(*a.Namespace); msg != "" {
 			fail("namespace", "%s", msg)
 		}
 	}
