@@ -2,12 +2,8 @@ package provider
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,12 +12,11 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -86,74 +81,6 @@ var (
 
 const defaultConsecutive = 2
 
-// admissionObjectProblem says what is wrong with one manifest of `objects`, or "".
-func admissionObjectProblem(m map[string]any) string { return manifestProblem(m, true) }
-
-// maxManifestBytes is the API server's default limit on a request body (3 MiB): a larger object
-// is refused with "Request entity too large" on every try.
-const maxManifestBytes = 3 << 20
-
-// manifestProblem says what is wrong with a manifest the gate will dry-run create (AdmissionReady's
-// objects, a probe), or "": what the API server would refuse on every try, so waiting cannot help.
-// needName: a probe may leave out its name (it gets generateName). Never quotes a value that
-// could be data (only apiVersion, kind, names and namespaces, which are not).
-func manifestProblem(m map[string]any, needName bool) string {
-	u := &unstructured.Unstructured{Object: m}
-	av, _ := m["apiVersion"].(string)
-	if av == "" {
-		return "apiVersion is missing (or not a string)"
-	}
-	if _, err := schema.ParseGroupVersion(av); err != nil {
-		return fmt.Sprintf("%q is not an apiVersion such as v1, apps/v1 or external-secrets.io/v1beta1", av)
-	}
-	k, _ := m["kind"].(string)
-	switch {
-	case k == "":
-		return "kind is missing (or not a string)"
-	case strings.ContainsAny(k, " /."):
-		return fmt.Sprintf("%q is not a kind such as ConfigMap", k)
-	case k == "List" || (strings.HasSuffix(k, "List") && m["items"] != nil):
-		return fmt.Sprintf("%s is a list of objects, which cannot be created as one: give each object on its own", k)
-	}
-	md, hasMD := m["metadata"]
-	mdMap, ok := md.(map[string]any)
-	if hasMD && !ok {
-		return "metadata must be an object (a map with name, namespace, labels, ...)"
-	}
-	if needName && !hasMD {
-		return "metadata is missing (it needs name or generateName)"
-	}
-	for _, f := range []string{"name", "generateName", "namespace"} {
-		if v, ok := mdMap[f]; ok {
-			if _, isStr := v.(string); !isStr {
-				return fmt.Sprintf("metadata.%s must be a string", f)
-			}
-		}
-	}
-	// Names are not all DNS names (RBAC's "system:..."), but each becomes one segment of an API path.
-	if errs := path.IsValidPathSegmentName(u.GetName()); len(errs) > 0 {
-		return fmt.Sprintf("metadata.name %q %s", u.GetName(), strings.Join(errs, "; "))
-	}
-	if errs := path.IsValidPathSegmentPrefix(u.GetGenerateName()); len(errs) > 0 {
-		return fmt.Sprintf("metadata.generateName %q %s", u.GetGenerateName(), strings.Join(errs, "; "))
-	}
-	if needName && u.GetName() == "" && u.GetGenerateName() == "" {
-		return "metadata.name (or metadata.generateName) is missing"
-	}
-	if ns := u.GetNamespace(); ns != "" {
-		if msg := namespaceProblem(ns); msg != "" {
-			return "metadata.namespace: " + msg
-		}
-	}
-	if b, err := json.Marshal(m); err != nil {
-		return "it cannot be encoded as JSON"
-	} else if len(b) > maxManifestBytes {
-		return fmt.Sprintf("it is %d bytes as JSON, over the API server's default request limit of %d (it would be refused "+
-			"with \"Request entity too large\" on every try)", len(b), maxManifestBytes)
-	}
-	return ""
-}
-
 func (*AdmissionReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[AdmissionReadyArgs], error) {
 	return checkGate(ctx, req, func(args AdmissionReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
 		raw, _ := req.NewInputs.GetOk("objects")
@@ -167,7 +94,7 @@ func (*AdmissionReady) Check(ctx context.Context, req infer.CheckRequest) (infer
 				if raw.IsArray() && i < raw.AsArray().Len() && raw.AsArray().Get(i).HasComputed() {
 					continue
 				}
-				if msg := admissionObjectProblem(o); msg != "" {
+				if msg := admission.ManifestProblem(o, true); msg != "" {
 					failures = append(failures, p.CheckFailure{Property: fmt.Sprintf("objects[%d]", i), Reason: fmt.Sprintf("objects[%d]: %s", i, msg)})
 				}
 			}
@@ -176,7 +103,7 @@ func (*AdmissionReady) Check(ctx context.Context, req infer.CheckRequest) (infer
 			failures = append(failures, p.CheckFailure{Property: "consecutive", Reason: "must be at least 1"})
 		}
 		if args.Expect != nil && isKnown(req.NewInputs, "expect") {
-			if _, err := compileExpect(args.Expect); err != nil {
+			if _, err := admission.CompileExpect(args.Expect); err != nil {
 				failures = append(failures, p.CheckFailure{Property: "expect", Reason: err.Error()})
 			}
 		}
@@ -210,12 +137,12 @@ func admissionBuilder(a AdmissionReadyArgs) builder[AdmissionReadyState] {
 			return nil, nil, fmt.Errorf("objects: give at least one object")
 		}
 		for i, o := range a.Objects {
-			if msg := admissionObjectProblem(o); msg != "" {
+			if msg := admission.ManifestProblem(o, true); msg != "" {
 				return nil, nil, fmt.Errorf("objects[%d]: %s", i, msg)
 			}
 			e.objs = append(e.objs, &unstructured.Unstructured{Object: o})
 		}
-		x, err := compileExpect(a.Expect)
+		x, err := admission.CompileExpect(a.Expect)
 		if err != nil {
 			return nil, nil, fmt.Errorf("expect: %w", err)
 		}
@@ -230,12 +157,12 @@ func admissionBuilder(a AdmissionReadyArgs) builder[AdmissionReadyState] {
 type admissionEval struct {
 	r      *run
 	objs   []*unstructured.Unstructured
-	expect *mutationExpect
+	expect *admission.Expect
 	need   int
 
 	// Of the current round: every webhook in the cluster, and the answers of the failurePolicy
 	// Ignore ones called directly (by configuration/name: "" answered, else why not).
-	hooks   []*admissionHook
+	hooks   []*admission.Hook
 	answers map[string]string
 	// configs fingerprints the webhook configurations: a change (a caBundle injected, a webhook
 	// registered) retries soon, as the prober does.
@@ -313,50 +240,37 @@ func (e *admissionEval) check(ctx context.Context) wait.Result {
 	return res
 }
 
-// round dry-runs every object once. Every object is tried in every round, so a verdict on any
-// of them fails the gate at once and the message names everything still pending.
+// round dry-runs every object once (gather) and judges the answers (admission.Decide). Every
+// object is tried in every round, so a verdict on any of them fails the gate at once and the
+// message names everything still pending.
 func (e *admissionEval) round(ctx context.Context) wait.Result {
 	if res := e.webhooks(); res != nil {
 		return *res
 	}
 	e.answers = map[string]string{}
-	var pending, hints []string
-	var mutated []string
+	in := admission.Round{Total: len(e.objs), Good: e.good, Need: e.need}
 	for i, o := range e.objs {
-		v := e.admit(ctx, o)
-		label := fmt.Sprintf("objects[%d] (%s %s)", i, o.GetKind(), inputName(o))
-		if v.denier != "" {
-			e.deniers[v.denier] = true
+		a, pending := e.admit(ctx, o)
+		a.Label = fmt.Sprintf("objects[%d] (%s %s)", i, o.GetKind(), inputName(o))
+		if a.Denier != "" {
+			e.deniers[a.Denier] = true
 		}
-		if v.terminal != "" {
-			return wait.Result{Failed: fmt.Errorf("%s: %s", label, v.terminal)}
+		if pending != nil {
+			return *pending // a watch cache loading: the round cannot judge yet
 		}
-		if v.pending != nil {
-			return *v.pending
-		}
-		if v.why != "" {
-			pending = append(pending, label+": "+v.why)
-			if v.hint != "" && !contains(hints, v.hint) {
-				hints = append(hints, v.hint)
-			}
-			continue
-		}
-		if v.mutated {
-			mutated = append(mutated, v.name)
+		in.Answers = append(in.Answers, a)
+		if a.Terminal != "" {
+			break // a verdict: the round is decided
 		}
 	}
-	if len(pending) > 0 {
-		e.good = 0
-		return wait.Result{Message: fmt.Sprintf("%d of %d admitted; %s", len(e.objs)-len(pending), len(e.objs), strings.Join(pending, "; ")),
-			Hint: strings.Join(hints, "; ")}
+	d := admission.Decide(in)
+	if d.Result.Failed == nil {
+		e.good = d.Good
 	}
-	e.good++
-	sort.Strings(mutated)
-	e.admitted, e.mutated = len(e.objs), mutated
-	if e.good < e.need {
-		return wait.Result{Message: fmt.Sprintf("all %d admitted in %d of %d consecutive rounds; confirming", len(e.objs), e.good, e.need), Confirming: true}
+	if d.Good > 0 {
+		e.admitted, e.mutated = len(e.objs), d.Mutated
 	}
-	return wait.Result{Ready: true, Message: fmt.Sprintf("all %d admitted in %d consecutive rounds", len(e.objs), e.good)}
+	return d.Result
 }
 
 func (e *admissionEval) fill(s *AdmissionReadyState) {
@@ -369,34 +283,21 @@ func (e *admissionEval) fill(s *AdmissionReadyState) {
 	sort.Strings(s.Deniers)
 }
 
-// admission is the API server's answer for one object in one round.
-type admission struct {
-	// terminal is a verdict (the object will not be admitted); why a transient reason to wait.
-	// Both empty: admitted.
-	terminal, why, hint string
-	// denier names the webhook or policy that denied the object or could not be called.
-	denier string
-	// name is the object's Kind/namespace/name as admitted; mutated says a webhook changed it.
-	name    string
-	mutated bool
-	// pending: the round cannot judge yet (a watch cache loading).
-	pending *wait.Result
-}
-
 // admit dry-runs one object: a create, or, when it exists, a forced server-side apply (the
 // update the program will make). The result is compared and evaluated here and then dropped:
-// it is never kept, so a Secret's data never outlives this call.
-func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured) admission {
-	red := secretRedactor(in)
+// it is never kept, so a Secret's data never outlives this call. pending: the answer cannot be
+// judged yet (a watch cache loading).
+func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured) (a admission.Answer, pending *wait.Result) {
+	red := admission.SecretRedactor(in)
 	obj := in.DeepCopy()
 	m, err := e.r.clients.Mapping(obj.GroupVersionKind())
 	if err != nil {
 		var nk *kube.NoKindError
 		if errors.As(err, &nk) && len(nk.Served) > 0 && !strings.Contains(nk.GVK.Group, ".") {
-			return admission{terminal: red(nk.Error())} // a built-in kind at a wrong apiVersion: no CRD adds it
+			return verdictOnly(admission.Verdict{Terminal: red(nk.Error())}) // a built-in kind at a wrong apiVersion: no CRD adds it
 		}
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-			return admission{terminal: red("discovery refused: " + err.Error())}
+			return verdictOnly(admission.Verdict{Terminal: red("discovery refused: " + err.Error())})
 		}
 		why := err.Error()
 		if nk != nil {
@@ -406,7 +307,7 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 				why = res.Message
 			}
 		}
-		return admission{why: red(why), hint: "is the CRD that defines the kind installed (or installing)?"}
+		return verdictOnly(admission.Verdict{Why: red(why), Hint: "is the CRD that defines the kind installed (or installing)?"})
 	}
 	ri := e.r.clients.Dynamic.Resource(m.Resource)
 	var client interface {
@@ -430,32 +331,37 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 		out, err = client.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{DryRun: []string{metav1.DryRunAll}, Force: true, FieldManager: "readiness-admission-probe"})
 	}
 	if err != nil {
-		a := classifyAdmission(err, verb, m.Resource, where)
-		a.terminal, a.why = red(a.terminal), red(a.why)
-		if a.terminal != "" && isSecret(in) {
+		v := admission.ClassifyAdmission(err, verb, m.Resource, where)
+		v.Terminal, v.Why = red(v.Terminal), red(v.Why)
+		if v.Terminal != "" && admission.IsSecret(in) {
 			// A verdict's text (a webhook's denial, a field error) may quote the Secret in any
 			// escaping; name who refused it and why, never what it said.
 			by := ""
-			if a.denier != "" {
-				by = fmt.Sprintf(" by %q", a.denier)
+			if v.Denier != "" {
+				by = fmt.Sprintf(" by %q", v.Denier)
 			}
-			a.terminal = fmt.Sprintf("%s was refused%s (%s)%s; the message is not shown, as it may quote the Secret's values",
-				admittedName(obj, obj), by, refusalKind(err), causeFields(err))
+			v.Terminal = fmt.Sprintf("%s was refused%s (%s)%s; the message is not shown, as it may quote the Secret's values",
+				admittedName(obj, obj), by, admission.RefusalKind(err), admission.CauseFields(err))
 		}
-		return a
+		return verdictOnly(v)
 	}
-	a := admission{name: admittedName(obj, out), mutated: mutatedBy(in, out, update)}
+	a = admission.Answer{Name: admittedName(obj, out), Mutated: admission.MutatedBy(in, out, update)}
 	if e.expect != nil {
-		v := e.expect.judge(in, out)
-		if v.terminal != "" || !v.held {
-			a.terminal, a.why, a.hint = v.terminal, "admitted, but "+v.why, v.hint
-			if v.terminal != "" {
-				a.why = ""
+		v := e.expect.Judge(in, out)
+		if v.Terminal != "" || !v.Held {
+			a.Terminal, a.Why, a.Hint = v.Terminal, "admitted, but "+v.Why, v.Hint
+			if v.Terminal != "" {
+				a.Why = ""
 			}
-			return a
+			return a, nil
 		}
 	}
 	return e.ignoreWebhooks(ctx, a, in, obj, m, update)
+}
+
+// verdictOnly is an object's answer that is only a verdict.
+func verdictOnly(v admission.Verdict) (admission.Answer, *wait.Result) {
+	return admission.Answer{Verdict: v}, nil
 }
 
 var (
@@ -480,13 +386,13 @@ func (e *admissionEval) webhooks() *wait.Result {
 		}
 		for _, cfg := range cfgs {
 			fmt.Fprintf(&fp, "%s/%s@%s;", gvk.Kind, cfg.GetName(), cfg.GetResourceVersion())
-			e.hooks = append(e.hooks, webhooksOf(gvk.Kind, cfg)...)
+			e.hooks = append(e.hooks, admission.WebhooksOf(gvk.Kind, cfg)...)
 		}
 	}
 	for _, h := range e.hooks {
-		if h.url != "" && e.mayIntercept(h) {
+		if h.URL != "" && e.mayIntercept(h) {
 			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
-			fmt.Fprintf(&fp, "reach %s=%t;", h.url, e.r.listening(h.url))
+			fmt.Fprintf(&fp, "reach %s=%t;", h.URL, e.r.listening(h.URL))
 		}
 	}
 	if fp.String() != e.configs {
@@ -502,17 +408,17 @@ func (e *admissionEval) webhooks() *wait.Result {
 
 // mayIntercept says whether h's rules cover one of the objects' resources (selectors aside):
 // the webhooks worth a wake-up when they start listening.
-func (e *admissionEval) mayIntercept(h *admissionHook) bool {
+func (e *admissionEval) mayIntercept(h *admission.Hook) bool {
 	for _, o := range e.objs {
 		m, err := e.r.clients.Mapping(o.GroupVersionKind())
 		if err != nil {
 			continue
 		}
-		q := probeRequest{gvr: m.Resource, namespace: o.GetNamespace()}
-		if m.Scope.Name() == meta.RESTScopeNameNamespace && q.namespace == "" {
-			q.namespace = e.r.clients.Namespace
+		q := admission.Request{GVR: m.Resource, Namespace: o.GetNamespace()}
+		if m.Scope.Name() == meta.RESTScopeNameNamespace && q.Namespace == "" {
+			q.Namespace = e.r.clients.Namespace
 		}
-		if h.match.rulesMatch(q) || h.match.rulesMatch(probeRequest{gvr: m.Resource, namespace: q.namespace, update: true}) {
+		if h.Match.RulesMatch(q) || h.Match.RulesMatch(admission.Request{GVR: m.Resource, Namespace: q.Namespace, Update: true}) {
 			return true
 		}
 	}
@@ -520,38 +426,28 @@ func (e *admissionEval) mayIntercept(h *admissionHook) bool {
 }
 
 // ignoreWebhooks requires, of an admitted object, an answer from every failurePolicy Ignore
-// webhook that may intercept it: the API server admits without such a webhook while it is down,
-// so the admission shows nothing about it. Each is called directly (one AdmissionReview per round,
-// whatever the number of objects it intercepts), except a mutating one that the mutation `expect`
-// sees is credited to (see creditsMutation).
-func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission, in, obj *unstructured.Unstructured, m *meta.RESTMapping, update bool) admission {
+// webhook that may intercept it (see admission.NeedDirect): each is called directly, one
+// AdmissionReview per round whatever the number of objects it intercepts.
+func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, in, obj *unstructured.Unstructured, m *meta.RESTMapping, update bool) (admission.Answer, *wait.Result) {
 	q := requestFor(e.r, obj, m, update)
-	if q.gvr == namespacesResource {
-		q.nsLabels = obj.GetLabels()
-	} else if q.namespace != "" {
-		lbls, nsErr, _, pending := e.r.namespaceLabels(q.namespace, e.hooks)
+	if q.GVR == admission.NamespacesResource {
+		q.NSLabels = obj.GetLabels()
+	} else if q.Namespace != "" {
+		lbls, nsErr, _, pending := e.r.namespaceLabels(q.Namespace, e.hooks)
 		if pending != nil {
-			a.pending = pending
-			return a
+			return a, pending
 		}
-		q.nsLabels, q.nsErr = lbls, nsErr
+		q.NSLabels, q.NSErr = lbls, nsErr
 	}
-	inter := interceptors(e.hooks, q)
-	for _, h := range inter {
-		if h.policy != "Ignore" {
-			continue
-		}
-		if h.mutating && e.expect != nil && creditsMutation(e.expect, in, h, inter) == "" {
-			continue // the mutation expect sees is its answer
-		}
-		key := h.config + "/" + h.name
+	for _, h := range admission.NeedDirect(admission.Interceptors(e.hooks, q), e.expect, in) {
+		key := h.Config + "/" + h.Name
 		why, done := e.answers[key]
 		if !done {
-			need := fmt.Sprintf("webhook %s has failurePolicy Ignore, so the API server admits without it while it is down", h.name)
+			need := fmt.Sprintf("webhook %s has failurePolicy Ignore, so the API server admits without it while it is down", h.Name)
 			ok, w, terminal := callDirect(ctx, e.r, obj, h, need, "set failurePolicy: Fail on the webhook")
 			if terminal != nil {
-				a.terminal = terminal.Error()
-				return a
+				a.Terminal = terminal.Error()
+				return a, nil
 			}
 			why = ""
 			if !ok {
@@ -560,91 +456,14 @@ func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission, in, obj
 			e.answers[key] = why
 		}
 		if why != "" {
-			a.denier = h.name
-			a.why = fmt.Sprintf("admitted, but webhook %s (failurePolicy Ignore) intercepts it and the API server admits without it while it is down; %s", h.name, why)
-			a.hint = "is the webhook's server running (kubectl get pods,endpointslices -n <webhook namespace>; its logs)? " +
+			a.Denier = h.Name
+			a.Why = fmt.Sprintf("admitted, but webhook %s (failurePolicy Ignore) intercepts it and the API server admits without it while it is down; %s", h.Name, why)
+			a.Hint = "is the webhook's server running (kubectl get pods,endpointslices -n <webhook namespace>; its logs)? " +
 				"with `expect`, the mutation of the only mutating webhook intercepting an object is its proof"
-			return a
+			return a, nil
 		}
 	}
-	return a
-}
-
-var policyRE = regexp.MustCompile(`(ValidatingAdmissionPolicy|MutatingAdmissionPolicy) '([^']+)'`)
-
-// classifyAdmission maps a dry-run's refusal to a verdict or a reason to wait. Verdicts: RBAC,
-// a webhook's or an admission policy's denial, the object invalid or malformed, any other
-// Forbidden. Everything else is transient; ClassifyProbe spells out why (the webhook Service
-// missing, no endpoints, connection refused, x509, a timeout).
-func classifyAdmission(err error, verb string, gvr schema.GroupVersionResource, where string) admission {
-	msg := err.Error()
-	if apierrors.IsUnauthorized(err) || (apierrors.IsForbidden(err) && strings.Contains(msg, "cannot "+verb+" resource")) {
-		res := gvr.Resource
-		if gvr.Group != "" {
-			res += "." + gvr.Group
-		}
-		return admission{terminal: fmt.Sprintf("the provider may not dry-run %s it%s: %s; grant verb `%s` on resource %q%s to the provider's identity "+
-			"(a dry-run persists nothing)", verb, where, msg, verb, res, where)}
-	}
-	if name := deniedBy(err); name != "" {
-		return admission{denier: name, terminal: fmt.Sprintf("denied by admission webhook %q: %s", name, msg)}
-	}
-	if m := policyRE.FindStringSubmatch(msg); m != nil {
-		if strings.Contains(msg, "failed to configure binding") || strings.Contains(msg, "no params found") {
-			return admission{denier: m[2], why: fmt.Sprintf("%s %q cannot be evaluated yet: %s", m[1], m[2], msg),
-				hint: "is the policy's parameter object created?"}
-		}
-		return admission{denier: m[2], terminal: fmt.Sprintf("denied by %s %q: %s", m[1], m[2], msg)}
-	}
-	if m := failedCallRE.FindStringSubmatch(msg); m != nil {
-		return admission{denier: m[1], why: ClassifyProbe(err, ProbeTarget{What: "webhook " + m[1]}).Why,
-			hint: "kubectl get pods,endpointslices -n <webhook namespace>; the webhook's logs"}
-	}
-	switch {
-	case apierrors.IsInvalid(err):
-		return admission{terminal: "invalid (rejected by the API server's validation): " + msg}
-	case apierrors.IsBadRequest(err):
-		return admission{terminal: "rejected as malformed: " + msg}
-	case apierrors.IsRequestEntityTooLargeError(err):
-		return admission{terminal: "too large for the API server (its request size limit; it is refused on every try): " + msg}
-	case apierrors.IsForbidden(err) && (strings.Contains(msg, "being terminated") || strings.Contains(msg, "exceeded quota") ||
-		strings.Contains(msg, "error looking up service account")):
-		return admission{why: msg}
-	case apierrors.IsForbidden(err):
-		denier := "the API server"
-		if strings.Contains(msg, "PodSecurity") {
-			denier = "PodSecurity"
-		}
-		return admission{denier: denier, terminal: fmt.Sprintf("forbidden by %s: %s", denier, msg)}
-	case apierrors.IsNotFound(err) && strings.Contains(msg, "namespaces"):
-		return admission{why: "the namespace does not exist yet: " + msg, hint: "is the namespace part of the stack?"}
-	}
-	return admission{why: ClassifyProbe(err, ProbeTarget{What: "the object's admission"}).Why}
-}
-
-// refusalKind is "Invalid, HTTP 422", or just "HTTP 403" when the API server gave no reason.
-func refusalKind(err error) string {
-	if reason := apierrors.ReasonForError(err); reason != metav1.StatusReasonUnknown {
-		return fmt.Sprintf("%s, HTTP %d", reason, statusCode(err))
-	}
-	return fmt.Sprintf("HTTP %d", statusCode(err))
-}
-
-// causeFields names the fields a refusal's causes point at ("; on fields spec.x, data[key]"):
-// field paths hold names, never values, so they can be shown even for a Secret.
-func causeFields(err error) string {
-	var fields []string
-	if st, ok := err.(apierrors.APIStatus); ok && st.Status().Details != nil {
-		for _, c := range st.Status().Details.Causes {
-			if c.Field != "" && !slices.Contains(fields, c.Field) {
-				fields = append(fields, c.Field)
-			}
-		}
-	}
-	if len(fields) == 0 {
-		return ""
-	}
-	return "; on field(s) " + strings.Join(fields, ", ")
+	return a, nil
 }
 
 // admittedName is Kind/namespace/name of the dry-run result (the server's name for a
@@ -658,186 +477,6 @@ func admittedName(obj, out *unstructured.Unstructured) string {
 		return obj.GetKind() + "/" + ns + "/" + name
 	}
 	return obj.GetKind() + "/" + name
-}
-
-func isSecret(o *unstructured.Unstructured) bool {
-	return o.GetKind() == "Secret" && o.GroupVersionKind().Group == ""
-}
-
-// secretRedactor replaces the values of a Secret's data and stringData (as given, and in their
-// other encoding) in a message; for any other kind it returns the message unchanged. A webhook's
-// denial may quote the object.
-func secretRedactor(o *unstructured.Unstructured) func(string) string {
-	if !isSecret(o) {
-		return func(s string) string { return s }
-	}
-	var vals []string
-	add := func(v string) {
-		if len(v) >= 3 {
-			vals = append(vals, v)
-		}
-	}
-	data, _, _ := unstructured.NestedMap(o.Object, "data")
-	for _, v := range data {
-		if s, ok := v.(string); ok {
-			add(s)
-			if d, err := base64.StdEncoding.DecodeString(s); err == nil {
-				add(string(d))
-			}
-		}
-	}
-	sd, _, _ := unstructured.NestedMap(o.Object, "stringData")
-	for _, v := range sd {
-		if s, ok := v.(string); ok {
-			add(s)
-			add(base64.StdEncoding.EncodeToString([]byte(s)))
-		}
-	}
-	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
-	return func(s string) string {
-		for _, v := range vals {
-			s = strings.ReplaceAll(s, v, "<redacted>")
-		}
-		return s
-	}
-}
-
-// systemLabels are added by the API server itself, not by a webhook.
-var systemLabels = map[string]bool{"kubernetes.io/metadata.name": true}
-
-// mutatedBy says whether the dry-run result out differs from the input in: a value the input
-// sets (every top-level field but apiVersion, kind, metadata and status; a list must keep its
-// length and each element its values), or its labels and annotations (changed or, for a create,
-// added). Fields the input leaves out are the API server's defaults and do not count; for an
-// update, labels and annotations the existing object has are not the webhook's either. A
-// Secret's stringData is compared as the data the API server turns it into.
-func mutatedBy(in, out *unstructured.Unstructured, update bool) bool {
-	want := in.Object
-	if isSecret(in) {
-		if sd, ok := want["stringData"].(map[string]any); ok {
-			want = make(map[string]any, len(in.Object))
-			for k, v := range in.Object {
-				want[k] = v
-			}
-			data := map[string]any{}
-			if d, ok := in.Object["data"].(map[string]any); ok {
-				for k, v := range d {
-					data[k] = v
-				}
-			}
-			for k, v := range sd {
-				if s, ok := v.(string); ok {
-					data[k] = base64.StdEncoding.EncodeToString([]byte(s))
-				}
-			}
-			delete(want, "stringData")
-			want["data"] = data
-		}
-	}
-	for k, v := range want {
-		switch k {
-		case "apiVersion", "kind", "metadata", "status":
-			continue
-		}
-		if !subsetOf(v, out.Object[k]) {
-			return true
-		}
-	}
-	for _, field := range []string{"labels", "annotations"} {
-		have, _, _ := unstructured.NestedStringMap(in.Object, "metadata", field)
-		got, _, _ := unstructured.NestedStringMap(out.Object, "metadata", field)
-		for k, v := range have {
-			if g, ok := got[k]; !ok || g != v {
-				return true
-			}
-		}
-		if update {
-			continue
-		}
-		for k := range got {
-			if _, ok := have[k]; !ok && !(field == "labels" && systemLabels[k]) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// subsetOf says whether every value want sets is in got: maps by key (got may have more keys:
-// defaults), lists element by element with the same length, scalars equal (numbers by value,
-// quantities such as "500m" and "0.5" by amount). An empty map or list, or null, in want
-// matches a missing value (the API server drops empty fields).
-func subsetOf(want, got any) bool {
-	switch w := want.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return len(w) == 0 && got == nil
-		}
-		for k, v := range w {
-			if !subsetOf(v, g[k]) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		g, ok := got.([]any)
-		if !ok {
-			return len(w) == 0 && got == nil
-		}
-		if len(w) != len(g) {
-			return false
-		}
-		for i := range w {
-			if !subsetOf(w[i], g[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		g, ok := got.(string)
-		if !ok {
-			return false
-		}
-		if w == g {
-			return true
-		}
-		qw, err1 := resource.ParseQuantity(w)
-		qg, err2 := resource.ParseQuantity(g)
-		return err1 == nil && err2 == nil && qw.Cmp(qg) == 0
-	}
-	if wn, ok := number(want); ok {
-		gn, ok := number(got)
-		return ok && wn == gn
-	}
-	return want == got
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	}
-	return 0, false
-}
-
-// statusCode is the HTTP status of an API error (0 when it carries none).
-func statusCode(err error) int32 {
-	var st apierrors.APIStatus
-	if errors.As(err, &st) {
-		return st.Status().Code
-	}
-	return 0
 }
 
 func (*AdmissionReady) Diff(_ context.Context, r infer.DiffRequest[AdmissionReadyArgs, AdmissionReadyState]) (infer.DiffResponse, error) {

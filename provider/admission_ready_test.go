@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
@@ -309,101 +307,6 @@ func TestAdmissionReadyCheck(t *testing.T) {
 	})))})
 	if err != nil || len(chk.Failures) != 0 {
 		t.Errorf("check = %v, %v", chk.Failures, err)
-	}
-}
-
-func TestClassifyAdmission(t *testing.T) {
-	gvr := schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1beta1", Resource: "externalsecrets"}
-	gr := gvr.GroupResource()
-	for _, tc := range []struct {
-		err      error
-		terminal bool
-		denier   string
-		say      string
-	}{
-		{apierrors.NewForbidden(gr, "db", errors.New(`admission webhook "validate.externalsecret.external-secrets.io" denied the request: spec.secretStoreRef is required`)),
-			true, "validate.externalsecret.external-secrets.io", "spec.secretStoreRef is required"},
-		{apierrors.NewInvalid(gvr.GroupVersion().WithKind("ExternalSecret").GroupKind(), "db", nil), true, "", "invalid"},
-		{errors.New(`externalsecrets.external-secrets.io "db" is forbidden: ValidatingAdmissionPolicy 'require-store' with binding 'b' denied request: failed expression: has(object.spec.secretStoreRef)`),
-			true, "require-store", "ValidatingAdmissionPolicy"}, // a plain error: not a Forbidden status, but the policy is still named
-		{apierrors.NewForbidden(gr, "db", errors.New(`ValidatingAdmissionPolicy 'require-store' with binding 'b' denied request: failed expression`)), true, "require-store", "require-store"},
-		{apierrors.NewForbidden(gr, "db", errors.New(`User "x" cannot create resource "externalsecrets" in API group "external-secrets.io"`)), true, "", "grant verb `create`"},
-		{apierrors.NewInternalError(errors.New(`failed calling webhook "validate.externalsecret.external-secrets.io": failed to call webhook: Post "https://x:443/v": dial tcp 127.0.0.1:1: connect: connection refused`)),
-			false, "validate.externalsecret.external-secrets.io", "connection refused"},
-		{apierrors.NewInternalError(errors.New(`failed calling webhook "v.x": failed to call webhook: Post "https://x:443/v": tls: failed to verify certificate: x509: certificate signed by unknown authority`)),
-			false, "v.x", "TLS error"},
-		{apierrors.NewInternalError(errors.New(`failed calling webhook "v.x": failed to call webhook: Post "https://x:443/v": no endpoints available for service "x"`)), false, "v.x", "no ready pods"},
-		{apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "apps"), false, "", "namespace does not exist yet"},
-		{apierrors.NewServiceUnavailable("the server is currently unable to handle the request"), false, "", "unable to handle"},
-		{apierrors.NewForbidden(gr, "db", errors.New(`unable to create new content in namespace apps because it is being terminated`)), false, "", "terminated"},
-		{apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New(`violates PodSecurity "restricted:latest": runAsNonRoot != true`)), true, "PodSecurity", "PodSecurity"},
-		{apierrors.NewBadRequest(`json: cannot unmarshal string into Go struct field`), true, "", "malformed"},
-	} {
-		a := classifyAdmission(tc.err, "create", gvr, " in namespace apps")
-		got := a.terminal + a.why
-		if (a.terminal != "") != tc.terminal || a.denier != tc.denier || !strings.Contains(got, tc.say) {
-			t.Errorf("classifyAdmission(%v) = %+v; want terminal=%v denier=%q saying %q", tc.err, a, tc.terminal, tc.denier, tc.say)
-		}
-	}
-}
-
-func TestMutatedBy(t *testing.T) {
-	u := func(m map[string]any) *unstructured.Unstructured { return &unstructured.Unstructured{Object: m} }
-	in := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "labels": map[string]any{"app": "web"}},
-		"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "web:1", "resources": map[string]any{"limits": map[string]any{"cpu": "0.5"}}}}, "priority": float64(0)}}
-	defaulted := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "default", "uid": "x", "labels": map[string]any{"app": "web"}},
-		"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "web:1", "imagePullPolicy": "IfNotPresent", "resources": map[string]any{"limits": map[string]any{"cpu": "500m"}}}},
-			"priority": int64(0), "restartPolicy": "Always"}, "status": map[string]any{"phase": "Pending"}}
-	if mutatedBy(u(in), u(defaulted), false) {
-		t.Error("defaults filled in by the API server are not a mutation")
-	}
-	sidecar := u(defaulted).DeepCopy()
-	cs := sidecar.Object["spec"].(map[string]any)["containers"].([]any)
-	sidecar.Object["spec"].(map[string]any)["containers"] = append(cs, map[string]any{"name": "istio-proxy"})
-	if !mutatedBy(u(in), sidecar, false) {
-		t.Error("an injected container is a mutation")
-	}
-	image := u(defaulted).DeepCopy()
-	image.Object["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"] = "registry/web:1@sha256:abc"
-	if !mutatedBy(u(in), image, false) {
-		t.Error("a rewritten image is a mutation")
-	}
-	label := u(defaulted).DeepCopy()
-	label.SetLabels(map[string]string{"app": "web", "injected": "yes"})
-	if !mutatedBy(u(in), label, false) {
-		t.Error("an added label is a mutation")
-	}
-	if mutatedBy(u(in), label, true) {
-		t.Error("on an update, a label the existing object has is not the webhook's")
-	}
-	ns := u(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a"}})
-	nsOut := ns.DeepCopy()
-	nsOut.SetLabels(map[string]string{"kubernetes.io/metadata.name": "a"})
-	if mutatedBy(ns, nsOut, false) {
-		t.Error("the API server's own namespace label is not a mutation")
-	}
-	sec := u(map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}, "stringData": map[string]any{"k": "v"}, "type": "Opaque"})
-	secOut := u(map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}, "data": map[string]any{"k": base64.StdEncoding.EncodeToString([]byte("v"))}, "type": "Opaque"})
-	if mutatedBy(sec, secOut, false) {
-		t.Error("stringData turned into data is not a mutation")
-	}
-	secOut.Object["data"].(map[string]any)["k"] = base64.StdEncoding.EncodeToString([]byte("w"))
-	if !mutatedBy(sec, secOut, false) {
-		t.Error("a changed Secret value is a mutation")
-	}
-}
-
-func TestSecretRedactor(t *testing.T) {
-	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
-		"data": map[string]any{"a": base64.StdEncoding.EncodeToString([]byte("plain-a"))}, "stringData": map[string]any{"b": "plain-b"}}}
-	red := secretRedactor(o)
-	msg := red(fmt.Sprintf("denied: %s %s %s %s", base64.StdEncoding.EncodeToString([]byte("plain-a")), "plain-a", "plain-b", base64.StdEncoding.EncodeToString([]byte("plain-b"))))
-	if strings.Contains(msg, "plain") || strings.Contains(msg, "cGxha") {
-		t.Errorf("redacted message still holds data: %s", msg)
-	}
-	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"a": "plain-a"}}}
-	if got := secretRedactor(cm)("plain-a"); got != "plain-a" {
-		t.Errorf("a ConfigMap's data is not secret: %s", got)
 	}
 }
 

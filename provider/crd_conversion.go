@@ -3,7 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -51,8 +52,6 @@ const (
 	conversionMaxBackoff   = 500 * time.Millisecond
 	conversionProbePrefix  = "readiness-conversion-probe-"
 )
-
-var conversionProbeNameRE = regexp.MustCompile(regexp.QuoteMeta(conversionProbePrefix) + `[a-z0-9]{5}\b`)
 
 // conversionProof is one CRD's proof, on its own schedule (as prober's).
 type conversionProof struct {
@@ -196,7 +195,7 @@ func (e *crdEval) conversionRound(ctx context.Context, name string, res status.C
 	}
 	judge := func(op, v string, err error) *wait.Result {
 		o := status.ClassifyConversion(err)
-		why := conversionProbeNameRE.ReplaceAllString(o.Why, conversionProbePrefix+"*")
+		why := admission.StripGeneratedNames(o.Why, conversionProbePrefix)
 		switch o.Verdict {
 		case status.Converted:
 			return nil
@@ -278,7 +277,7 @@ func (e *crdEval) conversionProbe(res status.CRDResult, v string) *unstructured.
 	gv := schema.GroupVersion{Group: res.Group, Version: v}.String()
 	var obj *unstructured.Unstructured
 	for _, p := range e.args.ConversionProbes {
-		u := unstructuredOf(p)
+		u := (&unstructured.Unstructured{Object: p}).DeepCopy()
 		if u.GetAPIVersion() == gv && u.GetKind() == res.Kind {
 			obj = u
 			break
@@ -309,7 +308,7 @@ func (e *crdEval) conversionProbe(res status.CRDResult, v string) *unstructured.
 // CRD without a conversion webhook or for a version it does not serve is only logged.
 func (e *crdEval) matchProbes(results []status.CRDResult) error {
 	for i, p := range e.args.ConversionProbes {
-		u := unstructuredOf(p)
+		u := (&unstructured.Unstructured{Object: p}).DeepCopy()
 		gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
 		var kinds []string
 		matched := false
@@ -328,7 +327,7 @@ func (e *crdEval) matchProbes(results []status.CRDResult) error {
 					e.noted[note] = true
 					e.r.log.Infof("conversionProbes[%d] is not used: CRD %s.%s declares conversion strategy %s (no conversion webhook)", i, res.Plural, res.Group, res.Conversion.Strategy)
 				}
-			case !contains(res.Versions, gv.Version):
+			case !slices.Contains(res.Versions, gv.Version):
 				if !e.noted[note] {
 					e.noted[note] = true
 					e.r.log.Infof("conversionProbes[%d] is not used: CRD %s.%s does not serve version %s (served: %s)", i, res.Plural, res.Group,

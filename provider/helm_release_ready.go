@@ -3,9 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -17,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
@@ -78,7 +76,7 @@ func (*HelmReleaseReady) Check(ctx context.Context, req infer.CheckRequest) (inf
 			failures = append(failures, p.CheckFailure{Property: "name", Reason: "Helm release names are at most 53 characters"})
 		}
 		if args.Probe != nil && isKnown(req.NewInputs, "probe") {
-			if msg := manifestProblem(args.Probe, false); msg != "" {
+			if msg := admission.ManifestProblem(args.Probe, false); msg != "" {
 				failures = append(failures, p.CheckFailure{Property: "probe", Reason: "the probe must be a manifest the API server can create: " + msg})
 			}
 		}
@@ -265,10 +263,8 @@ func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *wait.
 	return rel, nil
 }
 
-// load brings the newest revision up to date and decides whether its objects can be checked:
-// only a deployed newest revision is. A failed one fails at once with Helm's own words; a
-// pending one (Helm still installing, upgrading or rolling back) is waited for, never judged by
-// the revision before it.
+// load brings the newest revision up to date and decides (helmrelease.JudgeRevision) whether
+// its objects can be checked: only a deployed newest revision is.
 func (e *helmEval) load(ctx context.Context) *wait.Result {
 	for attempt := 0; ; attempt++ {
 		if !e.listed {
@@ -337,29 +333,16 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 		break
 	}
 	rel := e.latest
-	quote := ""
-	if rel.Description != "" {
-		quote = ": " + strconv.Quote(rel.Description)
+	if ok, res := helmrelease.JudgeRevision(rel, e.namespace, e.name); !ok {
+		return &res
 	}
-	switch {
-	case rel.Status == helmrelease.StatusDeployed:
-		if e.rel == nil || e.rel.Revision != rel.Revision {
-			e.rel, e.checks = rel, nil
-			for _, ref := range rel.Objects {
-				e.checks = append(e.checks, objectCheck{ref: ref, eval: e.checkFor(ref)})
-			}
+	if e.rel == nil || e.rel.Revision != rel.Revision {
+		e.rel, e.checks = rel, nil
+		for _, ref := range rel.Objects {
+			e.checks = append(e.checks, objectCheck{ref: ref, eval: e.checkFor(ref)})
 		}
-		return nil
-	case rel.Status == helmrelease.StatusFailed:
-		return &wait.Result{Failed: fmt.Errorf("%s: revision %d has Helm status %q%s (helm history %s -n %s)",
-			e.what(), rel.Revision, rel.Status, quote, e.name, e.namespace)}
-	case helmrelease.IsPending(rel.Status):
-		return &wait.Result{Message: fmt.Sprintf("revision %d is %s%s: Helm is still applying it", rel.Revision, rel.Status, quote),
-			Hint: "is the helm command (or the Pulumi Release) still running? A release left pending by an interrupted helm needs `helm rollback` or a new upgrade"}
-	default: // uninstalling, uninstalled (kept history), superseded, unknown: nothing deployed to check
-		return &wait.Result{Message: fmt.Sprintf("the newest revision (%d) is %s%s, not deployed", rel.Revision, rel.Status, quote),
-			Hint: "helm history " + e.name + " -n " + e.namespace}
 	}
+	return nil
 }
 
 // recordWatch reports a named watch on a release record that cannot be used yet.
@@ -399,7 +382,7 @@ func (e *helmEval) checkFor(ref helmrelease.ObjectRef) evaluation {
 		}
 		w := &webhookEval{r: e.r, args: a, minEndpoints: 1, deriveProbeIn: e.namespace}
 		if e.probe != nil {
-			w.probe = &prober{r: e.r, obj: unstructuredOf(e.probe)}
+			w.probe = &prober{r: e.r, obj: (&unstructured.Unstructured{Object: e.probe}).DeepCopy()}
 		}
 		return w
 	}
@@ -413,38 +396,21 @@ func (e *helmEval) checkFor(ref helmrelease.ObjectRef) evaluation {
 	return oe
 }
 
+// check gathers the newest record (load) and each object's state, then decides
+// (helmrelease.JudgeObjects). Gathering stops at the first verdict: the release fails on it.
 func (e *helmEval) check(ctx context.Context) wait.Result {
 	if res := e.load(ctx); res != nil {
 		return *res
 	}
-	// A result is a verdict only once every object's state is known: while any watch cache is
-	// still loading (Unsynced) or a webhook probe is confirming, and nothing is plainly not
-	// ready, the release is not judged yet (a refresh keeps evaluating).
-	var pending []string
-	poll, unsynced, confirming, notReady := false, false, false, false
-	var retryIn time.Duration
+	objs := helmrelease.Objects{What: e.what(), Revision: e.rel.Revision, Total: len(e.checks)}
 	for _, c := range e.checks {
 		res := c.eval.check(ctx)
+		objs.States = append(objs.States, helmrelease.ObjectState{Ref: c.ref, Result: res})
 		if res.Failed != nil {
-			return wait.Result{Failed: fmt.Errorf("%s: %s: %w", e.what(), c.ref, res.Failed)}
-		}
-		if !res.Ready {
-			pending = append(pending, c.ref.String()+": "+res.Message)
-			poll = poll || res.Poll
-			unsynced = unsynced || res.Unsynced
-			confirming = confirming || res.Confirming
-			notReady = notReady || !(res.Unsynced || res.Confirming)
-			if res.RetryIn > 0 && (retryIn == 0 || res.RetryIn < retryIn) {
-				retryIn = res.RetryIn // a webhook probe's own schedule (see prober.step)
-			}
+			break
 		}
 	}
-	if len(pending) > 0 {
-		sort.Strings(pending)
-		return wait.Result{Message: fmt.Sprintf("revision %d: %d of %d objects pending: %s", e.rel.Revision, len(pending), len(e.checks),
-			strings.Join(pending, "; ")), Poll: poll, RetryIn: retryIn, Unsynced: unsynced && !notReady, Confirming: confirming && !notReady && !unsynced}
-	}
-	return wait.Result{Ready: true}
+	return helmrelease.JudgeObjects(objs)
 }
 
 // maxBackoff: a release with webhooks is probed like WebhookReady.

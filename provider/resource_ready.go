@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/expr"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
@@ -156,7 +157,7 @@ func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.Check
 		}
 	}
 	if a.Namespace != nil && known("namespace") && *a.Namespace != "" {
-		if msg := namespaceProblem(*a.Namespace); msg != "" {
+		if msg := admission.NamespaceProblem(*a.Namespace); msg != "" {
 			fail("namespace", "%s", msg)
 		}
 	}
@@ -387,7 +388,7 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait
 		return status.PVC(o, mode, e.d.strictPvc), nil
 	}
 	res := e.d.eval(o)
-	if isSecret(o) {
+	if admission.IsSecret(o) {
 		// The cache keeps a marker in place of each value (kube.trimSecret): never show it as data.
 		res.Message = strings.ReplaceAll(res.Message, kube.SecretPresent, "(set; a Secret's values are not kept)")
 	}

@@ -7,6 +7,8 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 )
 
 // engineText is what the Pulumi engine prints for a Check failure (pkg/v3
@@ -137,7 +139,7 @@ func TestCheckManifestsAtPreview(t *testing.T) {
 		{"name with a slash", obj("apiVersion", "v1", "kind", "ConfigMap", "metadata", meta("name", "a/../b")), "metadata.name"},
 		{"kind List", obj("apiVersion", "v1", "kind", "List", "items", []any{}), "list of objects"},
 		{"kind missing", obj("apiVersion", "v1"), "kind is missing"},
-		{"too large", obj("apiVersion", "v1", "kind", "ConfigMap", "data", meta("k", strings.Repeat("x", maxManifestBytes+1))), "Request entity too large"},
+		{"too large", obj("apiVersion", "v1", "kind", "ConfigMap", "data", meta("k", strings.Repeat("x", admission.MaxManifestBytes+1))), "Request entity too large"},
 	}
 	s := newUnconfiguredServer(t)
 	for _, tc := range bad {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 )
 
@@ -220,7 +221,7 @@ func TestServiceReadyNamesAMissingPort(t *testing.T) {
 func TestAdmissionReadyTooLargeIsTerminal(t *testing.T) {
 	ns := testenv.Namespace(t, "sec-large")
 	big := toProperty(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "big", "namespace": ns},
-		"data": map[string]any{"k": strings.Repeat("x", maxManifestBytes+1024)}})
+		"data": map[string]any{"k": strings.Repeat("x", admission.MaxManifestBytes+1024)}})
 	in := props("objects", property.New([]property.Value{big}), "timeout", "20s")
 	s := newServer(t)
 	if msgs := checkMessages(t, s, "AdmissionReady", in); len(msgs) != 1 || !strings.Contains(msgs[0], "Request entity too large") {

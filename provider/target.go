@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
@@ -203,14 +204,6 @@ func kindNameProblem(apiVersion string, apiVersionKnown bool, n string) string {
 	return nameProblem(n)
 }
 
-// namespaceProblem validates a namespace name (DNS-1123 label).
-func namespaceProblem(n string) string {
-	if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
-		return fmt.Sprintf("%q is not a valid namespace: %s", n, strings.Join(errs, "; "))
-	}
-	return ""
-}
-
 // defaultNamespace is the gate's namespace input, else the provider's default namespace.
 func (r *run) defaultNamespace(ns *string) string {
 	if ns != nil && *ns != "" {
@@ -228,7 +221,7 @@ func nameFailures(inputs property.Map, nameKey, name, nsKey string, ns *string) 
 		}
 	}
 	if ns != nil && *ns != "" && isKnown(inputs, nsKey) {
-		if msg := namespaceProblem(*ns); msg != "" {
+		if msg := admission.NamespaceProblem(*ns); msg != "" {
 			out = append(out, p.CheckFailure{Property: nsKey, Reason: msg})
 		}
 	}

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -13,12 +12,11 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/restmapper"
 
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -154,7 +152,7 @@ func (*WebhookReady) Check(ctx context.Context, req infer.CheckRequest) (infer.C
 			failures = append(failures, p.CheckFailure{Property: "minReadyEndpoints", Reason: "must be at least 1"})
 		}
 		if args.Probe != nil && isKnown(req.NewInputs, "probe") {
-			if msg := manifestProblem(args.Probe, false); msg != "" {
+			if msg := admission.ManifestProblem(args.Probe, false); msg != "" {
 				failures = append(failures, p.CheckFailure{Property: "probe", Reason: "the probe must be a manifest the API server can create: " + msg})
 			}
 		}
@@ -178,13 +176,13 @@ func webhookExpectFailures(args WebhookReadyArgs, probeKnown bool) []p.CheckFail
 		return fail("expect proves a mutating webhook by its mutation; the webhooks of a ValidatingWebhookConfiguration do not mutate " +
 			"(target the MutatingWebhookConfiguration, or leave expect out)")
 	}
-	x, err := compileExpect(args.Expect)
+	x, err := admission.CompileExpect(args.Expect)
 	if err != nil {
 		return fail(err.Error())
 	}
-	if probeKnown && x.holdsOn(args.Probe) {
+	if probeKnown && x.HoldsOn(args.Probe) {
 		return fail(fmt.Sprintf("expect %q already holds on the probe as given, so it cannot show that a webhook mutated it; "+
-			"test for what only the webhook adds (an injected container, a label)", x.src))
+			"test for what only the webhook adds (an injected container, a label)", x.Source()))
 	}
 	return nil
 }
@@ -210,7 +208,7 @@ func webhookBuilder(a WebhookReadyArgs) builder[WebhookReadyState] {
 		}
 		if a.Probe != nil {
 			e.probe = &prober{r: r, obj: &unstructured.Unstructured{Object: a.Probe}}
-			x, _ := compileExpect(a.Expect)
+			x, _ := admission.CompileExpect(a.Expect)
 			e.probe.expect = x
 		}
 		return e, e.fill, nil
@@ -232,7 +230,7 @@ type webhookEval struct {
 
 	configName, serviceName, caSum, policy string
 	names                                  []string
-	hooks                                  []*admissionHook
+	hooks                                  []*admission.Hook
 	// ambiguous names webhooks (of a `service` target) whose name another webhook also has.
 	ambiguous    map[string]bool
 	endpoints    int
@@ -285,72 +283,53 @@ func (e *webhookEval) checkObjects() wait.Result {
 	if e.args.MutatingWebhookConfiguration != nil {
 		kind, name = "MutatingWebhookConfiguration", *e.args.MutatingWebhookConfiguration
 	}
-	objs, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: kind}, name: name})
+	snap, pending := e.gatherConfiguration(kind, name)
 	if pending != nil {
 		return *pending
 	}
-	if len(objs) == 0 {
-		return wait.Result{Message: kind + " not found (not created yet)", Hint: "is the chart that registers the webhook part of the stack?"}
+	c := admission.CheckConfiguration(snap)
+	e.names, e.hooks, e.policy = c.Names, c.Hooks, c.Policy
+	if !c.Result.Ready {
+		return c.Result
 	}
-	cfg := objs[0]
-	e.configName = name
-	fmt.Fprintf(&e.state, "%s@%s", name, cfg.GetResourceVersion())
-	all := webhooksOf(kind, cfg)
-	var present []string
-	for _, h := range all {
-		present = append(present, h.name)
-	}
-	// Every webhook asked for must exist: a missing one is not served, whatever the others do.
-	var missing []string
-	for _, w := range e.args.Webhooks {
-		if !contains(present, w) {
-			missing = append(missing, w)
+	for _, h := range e.hooks {
+		if h.URL == "" {
+			h.ExternalName = e.external[h.SvcNamespace+"/"+h.SvcName]
 		}
-	}
-	if len(missing) > 0 {
-		return wait.Result{Message: fmt.Sprintf("webhooks %s not in %s %s yet (it has: %s)", strings.Join(missing, ", "), kind, name, strings.Join(present, ", ")),
-			Hint: "check the names in `webhooks` against `kubectl get " + strings.ToLower(kind) + " " + name + " -o yaml`"}
-	}
-	e.names, e.hooks = nil, nil
-	var sums []string
-	for _, h := range all {
-		if len(e.args.Webhooks) > 0 && !contains(e.args.Webhooks, h.name) {
-			continue
-		}
-		e.names = append(e.names, h.name)
-		e.hooks = append(e.hooks, h)
-		if h.policy == "Ignore" {
-			e.policy = "Ignore"
-		}
-		if h.url == "" {
-			if len(h.caBundle) == 0 {
-				why := "caBundle is empty"
-				if inj := injectionAnnotation(cfg); inj != "" {
-					why = "caBundle not injected yet (" + inj + ")"
-				}
-				return wait.Result{Message: fmt.Sprintf("webhook %s: %s", h.name, why),
-					Hint: "is cert-manager's cainjector (or the chart's certificate job) running?"}
-			}
-			if res := e.serviceReady(h.svcNamespace, h.svcName, h.svcPort); !res.Ready {
-				res.Message = fmt.Sprintf("webhook %s: %s", h.name, res.Message)
-				return res
-			}
-			h.externalName = e.external[h.svcNamespace+"/"+h.svcName]
-		}
-		if h.url != "" {
-			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
-			fmt.Fprintf(&e.state, ";reach %s=%t", h.url, e.r.listening(h.url))
-		}
-		sums = append(sums, string(h.caBundle))
-	}
-	if len(e.names) == 0 {
-		return wait.Result{Message: fmt.Sprintf("%s %s has no webhooks yet", kind, name)}
 	}
 	if res := e.deriveIfNeeded(); res != nil {
 		return *res
 	}
-	e.checked(sums)
+	e.checked(c.CABundles)
 	return wait.Result{Ready: true}
+}
+
+// gatherConfiguration reads, from the watch caches, the configuration and the Service of each
+// of its checked webhooks (see admission.CheckConfiguration, which decides over them).
+func (e *webhookEval) gatherConfiguration(kind, name string) (admission.Configuration, *wait.Result) {
+	snap := admission.Configuration{Kind: kind, Name: name, Want: e.args.Webhooks, Services: map[string]wait.Result{}}
+	objs, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: kind}, name: name})
+	if pending != nil {
+		return snap, pending
+	}
+	if len(objs) == 0 {
+		return snap, nil
+	}
+	snap.Object = objs[0]
+	e.configName = name
+	fmt.Fprintf(&e.state, "%s@%s", name, snap.Object.GetResourceVersion())
+	for _, h := range admission.Selected(admission.WebhooksOf(kind, snap.Object), e.args.Webhooks) {
+		if h.URL != "" {
+			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
+			fmt.Fprintf(&e.state, ";reach %s=%t", h.URL, e.r.listening(h.URL))
+			continue
+		}
+		key := admission.ServiceKey(h.SvcNamespace, h.SvcName, h.SvcPort)
+		if _, done := snap.Services[key]; !done && len(h.CABundle) > 0 {
+			snap.Services[key] = e.serviceReady(h.SvcNamespace, h.SvcName, h.SvcPort)
+		}
+	}
+	return snap, nil
 }
 
 // deriveIfNeeded derives a probe from the checked webhooks' rules when none was given: a
@@ -374,6 +353,61 @@ func (e *webhookEval) deriveIfNeeded() *wait.Result {
 	return nil
 }
 
+// servedKinds lists the creatable top-level resources of groups (discovery's answer), the
+// preferred version of each group first. Create-only resources (reviews, bindings) and the
+// admission configuration kinds (never sent to webhooks) are left out.
+func servedKinds(groups []*restmapper.APIGroupResources) []admission.ServedKind {
+	var out []admission.ServedKind
+	for _, g := range groups {
+		if g.Group.Name == "admissionregistration.k8s.io" {
+			continue
+		}
+		versions := []string{g.Group.PreferredVersion.Version}
+		for _, v := range g.Group.Versions {
+			if v.Version != g.Group.PreferredVersion.Version {
+				versions = append(versions, v.Version)
+			}
+		}
+		for _, v := range versions {
+			for _, r := range g.VersionedResources[v] {
+				if strings.Contains(r.Name, "/") || r.Kind == "" || !slices.Contains(r.Verbs, "create") || !slices.Contains(r.Verbs, "get") {
+					continue
+				}
+				out = append(out, admission.ServedKind{GVR: schema.GroupVersionResource{Group: g.Group.Name, Version: v, Resource: r.Name},
+					Kind: r.Kind, Namespaced: r.Namespaced, Preferred: v == g.Group.PreferredVersion.Version})
+			}
+		}
+	}
+	return out
+}
+
+// rediscoverEvery bounds how often a gate that finds no served kind for a webhook's rules asks
+// the API server's discovery again (a CRD of the same release may not be served yet).
+const rediscoverEvery = 2 * time.Second
+
+// deriveProbe builds a minimal object that one of hooks' rules intercepts (see admission.PickProbeKind),
+// in namespace ns when the kind is namespaced. Without one, why says so.
+func (e *webhookEval) deriveProbe(hooks []*admission.Hook, ns string) (obj *unstructured.Unstructured, why string) {
+	groups, err := restmapper.GetAPIGroupResources(e.r.clients.Discovery)
+	if err != nil && len(groups) == 0 {
+		return nil, "reading the API server's discovery to derive a probe from the webhooks' rules: " + err.Error()
+	}
+	k, ok := admission.PickProbeKind(hooks, servedKinds(groups))
+	if !ok {
+		if time.Since(e.rediscovered) > rediscoverEvery {
+			e.rediscovered = time.Now()
+			e.r.clients.Mapper.Reset() // a kind installed since is served on the next try
+		}
+		var rules []string
+		for _, h := range hooks {
+			rules = append(rules, fmt.Sprintf("%s: %s", h.Name, admission.RulesString(h.Match.Rules)))
+		}
+		return nil, fmt.Sprintf("no kind the API server serves matches the webhooks' rules (%s), so no probe can be derived "+
+			"to show they answer", strings.Join(rules, "; "))
+	}
+	return admission.ProbeObject(k, ns), ""
+}
+
 // checked records the checked webhooks' caBundles and warns once about failurePolicy Ignore.
 func (e *webhookEval) checked(caBundles []string) {
 	sum := sha256.Sum256([]byte(strings.Join(caBundles, "\n")))
@@ -385,15 +419,12 @@ func (e *webhookEval) checked(caBundles []string) {
 	}
 }
 
-// serviceHooks finds, for a `service` target, the webhooks the Service backs (its
-// namespace, name and port) in every Validating- and MutatingWebhookConfiguration (through
-// cluster-wide watches of both kinds): the probe must prove each of them exactly as for a
-// configuration target (see prober.unproven). A webhook name also used by a webhook the Service
-// does not back is ambiguous: a denial naming it proves nothing.
+// serviceHooks finds, for a `service` target, the webhooks the Service backs in every
+// Validating- and MutatingWebhookConfiguration (gathered through cluster-wide watches of both
+// kinds; admission.CheckService decides): the probe must prove each of them exactly as for a
+// configuration target (see prober.unproven).
 func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
-	e.names, e.hooks, e.ambiguous = nil, nil, map[string]bool{}
-	var sums []string
-	seen := map[string]bool{}
+	snap := admission.ServiceTarget{Namespace: ns, Name: name, Port: port, Want: e.args.Webhooks}
 	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
 		cfgs, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: kind}})
 		if pending != nil {
@@ -404,116 +435,32 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 			return *pending
 		}
 		slices.SortFunc(cfgs, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
-		for _, cfg := range cfgs {
-			for _, h := range webhooksOf(kind, cfg) {
-				if seen[h.name] {
-					e.ambiguous[h.name] = true
-				}
-				seen[h.name] = true
-				if h.url != "" || h.svcNamespace != ns || h.svcName != name || h.svcPort != port ||
-					(len(e.args.Webhooks) > 0 && !slices.Contains(e.args.Webhooks, h.name)) {
-					continue
-				}
-				fmt.Fprintf(&e.state, ";%s/%s@%s", kind, cfg.GetName(), cfg.GetResourceVersion())
-				if len(h.caBundle) == 0 {
-					return wait.Result{Message: fmt.Sprintf("webhook %s (%s %s): caBundle is empty", h.name, kind, cfg.GetName()),
-						Hint: "is cert-manager's cainjector (or the chart's certificate job) running?"}
-				}
-				h.externalName = e.external[ns+"/"+name]
-				e.names = append(e.names, h.name)
-				e.hooks = append(e.hooks, h)
-				if h.policy == "Ignore" {
-					e.policy = "Ignore"
-				}
-				sums = append(sums, string(h.caBundle))
-			}
+		if kind == "MutatingWebhookConfiguration" {
+			snap.Mutating = cfgs
+		} else {
+			snap.Validating = cfgs
 		}
 	}
-	// With `webhooks`, every one named must be among them (as for a configuration target).
-	var missing []string
-	for _, w := range e.args.Webhooks {
-		if !slices.Contains(e.names, w) {
-			missing = append(missing, w)
-		}
+	c := admission.CheckService(snap)
+	e.names, e.hooks, e.ambiguous, e.policy = c.Names, c.Hooks, c.Ambiguous, c.Policy
+	for _, s := range c.Seen {
+		fmt.Fprintf(&e.state, ";%s", s)
 	}
-	if len(missing) > 0 {
-		return wait.Result{Message: fmt.Sprintf("webhooks %s not in any configuration pointing at Service %s/%s:%d yet (it has: %s)",
-			strings.Join(missing, ", "), ns, name, port, strings.Join(e.names, ", "))}
+	if !c.Result.Ready {
+		return c.Result
 	}
-	if len(e.hooks) == 0 {
-		return wait.Result{Message: fmt.Sprintf("no webhook configuration points at Service %s/%s:%d yet, so no probe can prove it serves", ns, name, port),
-			Hint: "is the chart that registers the webhook part of the stack? its clientConfig.service must name this Service and port"}
+	for _, h := range e.hooks {
+		h.ExternalName = e.external[ns+"/"+name]
 	}
 	if res := e.deriveIfNeeded(); res != nil {
 		return *res
 	}
-	e.checked(sums)
+	e.checked(c.CABundles)
 	return wait.Result{Ready: true}
 }
 
-// webhooksOf reads the webhooks of a configuration of kind (Validating- or
-// MutatingWebhookConfiguration) as the API server calls them.
-func webhooksOf(kind string, cfg *unstructured.Unstructured) []*admissionHook {
-	raw, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
-	var out []*admissionHook
-	for _, w := range raw {
-		wm, _ := w.(map[string]any)
-		h := &admissionHook{policy: "Fail", timeout: 10 * time.Second, svcPort: 443,
-			config: kind + "/" + cfg.GetName(), mutating: kind == "MutatingWebhookConfiguration"}
-		h.name, _ = wm["name"].(string)
-		if fp, _ := wm["failurePolicy"].(string); fp != "" {
-			h.policy = fp
-		}
-		if ts := toInt(wm["timeoutSeconds"]); ts > 0 {
-			h.timeout = time.Duration(ts) * time.Second
-		}
-		h.versions = stringList(wm["admissionReviewVersions"])
-		cc, _ := wm["clientConfig"].(map[string]any)
-		if ca, _ := cc["caBundle"].(string); ca != "" {
-			h.caBundle, _ = base64.StdEncoding.DecodeString(ca)
-			if len(h.caBundle) == 0 {
-				h.caBundle = []byte(ca) // not base64: kept so it is not taken for "empty"
-			}
-		}
-		h.url, _ = cc["url"].(string)
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(wm, &h.match); err != nil {
-			h.matchErr = err.Error()
-		}
-		if svc, ok := cc["service"].(map[string]any); ok {
-			h.svcNamespace, _ = svc["namespace"].(string)
-			h.svcName, _ = svc["name"].(string)
-			if p, ok := svc["port"]; ok {
-				h.svcPort = int(toInt(p))
-			}
-			h.path, _ = svc["path"].(string)
-		}
-		out = append(out, h)
-	}
-	return out
-}
-
-func injectionAnnotation(cfg *unstructured.Unstructured) string {
-	for _, k := range []string{"cert-manager.io/inject-ca-from", "cert-manager.io/inject-ca-from-secret", "cert-manager.io/inject-apiserver-ca"} {
-		if v, ok := cfg.GetAnnotations()[k]; ok {
-			return k + ": " + v
-		}
-	}
-	return ""
-}
-
-// externalNameOf is an ExternalName Service's external name; "" for any other Service.
-func externalNameOf(svc *unstructured.Unstructured) string {
-	if t, _, _ := unstructured.NestedString(svc.Object, "spec", "type"); t != "ExternalName" {
-		return ""
-	}
-	ext, _, _ := unstructured.NestedString(svc.Object, "spec", "externalName")
-	return ext
-}
-
 // serviceReady checks the webhook Service has ready endpoints for the Service port the webhook
-// uses. EndpointSlices name their ports after the Service port (with the resolved container
-// port's number), never after a named targetPort: ingress-nginx's admission Service is
-// {name: https-webhook, port: 443, targetPort: webhook}.
+// uses (see admission.SlicePort).
 func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
 	svcs, pending := e.r.objects(target{gvk: serviceGVK, namespace: ns, name: name})
 	if pending != nil {
@@ -522,7 +469,7 @@ func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
 	if len(svcs) == 0 {
 		return wait.Result{Message: fmt.Sprintf("service %s/%s not found", ns, name), Hint: "the webhook's Service is not created yet"}
 	}
-	if ext := externalNameOf(svcs[0]); ext != "" {
+	if ext := admission.ExternalNameOf(svcs[0]); ext != "" {
 		// The API server dials the external name at the webhook's port: no endpoints to
 		// count, only an answer shows it serves (the probe, derived when not given).
 		e.serviceName, e.endpoints = fmt.Sprintf("%s/%s:%d", ns, name, port), 0
@@ -530,16 +477,7 @@ func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
 		fmt.Fprintf(&e.state, ";%s/%s@%s=external", ns, name, svcs[0].GetResourceVersion())
 		return wait.Result{Ready: true}
 	}
-	ports, _, _ := unstructured.NestedSlice(svcs[0].Object, "spec", "ports")
-	slicePort, found := "", false
-	for _, p := range ports {
-		pm, _ := p.(map[string]any)
-		if int(toInt(pm["port"])) == port {
-			// Named: the slices carry that name. Unnamed (a single-port Service): any slice port.
-			slicePort, _ = pm["name"].(string)
-			found = true
-		}
-	}
+	slicePort, found := admission.SlicePort(svcs[0], port)
 	if !found {
 		return wait.Result{Message: fmt.Sprintf("service %s/%s has no port %d", ns, name, port),
 			Hint: "the webhook's clientConfig.service.port must be one of the Service's ports"}
@@ -556,14 +494,14 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 		// Unreachable (checkObjects derives one or waits): never pass without an answer.
 		return wait.Result{Message: e.what() + ": no probe to show the webhooks answer", Hint: "give `probe`"}
 	}
-	t := ProbeTarget{What: e.what(), Mutating: e.args.MutatingWebhookConfiguration != nil}
+	t := admission.ProbeTarget{What: e.what(), Mutating: e.args.MutatingWebhookConfiguration != nil}
 	t.Webhooks = []string{}
 	for _, h := range e.hooks {
-		if !e.ambiguous[h.name] {
-			t.Webhooks = append(t.Webhooks, h.name)
+		if !e.ambiguous[h.Name] {
+			t.Webhooks = append(t.Webhooks, h.Name)
 		}
-		if h.policy == "Ignore" {
-			t.Ignore = append(t.Ignore, h.name)
+		if h.Policy == "Ignore" {
+			t.Ignore = append(t.Ignore, h.Name)
 		}
 	}
 	e.probe.hooks = e.hooks
@@ -580,7 +518,7 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 		e.probe.mutators = nil
 		for _, cfg := range cfgs {
 			fmt.Fprintf(&e.state, ";mutating/%s@%s", cfg.GetName(), cfg.GetResourceVersion())
-			e.probe.mutators = append(e.probe.mutators, webhooksOf("MutatingWebhookConfiguration", cfg)...)
+			e.probe.mutators = append(e.probe.mutators, admission.WebhooksOf("MutatingWebhookConfiguration", cfg)...)
 		}
 	}
 	if res := e.namespaceLabels(); res != nil {
@@ -595,48 +533,18 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 func (e *webhookEval) namespaceLabels() *wait.Result {
 	e.probe.nsLabels, e.probe.nsErr = nil, ""
 	q, err := e.probe.request()
-	if err != nil || q.namespace == "" {
+	if err != nil || q.Namespace == "" {
 		return nil // the probe's own answer says why (kind not served), or it has no namespace
 	}
-	lbls, nsErr, rv, pending := e.r.namespaceLabels(q.namespace, append(append([]*admissionHook{}, e.hooks...), e.probe.mutators...))
+	lbls, nsErr, rv, pending := e.r.namespaceLabels(q.Namespace, append(append([]*admission.Hook{}, e.hooks...), e.probe.mutators...))
 	if pending != nil {
 		return pending
 	}
 	e.probe.nsLabels, e.probe.nsErr = lbls, nsErr
 	if rv != "" {
-		fmt.Fprintf(&e.state, ";namespace/%s@%s", q.namespace, rv)
+		fmt.Fprintf(&e.state, ";namespace/%s@%s", q.Namespace, rv)
 	}
 	return nil
-}
-
-// namespaceLabels reads the labels of namespace ns through a watch on that one Namespace, when
-// one of hooks has a namespaceSelector that needs them to tell whether the API server calls it.
-// A namespace the gate may not read, or that does not exist, is not an error: nsErr says why
-// the labels are unknown (a webhook is then not taken as called when that must be proven, and
-// as called when it must be ruled out). rv is the Namespace's resourceVersion when read.
-func (r *run) namespaceLabels(ns string, hooks []*admissionHook) (lbls map[string]string, nsErr, rv string, pending *wait.Result) {
-	need := false
-	for _, h := range hooks {
-		need = need || h.match.needsNamespaceLabels()
-	}
-	if !need {
-		return nil, "", "", nil
-	}
-	sub := r.watch(kube.WatchKey{Resource: namespacesResource, Name: ns})
-	if err := sub.Err(); err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
-		return nil, fmt.Sprintf("%v; grant verbs list, watch on namespaces with resourceNames [%s]", err, ns), "", nil
-	}
-	if !sub.Synced() {
-		return nil, "", "", &wait.Result{Message: "reading namespace " + ns + " (its labels decide which webhooks intercept the request)", Unsynced: true}
-	}
-	o, err := sub.Read(r.ctx, ns)
-	if err != nil {
-		return nil, "", "", r.readErr("namespace "+ns, err)
-	}
-	if o == nil {
-		return nil, "namespace " + ns + " not found", "", nil
-	}
-	return o.GetLabels(), "", o.GetResourceVersion(), nil
 }
 
 func (e *webhookEval) fill(s *WebhookReadyState) {
@@ -645,21 +553,6 @@ func (e *webhookEval) fill(s *WebhookReadyState) {
 		s.WebhookNames = []string{}
 	}
 	s.ReadyEndpoints, s.CABundleSha256, s.Probed, s.FailurePolicy = e.endpoints, e.caSum, e.probe != nil, e.policy
-}
-
-func toInt(v any) int64 {
-	switch n := v.(type) {
-	case int64:
-		return n
-	case float64:
-		return int64(n)
-	case int:
-		return int64(n)
-	case string:
-		i, _ := strconv.ParseInt(n, 10, 64)
-		return i
-	}
-	return 0
 }
 
 var vwcResource = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
@@ -672,70 +565,6 @@ func (*WebhookReady) Update(_ context.Context, req infer.UpdateRequest[WebhookRe
 // maxBackoff keeps probing at least every 250 ms: a webhook that starts listening is then
 // detected within a few hundred milliseconds, at the cost of a cheap dry-run request.
 func (e *webhookEval) maxBackoff() time.Duration { return 250 * time.Millisecond }
-
-func unstructuredOf(m map[string]any) *unstructured.Unstructured {
-	return (&unstructured.Unstructured{Object: m}).DeepCopy()
-}
-
-// probeSpecs give derived probes of core kinds the minimal content schema validation needs, so
-// the probe reaches validating webhooks (Invalid is answered before they run) and mutating ones
-// (Istio's and Linkerd's injectors intercept Pods) get an object they can work on. The image
-// name is never pulled: a dry run schedules nothing.
-var probeSpecs = map[schema.GroupKind]func() map[string]any{
-	{Kind: "Pod"}: func() map[string]any { return map[string]any{"spec": probePodSpec("")} },
-	{Kind: "Service"}: func() map[string]any {
-		return map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}
-	},
-	{Kind: "PersistentVolumeClaim"}:      func() map[string]any { return map[string]any{"spec": probePVCSpec()} },
-	{Group: "apps", Kind: "Deployment"}:  probeWorkload,
-	{Group: "apps", Kind: "ReplicaSet"}:  probeWorkload,
-	{Group: "apps", Kind: "StatefulSet"}: probeWorkload,
-	{Group: "apps", Kind: "DaemonSet"}:   probeWorkload,
-	{Group: "batch", Kind: "Job"}: func() map[string]any {
-		return map[string]any{"spec": map[string]any{"template": probeTemplate("Never")}}
-	},
-	{Group: "batch", Kind: "CronJob"}: func() map[string]any {
-		return map[string]any{"spec": map[string]any{"schedule": "0 0 1 1 *",
-			"jobTemplate": map[string]any{"spec": map[string]any{"template": probeTemplate("Never")}}}}
-	},
-	{Group: "networking.k8s.io", Kind: "Ingress"}: func() map[string]any {
-		return map[string]any{"spec": map[string]any{"defaultBackend": map[string]any{"service": map[string]any{
-			"name": "readiness-probe", "port": map[string]any{"number": int64(80)}}}}}
-	},
-}
-
-func probeLabels() map[string]any { return map[string]any{"app.kubernetes.io/name": "readiness-probe"} }
-
-func probePodSpec(restartPolicy string) map[string]any {
-	spec := map[string]any{"containers": []any{map[string]any{"name": "probe", "image": "readiness.invalid/probe"}}}
-	if restartPolicy != "" {
-		spec["restartPolicy"] = restartPolicy
-	}
-	return spec
-}
-
-func probeTemplate(restartPolicy string) map[string]any {
-	return map[string]any{"metadata": map[string]any{"labels": probeLabels()}, "spec": probePodSpec(restartPolicy)}
-}
-
-func probeWorkload() map[string]any {
-	return map[string]any{"spec": map[string]any{"selector": map[string]any{"matchLabels": probeLabels()}, "template": probeTemplate("")}}
-}
-
-func probePVCSpec() map[string]any {
-	return map[string]any{"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": "1Mi"}}}
-}
-
-func stringList(v any) []string {
-	l, _ := v.([]any)
-	out := make([]string, 0, len(l))
-	for _, x := range l {
-		if s, ok := x.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
 
 func (*WebhookReady) Diff(_ context.Context, r infer.DiffRequest[WebhookReadyArgs, WebhookReadyState]) (infer.DiffResponse, error) {
 	return diffGate(r.State.WebhookReadyArgs, r.Inputs), nil

@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
@@ -120,41 +118,5 @@ webhooks:
 	r := await(t, createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "timeout", "5s")), 30*time.Second)
 	if r.err == nil || !strings.Contains(r.err.Error(), "no kind the API server serves matches the webhooks' rules") {
 		t.Fatalf("want a wait asking for a probe, got err=%v outputs=%v", r.err, r.resp.Properties)
-	}
-}
-
-func TestClassifyProbe(t *testing.T) {
-	target := ProbeTarget{What: "ValidatingWebhookConfiguration externalsecret-validate", Webhooks: []string{"validate.externalsecret.external-secrets.io"}}
-	for msg, answered := range map[string]bool{
-		`admission webhook "validate.externalsecret.external-secrets.io" denied the request: spec invalid`:                                       true,
-		`admission webhook "validate.externalsecret.external-secrets.io" denied the request without explanation`:                                 true,
-		`admission webhook "mutate.kyverno.svc-fail" denied the request: policy require-labels: validation error`:                                false,
-		`admission webhook "gatekeeper.sh" denied the request: [deny-all] denied`:                                                                false,
-		`widgets.x "p" is forbidden: ValidatingAdmissionPolicy 'deny' with binding 'deny' denied request: failed expression: false`:              false,
-		`Internal error occurred: failed calling webhook "v.x": failed to call webhook: Post "https://x.svc:443/v": service "x" not found`:       false,
-		`failed calling webhook "v.x": Post "https://10.0.0.5:443/v": dial tcp 10.0.0.5:443: connect: connection refused`:                        false,
-		`failed calling webhook "v.x": Post "https://x:443/v": no endpoints available for service "x"`:                                           false,
-		`failed calling webhook "v.x": Post "https://x:443/v": tls: failed to verify certificate: x509: certificate signed by unknown authority`: false,
-		`failed calling webhook "v.x": Post "https://x:443/v": context deadline exceeded`:                                                        false,
-	} {
-		if o := ClassifyProbe(fmt.Errorf("%s", msg), target); o.Answered != answered {
-			t.Errorf("ClassifyProbe(%q) = %v (%s)", msg, o.Answered, o.Why)
-		}
-	}
-	if o := ClassifyProbe(fmt.Errorf(`admission webhook "mutate.kyverno.svc-fail" denied the request: no`), target); !strings.Contains(o.Why,
-		`probe denied by policy webhook "mutate.kyverno.svc-fail" before reaching ValidatingWebhookConfiguration externalsecret-validate`) {
-		t.Errorf("progress for another webhook's denial: %s", o.Why)
-	}
-	// An Invalid verdict is judged by its reason, whatever words its message holds.
-	for _, msg := range []string{`Certificate.cert-manager.io "p" is invalid: spec.secretName: Required value`,
-		`Widget.x "p" is invalid: spec.timeoutSeconds: Invalid value: -1`} {
-		invalid := apierrors.NewInvalid(schema.GroupKind{Group: "x", Kind: "Widget"}, "p", nil)
-		invalid.ErrStatus.Message = msg
-		if o := ClassifyProbe(invalid, target); !o.Invalid {
-			t.Errorf("ClassifyProbe(Invalid %q) = %+v, want Invalid", msg, o)
-		}
-	}
-	if o := ClassifyProbe(nil, target); !o.Answered {
-		t.Error("a successful dry-run is an answer")
 	}
 }

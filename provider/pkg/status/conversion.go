@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/crdschema"
 )
 
@@ -35,11 +36,7 @@ type ConversionOutcome struct {
 	Why     string
 }
 
-var (
-	conversionFailedRE = regexp.MustCompile(`conversion webhook for [^ ]+(?:, Kind=[A-Za-z0-9]+)? (?:failed|returned)`)
-	admissionDeniedRE  = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
-	admissionFailedRE  = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
-)
+var conversionFailedRE = regexp.MustCompile(`conversion webhook for [^ ]+(?:, Kind=[A-Za-z0-9]+)? (?:failed|returned)`)
 
 // ClassifyConversion maps the API server's answer to a read (list, get) or a server-side dry-run
 // create of a custom resource through one version to what it proves about the CRD's conversion
@@ -57,11 +54,11 @@ func ClassifyConversion(err error) ConversionOutcome {
 	}
 	// An admission webhook's answer is judged by its name before any loose text match: its
 	// message is its own and may say anything.
-	if m := admissionDeniedRE.FindStringSubmatch(msg); m != nil {
-		return ConversionOutcome{Verdict: NoProof, Why: fmt.Sprintf("admission webhook %q denied the dry-run object before any conversion: %s", m[1], Trim(msg, 400))}
+	if name := admission.DeniedBy(err); name != "" {
+		return ConversionOutcome{Verdict: NoProof, Why: fmt.Sprintf("admission webhook %q denied the dry-run object before any conversion: %s", name, Trim(msg, 400))}
 	}
-	if m := admissionFailedRE.FindStringSubmatch(msg); m != nil {
-		return ConversionOutcome{Verdict: NotYet, Why: fmt.Sprintf("admission webhook %q does not answer, so the dry-run object never reaches conversion: %s", m[1], Trim(msg, 400))}
+	if name := admission.FailedCall(err); name != "" {
+		return ConversionOutcome{Verdict: NotYet, Why: fmt.Sprintf("admission webhook %q does not answer, so the dry-run object never reaches conversion: %s", name, Trim(msg, 400))}
 	}
 	switch {
 	case strings.Contains(msg, "conversion webhook"):

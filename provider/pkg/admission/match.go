@@ -1,4 +1,4 @@
-package provider
+package admission
 
 import (
 	"fmt"
@@ -18,37 +18,40 @@ import (
 // matchConditions (CEL over the request) are not evaluated: a webhook that has them is never
 // taken as called.
 
-// probeRequest is what the API server matches webhooks against for the probe's dry-run create.
-type probeRequest struct {
-	gvr schema.GroupVersionResource
-	// update: the request is an UPDATE (AdmissionReady's dry-run apply of an existing object),
+// Request is a create (or an update) as the API server matches webhooks against it: WebhookReady's
+// probe, or one of AdmissionReady's objects.
+type Request struct {
+	GVR schema.GroupVersionResource
+	// Update: the request is an UPDATE (AdmissionReady's dry-run apply of an existing object),
 	// not a CREATE.
-	update bool
-	// equivalents are the same group and resource at the other versions the API server serves
+	Update bool
+	// Equivalents are the same group and resource at the other versions the API server serves
 	// (matchPolicy Equivalent: the API server converts the request for a rule naming one).
-	equivalents []schema.GroupVersionResource
-	namespace   string            // "" for a cluster-scoped probe
-	labels      map[string]string // the probe's labels
-	// nsLabels are the probe namespace's labels (for a Namespace probe, its own); nsErr says why
-	// they are unknown.
-	nsLabels map[string]string
-	nsErr    string
+	Equivalents []schema.GroupVersionResource
+	Namespace   string            // "" for a cluster-scoped object
+	Labels      map[string]string // the object's labels
+	// NSLabels are the labels of the object's namespace (for a Namespace, its own); NSErr says
+	// why they are unknown.
+	NSLabels map[string]string
+	NSErr    string
 }
 
-var namespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+// NamespacesResource is the core Namespace resource: a Namespace is matched by its own labels.
+var NamespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
-func (q probeRequest) String() string {
-	return fmt.Sprintf("%s of %s", q.operation(), gvrString(q.gvr))
+func (q Request) String() string {
+	return fmt.Sprintf("%s of %s", q.operation(), GVRString(q.GVR))
 }
 
-func (q probeRequest) operation() admissionregistrationv1.OperationType {
-	if q.update {
+func (q Request) operation() admissionregistrationv1.OperationType {
+	if q.Update {
 		return admissionregistrationv1.Update
 	}
 	return admissionregistrationv1.Create
 }
 
-func gvrString(r schema.GroupVersionResource) string {
+// GVRString is "resource.group/version" (no group for the core group).
+func GVRString(r schema.GroupVersionResource) string {
 	s := r.Resource
 	if r.Group != "" {
 		s += "." + r.Group
@@ -56,8 +59,8 @@ func gvrString(r schema.GroupVersionResource) string {
 	return s + "/" + r.Version
 }
 
-// hookMatch is what of a webhook decides whether the API server calls it for a request.
-type hookMatch struct {
+// Match is what of a webhook decides whether the API server calls it for a request.
+type Match struct {
 	Rules             []admissionregistrationv1.RuleWithOperations `json:"rules,omitempty"`
 	MatchPolicy       *admissionregistrationv1.MatchPolicyType     `json:"matchPolicy,omitempty"`
 	NamespaceSelector *metav1.LabelSelector                        `json:"namespaceSelector,omitempty"`
@@ -74,10 +77,10 @@ func selectorOf(ls *metav1.LabelSelector) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(ls)
 }
 
-// needsNamespaceLabels says whether deciding needs the labels of the probe's namespace: a
+// NeedsNamespaceLabels says whether deciding needs the labels of the probe's namespace: a
 // namespaceSelector that asks more than the kubernetes.io/metadata.name label, which every
 // namespace carries with its own name.
-func (m hookMatch) needsNamespaceLabels() bool {
+func (m Match) NeedsNamespaceLabels() bool {
 	sel, err := selectorOf(m.NamespaceSelector)
 	if err != nil || sel.Empty() {
 		return false
@@ -91,8 +94,8 @@ func (m hookMatch) needsNamespaceLabels() bool {
 	return false
 }
 
-// notReached says why the API server does not provably call the webhook for q; "" when it does.
-func (m hookMatch) notReached(q probeRequest) string {
+// NotReached says why the API server does not provably call the webhook for q; "" when it does.
+func (m Match) NotReached(q Request) string {
 	if why := m.skips(q, false); why != "" {
 		return why
 	}
@@ -110,36 +113,36 @@ func (m hookMatch) notReached(q probeRequest) string {
 // excludes says why the API server provably does not call the webhook for q; "" when it may
 // (matchConditions, and a namespaceSelector over labels the gate cannot read, are taken as
 // matching: fail closed).
-func (m hookMatch) excludes(q probeRequest) string { return m.skips(q, true) }
+func (m Match) Excludes(q Request) string { return m.skips(q, true) }
 
 // skips decides by rules, namespaceSelector and objectSelector; with unknownMatches, a
 // namespaceSelector over labels the gate cannot read does not skip.
-func (m hookMatch) skips(q probeRequest, unknownMatches bool) string {
-	if q.gvr.Group == "admissionregistration.k8s.io" {
+func (m Match) skips(q Request, unknownMatches bool) string {
+	if q.GVR.Group == "admissionregistration.k8s.io" {
 		return "the API server never calls webhooks for its admission configuration objects"
 	}
-	if !m.rulesMatch(q) {
-		return fmt.Sprintf("its rules (%s) do not match the probe's %s", rulesString(m.Rules), q)
+	if !m.RulesMatch(q) {
+		return fmt.Sprintf("its rules (%s) do not match the probe's %s", RulesString(m.Rules), q)
 	}
-	if q.namespace != "" || q.gvr.Resource == "namespaces" && q.gvr.Group == "" {
+	if q.Namespace != "" || q.GVR.Resource == "namespaces" && q.GVR.Group == "" {
 		sel, err := selectorOf(m.NamespaceSelector)
 		if err != nil {
 			return "its namespaceSelector cannot be read: " + err.Error()
 		}
 		if !sel.Empty() {
-			nsLabels := q.nsLabels
-			if !m.needsNamespaceLabels() && q.gvr != namespacesResource {
-				nsLabels = map[string]string{corev1.LabelMetadataName: q.namespace}
-			} else if q.nsErr != "" {
+			nsLabels := q.NSLabels
+			if !m.NeedsNamespaceLabels() && q.GVR != NamespacesResource {
+				nsLabels = map[string]string{corev1.LabelMetadataName: q.Namespace}
+			} else if q.NSErr != "" {
 				if unknownMatches {
 					return ""
 				}
 				return fmt.Sprintf("its namespaceSelector {%s} needs the labels of the probe's namespace %s, which the gate cannot read (%s)",
-					sel, q.namespace, q.nsErr)
+					sel, q.Namespace, q.NSErr)
 			}
 			if !sel.Matches(labels.Set(nsLabels)) {
-				what := "the labels of the probe's namespace " + q.namespace
-				if q.namespace == "" {
+				what := "the labels of the probe's namespace " + q.Namespace
+				if q.Namespace == "" {
 					what = "the probe's labels (a Namespace)"
 				}
 				return fmt.Sprintf("its namespaceSelector {%s} does not match %s {%s}", sel, what, labels.Set(nsLabels))
@@ -150,18 +153,20 @@ func (m hookMatch) skips(q probeRequest, unknownMatches bool) string {
 	if err != nil {
 		return "its objectSelector cannot be read: " + err.Error()
 	}
-	if !sel.Empty() && !sel.Matches(labels.Set(q.labels)) {
-		return fmt.Sprintf("its objectSelector {%s} does not match the probe's labels {%s}", sel, labels.Set(q.labels))
+	if !sel.Empty() && !sel.Matches(labels.Set(q.Labels)) {
+		return fmt.Sprintf("its objectSelector {%s} does not match the probe's labels {%s}", sel, labels.Set(q.Labels))
 	}
 	return ""
 }
 
-// rulesMatch: a rule for the request's operation (CREATE or UPDATE) for the probe's group, version and resource in its scope; with
-// matchPolicy Equivalent (the default), or for the same group and resource at another served version.
-func (m hookMatch) rulesMatch(q probeRequest) bool {
-	candidates := []schema.GroupVersionResource{q.gvr}
+// RulesMatch says whether one of the webhook's rules sends q to it (selectors aside): a rule for
+// q's operation (CREATE or UPDATE), in q's scope, for q's group, version and resource; with
+// matchPolicy Equivalent (the default), also for the same group and resource at another served
+// version.
+func (m Match) RulesMatch(q Request) bool {
+	candidates := []schema.GroupVersionResource{q.GVR}
 	if m.MatchPolicy == nil || *m.MatchPolicy == admissionregistrationv1.Equivalent {
-		candidates = append(candidates, q.equivalents...)
+		candidates = append(candidates, q.Equivalents...)
 	}
 	for _, r := range m.Rules {
 		if !ruleOperation(r, q.operation()) || !ruleScope(r, q) {
@@ -185,15 +190,15 @@ func ruleOperation(r admissionregistrationv1.RuleWithOperations, want admissionr
 	return false
 }
 
-func ruleScope(r admissionregistrationv1.RuleWithOperations, q probeRequest) bool {
-	isNamespace := q.gvr.Group == "" && q.gvr.Resource == "namespaces"
+func ruleScope(r admissionregistrationv1.RuleWithOperations, q Request) bool {
+	isNamespace := q.GVR.Group == "" && q.GVR.Resource == "namespaces"
 	switch {
 	case r.Scope == nil || *r.Scope == admissionregistrationv1.AllScopes:
 		return true
 	case *r.Scope == admissionregistrationv1.NamespacedScope:
-		return !isNamespace && q.namespace != ""
+		return !isNamespace && q.Namespace != ""
 	case *r.Scope == admissionregistrationv1.ClusterScope:
-		return isNamespace || q.namespace == ""
+		return isNamespace || q.Namespace == ""
 	}
 	return false
 }
@@ -218,7 +223,8 @@ func ruleResource(resources []string, want string) bool {
 	return false
 }
 
-func rulesString(rules []admissionregistrationv1.RuleWithOperations) string {
+// RulesString spells rules out for messages: "CREATE pods of /v1; ...".
+func RulesString(rules []admissionregistrationv1.RuleWithOperations) string {
 	if len(rules) == 0 {
 		return "none"
 	}

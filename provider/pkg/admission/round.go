@@ -1,0 +1,110 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+)
+
+// AdmissionReady's rounds: every round dry-runs each object once (the caller gathers the
+// answers); Decide judges the round from them.
+
+// Answer is the API server's answer for one object in one round, judged.
+type Answer struct {
+	Verdict
+	// Label names the object in messages: "objects[0] (Pod apps/web)".
+	Label string
+	// Name is the object's Kind/namespace/name as admitted; Mutated says a webhook changed it.
+	Name    string
+	Mutated bool
+}
+
+// Round is what one round gathered: the answers, in the objects' order, up to the first verdict
+// (the caller stops there: the round is decided); Total objects; Good rounds in a row before this
+// one that admitted all of them, and Need such rounds to pass.
+type Round struct {
+	Answers    []Answer
+	Total      int
+	Good, Need int
+}
+
+// RoundDecision is a round judged: Result for the wait loop (its schedule is the caller's);
+// Good, the rounds in a row now admitting all; of an admitting round, Mutated (sorted); Deniers
+// every webhook or policy that denied an object or could not be called in it.
+type RoundDecision struct {
+	Result  wait.Result
+	Good    int
+	Mutated []string
+	Deniers []string
+}
+
+// Decide judges a round. A verdict on any object fails at once; otherwise every object not yet
+// admitted is listed with why, and the round does not count. `Need` admitting rounds in a row pass.
+func Decide(r Round) RoundDecision {
+	var d RoundDecision
+	var pending, hints []string
+	for _, a := range r.Answers {
+		if a.Denier != "" && !slices.Contains(d.Deniers, a.Denier) {
+			d.Deniers = append(d.Deniers, a.Denier)
+		}
+	}
+	sort.Strings(d.Deniers)
+	for _, a := range r.Answers {
+		if a.Terminal != "" {
+			d.Result = wait.Result{Failed: fmt.Errorf("%s: %s", a.Label, a.Terminal)}
+			return d
+		}
+		if a.Why != "" {
+			pending = append(pending, a.Label+": "+a.Why)
+			if a.Hint != "" && !slices.Contains(hints, a.Hint) {
+				hints = append(hints, a.Hint)
+			}
+			continue
+		}
+		if a.Mutated {
+			d.Mutated = append(d.Mutated, a.Name)
+		}
+	}
+	if len(pending) > 0 {
+		d.Mutated = nil
+		d.Result = wait.Result{Message: fmt.Sprintf("%d of %d admitted; %s", r.Total-len(pending), r.Total, strings.Join(pending, "; ")),
+			Hint: strings.Join(hints, "; ")}
+		return d
+	}
+	if len(r.Answers) < r.Total {
+		// Not every object was tried: never a good round.
+		d.Result = wait.Result{Message: fmt.Sprintf("%d of %d objects dry-run this round", len(r.Answers), r.Total)}
+		return d
+	}
+	d.Good = r.Good + 1
+	sort.Strings(d.Mutated)
+	if d.Good < r.Need {
+		d.Result = wait.Result{Message: fmt.Sprintf("all %d admitted in %d of %d consecutive rounds; confirming", r.Total, d.Good, r.Need), Confirming: true}
+		return d
+	}
+	d.Result = wait.Result{Ready: true, Message: fmt.Sprintf("all %d admitted in %d consecutive rounds", r.Total, d.Good)}
+	return d
+}
+
+// NeedDirect lists the failurePolicy Ignore webhooks among interceptors (the webhooks that may
+// intercept the object in, see Interceptors) that must answer a direct call: the API server admits
+// without such a webhook while it is down, so an admission shows nothing about it. A mutating one
+// that the mutation expect sees is credited to (see CreditsMutation) needs none.
+func NeedDirect(interceptors []*Hook, x *Expect, in *unstructured.Unstructured) []*Hook {
+	var out []*Hook
+	for _, h := range interceptors {
+		if h.Policy != "Ignore" {
+			continue
+		}
+		if h.Mutating && x != nil && CreditsMutation(x, in, h, interceptors) == "" {
+			continue // the mutation expect sees is its answer
+		}
+		out = append(out, h)
+	}
+	return out
+}
