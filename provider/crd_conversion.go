@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/crdschema"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -284,7 +285,7 @@ func (e *crdEval) conversionProbe(res status.CRDResult, v string) *unstructured.
 		}
 	}
 	if obj == nil {
-		obj = &unstructured.Unstructured{Object: status.MinimalObject(res.Schemas[v])}
+		obj = &unstructured.Unstructured{Object: crdschema.MinimalObject(res.Schemas[v])}
 		obj.SetAPIVersion(gv)
 		obj.SetKind(res.Kind)
 	}

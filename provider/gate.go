@@ -7,7 +7,6 @@ import (
 	"math"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -441,7 +440,3 @@ func checkGate[A interface{ gateArgs() GateArgs }](ctx context.Context, req infe
 	failures = append(failures, args.gateArgs().checkFailures(req.NewInputs)...)
 	return infer.CheckResponse[A]{Inputs: args, Failures: hideValues(req.NewInputs, validate(args, failures))}, nil
 }
-
-// contains is slices.Contains; kept for the webhook, admission, probe and conversion files, which
-// call it, until they call slices.Contains.
-func contains(list []string, s string) bool { return slices.Contains(list, s) }

@@ -3,6 +3,7 @@ package admission
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/jsonvalue"
 	"net"
 	"strconv"
 	"time"
@@ -49,10 +50,10 @@ func WebhooksOf(kind string, cfg *unstructured.Unstructured) []*Hook {
 		if fp, _ := wm["failurePolicy"].(string); fp != "" {
 			h.Policy = fp
 		}
-		if ts := toInt(wm["timeoutSeconds"]); ts > 0 {
+		if ts := jsonvalue.Int64(wm["timeoutSeconds"]); ts > 0 {
 			h.Timeout = time.Duration(ts) * time.Second
 		}
-		h.Versions = stringList(wm["admissionReviewVersions"])
+		h.Versions = jsonvalue.Strings(wm["admissionReviewVersions"])
 		cc, _ := wm["clientConfig"].(map[string]any)
 		if ca, _ := cc["caBundle"].(string); ca != "" {
 			h.CABundle, _ = base64.StdEncoding.DecodeString(ca)
@@ -68,7 +69,7 @@ func WebhooksOf(kind string, cfg *unstructured.Unstructured) []*Hook {
 			h.SvcNamespace, _ = svc["namespace"].(string)
 			h.SvcName, _ = svc["name"].(string)
 			if p, ok := svc["port"]; ok {
-				h.SvcPort = int(toInt(p))
+				h.SvcPort = int(jsonvalue.Int64(p))
 			}
 			h.Path, _ = svc["path"].(string)
 		}
@@ -140,39 +141,10 @@ func SlicePort(svc *unstructured.Unstructured, port int) (name string, found boo
 	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
 	for _, p := range ports {
 		pm, _ := p.(map[string]any)
-		if int(toInt(pm["port"])) == port {
+		if int(jsonvalue.Int64(pm["port"])) == port {
 			name, _ = pm["name"].(string)
 			found = true
 		}
 	}
 	return name, found
-}
-
-// toInt reads an integer field of an unstructured object, whichever way it was decoded (JSON
-// numbers, YAML ints, a quoted number); 0 when it is none.
-func toInt(v any) int64 {
-	switch n := v.(type) {
-	case int64:
-		return n
-	case float64:
-		return int64(n)
-	case int:
-		return int64(n)
-	case string:
-		i, _ := strconv.ParseInt(n, 10, 64)
-		return i
-	}
-	return 0
-}
-
-// stringList reads a list of strings of an unstructured object, skipping anything else.
-func stringList(v any) []string {
-	l, _ := v.([]any)
-	out := make([]string, 0, len(l))
-	for _, x := range l {
-		if s, ok := x.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }

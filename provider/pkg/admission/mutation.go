@@ -2,6 +2,7 @@ package admission
 
 import (
 	"encoding/base64"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/jsonvalue"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -113,26 +114,9 @@ func subsetOf(want, got any) bool {
 		qg, err2 := resource.ParseQuantity(g)
 		return err1 == nil && err2 == nil && qw.Cmp(qg) == 0
 	}
-	if wn, ok := number(want); ok {
-		gn, ok := number(got)
+	if wn, ok := jsonvalue.Number(want); ok {
+		gn, ok := jsonvalue.Number(got)
 		return ok && wn == gn
 	}
 	return want == got
-}
-
-// number reads a decoded number of any Go type as a float64; ok is false for anything else.
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	}
-	return 0, false
 }

@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/crdschema"
 )
 
 // ConversionVerdict is what one read or dry-run create through a CRD version says about its
@@ -119,7 +118,3 @@ func Trim(s string, n int) string {
 	}
 	return s[:cut] + "…"
 }
-
-// MinimalObject is crdschema.MinimalObject, where it moved (it reads schemas, it judges no
-// status); kept until its last caller, crd_conversion.go, calls it there.
-var MinimalObject = crdschema.MinimalObject
