@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"sort"
@@ -40,18 +41,11 @@ type AdmissionReadyState struct {
 	Deniers  []string `pulumi:"deniers"`
 }
 
+//go:embed descriptions/admission_ready.md
+var admissionReadyDoc string
+
 func (g *AdmissionReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until the API server admits exactly these objects: each round dry-run creates every one of them "+
-		"(server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after "+
-		"`consecutive` rounds in a row in which all were admitted (and `expect` held). An object that already exists is dry-run "+
-		"applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is "+
-		"transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` "+
-		"(connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` "+
-		"webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview "+
-		"sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it "+
-		"(a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a "+
-		"verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid "+
-		"(schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.")
+	a.Describe(g, markdown(admissionReadyDoc))
 }
 
 func (a *AdmissionReadyArgs) Annotate(an infer.Annotator) {

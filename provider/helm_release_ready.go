@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"time"
 
@@ -40,14 +41,11 @@ type HelmReleaseReadyState struct {
 	Webhooks   []string `pulumi:"webhooks"`
 }
 
+//go:embed descriptions/helm_release_ready.md
+var helmReleaseReadyDoc string
+
 func (g *HelmReleaseReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until every object of a Helm release is ready: the newest deployed revision's stored record "+
-		"(`sh.helm.release.v1.<name>.v<N>`) is read, and its CRDs must be Established, its Deployments/StatefulSets/"+
-		"DaemonSets rolled out (OnDelete ones too: their pods must run the new revision), its webhook configurations serving "+
-		"(probed with a dry-run create derived from their rules, or `probe`), and everything else ready by ResourceReady's "+
-		"default rules (kstatus Current and the kind's own rule: Pods Ready, Jobs Complete, LoadBalancer Services with an "+
-		"address, PersistentVolumeClaims Bound). It is never weaker than `helm --wait` on any kind. Progress lists what is still pending. Release values and "+
-		"manifests are never kept or shown.")
+	a.Describe(g, markdown(helmReleaseReadyDoc))
 }
 
 func (a *HelmReleaseReadyArgs) Annotate(an infer.Annotator) {

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -60,22 +61,11 @@ type WebhookReadyState struct {
 	FailurePolicy     string   `pulumi:"failurePolicy"`
 }
 
+//go:embed descriptions/webhook_ready.md
+var webhookReadyDoc string
+
 func (g *WebhookReady) Annotate(a infer.Annotator) {
-	a.Describe(g, "Waits until an admission webhook serves, so the resources it validates can be created without "+
-		"`failed calling webhook ... service not found / connection refused`. Target exactly one of "+
-		"`validatingWebhookConfiguration`, `mutatingWebhookConfiguration` or `service`. For service-backed webhooks: the "+
-		"caBundle is injected, the Service has ready endpoints (one per pod) on the webhook's Service port. Then every checked webhook "+
-		"must answer: a server-side dry-run create of `probe` (or, without `probe`, of a minimal object of a kind the API server serves "+
-		"that the webhooks' rules cover, wildcards included, in the provider's default namespace) is admitted or is denied by one of the target's own webhooks (not by another "+
-		"webhook or an admission policy), twice in a row. An admission proves only the `failurePolicy: Fail` webhooks whose rules, "+
-		"objectSelector and namespaceSelector match the probe and that have no matchConditions; every other checked webhook (Ignore: "+
-		"the API server skips it when it is down; or one the probe does not reach) must answer an AdmissionReview sent to it "+
-		"directly (its URL, or the API server's service proxy). "+
-		"With `expect` (a mutating target), the probe's dry-run result must also satisfy it, twice in a row; it is then the proof for "+
-		"a `failurePolicy: Ignore` injector, which needs no direct call when it is the only mutating webhook in the cluster that "+
-		"intercepts the probe and `expect` does not already hold on the probe as given. "+
-		"Nothing is ever persisted. When no served kind matches the rules, the gate waits, asking for `probe`: it never passes on "+
-		"caBundle and endpoints alone.")
+	a.Describe(g, markdown(webhookReadyDoc))
 }
 
 func (a *WebhookReadyArgs) Annotate(an infer.Annotator) {
