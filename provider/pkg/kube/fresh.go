@@ -38,6 +38,7 @@ type freshRead struct {
 	// absent is a GET's 404, which says nothing of when: only when the informer holds a copy
 	// to judge is the read repeated as a consistent list, whose resourceVersion says it.
 	absent bool
+	seq    uint64 // its place among its watch's reads (see readGroup)
 }
 
 // storeKey is the informer store's key of an object (cache.MetaNamespaceKeyFunc).
@@ -231,6 +232,10 @@ func (s *Subscription) Read(ctx context.Context, name string) (*unstructured.Uns
 	if settled {
 		return s.Get(name), nil
 	}
+	if f == nil && s.entry.reads.caughtSince(s.since) {
+		s.settle(k, true)
+		return s.Get(name), nil
+	}
 	if f == nil || (f.absent && s.Get(name) != nil) {
 		var err error
 		// After a GET's 404, a list: its resourceVersion says whether the informer's copy is newer.
@@ -244,6 +249,9 @@ func (s *Subscription) Read(ctx context.Context, name string) (*unstructured.Uns
 	// The store as of now (it may have moved during the read), against what it has reflected.
 	seen := s.seen()
 	cached := s.Get(name)
+	if f.caughtUp(seen) {
+		s.entry.reads.caughtUp(f)
+	}
 	if f.caughtUp(seen) || f.settles(k, cached) {
 		s.settle(k, false)
 		return cached, nil
@@ -255,7 +263,8 @@ func (s *Subscription) Read(ctx context.Context, name string) (*unstructured.Uns
 // the watch's whole scope.
 func (s *Subscription) ReadList(ctx context.Context, sel labels.Selector) ([]*unstructured.Unstructured, error) {
 	f, settled := s.readFor(listKey)
-	if settled {
+	if settled || (f == nil && s.entry.reads.caughtSince(s.since)) {
+		s.settle(listKey, true)
 		return s.List(sel), nil
 	}
 	if f == nil {
@@ -266,6 +275,7 @@ func (s *Subscription) ReadList(ctx context.Context, sel labels.Selector) ([]*un
 	}
 	seen := s.seen() // before the store is read: the store is then at least this new
 	if f.caughtUp(seen) || f.settlesAll(s.List(nil)) {
+		s.entry.reads.caughtUp(f)
 		s.settle(listKey, true)
 		return s.List(sel), nil
 	}
@@ -277,8 +287,10 @@ func (s *Subscription) ReadList(ctx context.Context, sel labels.Selector) ([]*un
 // the subscription's gate must see). So whoever asks while a read is in flight joins it only
 // when it began after the asker subscribed and answers what the asker needs; otherwise the
 // asker joins the next read, which starts when the one in flight ends, after every one of its
-// waiters asked. A thousand gates joining one watch at once so cost a handful of reads, not a
-// thousand.
+// waiters asked. The newest list of the watch's scope is kept for subscriptions that began
+// before it and ask later, until the store has caught up with it; from then on such a
+// subscription trusts the store at once. A thousand gates joining one watch at once so cost a
+// handful of reads, not a thousand.
 type readGroup struct {
 	read func(ctx context.Context, n readNeed) (*freshRead, error)
 
@@ -286,6 +298,30 @@ type readGroup struct {
 	inflight *sharedRead // nil when no read is in flight
 	next     *sharedRead // the read to start when the one in flight ends; its waiters asked before it began
 	started  uint64      // reads begun: a read's seq, and what a subscription notes when it begins
+	last     *sharedRead // the newest scope read done, until the store caught up with it
+	caught   uint64      // seq of the newest scope read the store has caught up with
+}
+
+// caughtSince reports whether the store has caught up with a scope read that began after since:
+// it then holds every write made before a subscription that began at since.
+func (g *readGroup) caughtSince(since uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.caught > since
+}
+
+// caughtUp records that the store has caught up with f (by its floor: every object of the
+// scope); a kept read as old or older is dropped.
+func (g *readGroup) caughtUp(f *freshRead) {
+	if !f.scope {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.caught = max(g.caught, f.seq)
+	if g.last != nil && g.last.seq <= f.seq {
+		g.last = nil
+	}
 }
 
 // now returns the number of reads begun so far: a read whose seq is greater began after this call.
@@ -347,6 +383,9 @@ func (n readNeed) answers(name string, list bool) bool {
 func (g *readGroup) join(ctx context.Context, since uint64, name string, list bool) *sharedRead {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if r := g.last; r != nil && r.seq > since {
+		return r // done: a list of the whole scope, begun after the asker
+	}
 	if r := g.inflight; r != nil && r.seq > since && r.waiters > 0 && r.need.answers(name, list) {
 		r.waiters++
 		return r
@@ -380,6 +419,12 @@ func (g *readGroup) start() {
 		r.cancel()
 		g.mu.Lock()
 		defer g.mu.Unlock()
+		if err == nil {
+			f.seq = r.seq
+			if f.scope && r.seq > g.caught {
+				g.last = r
+			}
+		}
 		r.f, r.err = f, err
 		close(r.done)
 		g.inflight = nil
@@ -395,6 +440,11 @@ func (g *readGroup) await(ctx context.Context, r *sharedRead) (*freshRead, error
 	case <-r.done:
 		return r.f, r.err
 	case <-ctx.Done():
+	}
+	select {
+	case <-r.done: // done as ctx ended (a kept read always is): the answer stands
+		return r.f, r.err
+	default:
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

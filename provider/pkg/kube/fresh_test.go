@@ -143,6 +143,47 @@ func TestReadGroupServesOnlyReadsBegunAfterTheAsker(t *testing.T) {
 	}
 }
 
+// TestReadGroupKeepsTheNewestList: a list of the whole scope, once done, serves subscriptions
+// that began before it and ask later, without another request; one that began after it does
+// not (near miss). Once the store has caught up with it, those subscriptions trust the store.
+func TestReadGroupKeepsTheNewestList(t *testing.T) {
+	ctx := context.Background()
+	g, begun := newFakeGroup()
+	early := g.now()
+	l := ask(ctx, g, early, "", true)
+	r1 := next(t, begun)
+	close(r1.release)
+	if s := got(t, l); s.f != r1.answer {
+		t.Fatal("the list's asker was not served")
+	}
+	later := g.now()
+	if s := got(t, ask(ctx, g, early, "x", false)); s.f != r1.answer {
+		t.Error("a subscription that began before the list and asks afterwards should be served by it")
+	}
+	if g.started != 1 {
+		t.Errorf("%d reads, want the kept list only", g.started)
+	}
+	late := ask(ctx, g, later, "x", false) // near miss: began after the list
+	r2 := next(t, begun)
+	close(r2.release)
+	if s := got(t, late); s.f != r2.answer {
+		t.Error("a subscription that began after the list was served by it")
+	}
+	if g.caughtSince(early) {
+		t.Error("caught up before the store did")
+	}
+	g.caughtUp(r1.answer)
+	if !g.caughtSince(early) {
+		t.Error("a subscription that began before a list the store caught up with should trust the store")
+	}
+	if g.caughtSince(later) {
+		t.Error("near miss: a subscription that began after the list trusted the store")
+	}
+	if g.last != nil {
+		t.Error("the list is kept after the store caught up with it")
+	}
+}
+
 // TestReadGroupStopsReadsNobodyWaitsFor: a waiter whose gate is cancelled returns at once with
 // its ctx's error; the read stops when its last waiter left, and a queued read every waiter
 // left never begins. Another waiter keeps a shared read going.
