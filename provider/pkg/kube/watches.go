@@ -154,7 +154,8 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 			// started. A consistent list ("") is current, but waits for the watch cache of a
 			// quiet type to catch up with etcd (~85 ms measured), a delay every new watch would
 			// pay. Freshness is Subscription.Read's job instead: a GET, served by etcd in
-			// milliseconds, for an object read by name; a consistent list for a selector.
+			// milliseconds, for one gate's object; one consistent list shared by the gates that
+			// ask together, and for a selector (fresh.go).
 			// No shortcut from a relist's time either: a paginated list's later pages and a 410
 			// relist reach the store after List returns, so "listed after the gate began" does
 			// not mean the store holds that list yet.
