@@ -203,9 +203,10 @@ func (e *certificateEval) check(context.Context) wait.Result {
 		return wait.Result{Message: fmt.Sprintf("Ready=True, but secret %q: %v", secretName, err)}
 	}
 	notAfter, _, _ := unstructured.NestedString(cert.Object, "status", "notAfter")
-	ok, msg := status.CertificateMatches(leaf, notAfter, time.Now(), e.minValidity)
-	if !ok && refused != "" {
-		// Only a renewal could fix this, and it was refused.
+	now := time.Now()
+	ok, msg := status.CertificateMatches(leaf, notAfter, now, e.minValidity)
+	if !ok && refused != "" && status.OnlyRenewalFixes(leaf, notAfter, now, e.minValidity) {
+		// Only a renewal could fix this, and it was refused for good (Denied, InvalidRequest).
 		return wait.Result{Failed: fmt.Errorf("%s: %s, and %s", e.what(), msg, refused)}
 	}
 	if !ok {

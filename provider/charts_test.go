@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
@@ -347,5 +348,77 @@ func TestChartsOnTheLocalControlPlane(t *testing.T) {
 				t.Fatal(r.err)
 			}
 		})
+	}
+}
+
+// TestChartWebhooksProvenByURL: every webhook configuration of the real charts, as rendered,
+// proven by WebhookReady the way users' gates prove it: each webhook sent (as internal/charts
+// does, keeping its rules, selectors, failurePolicy and path) to a test server on 127.0.0.1 by
+// URL, which plays the chart's webhook pod and starts serving late. The near miss first: before
+// it serves, no gate passes; once it serves, every gate passes on its answers.
+func TestChartWebhooksProvenByURL(t *testing.T) {
+	dyn := testenv.Dynamic(t)
+	a := &chartApplier{t: t, dyn: dyn,
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(testenv.CP.Client.Discovery()))}
+	t.Cleanup(a.cleanup)
+	wh := testenv.NewWebhook(t) // reserved, not serving yet
+	s := newServer(t)
+	type cfg struct{ chart, key, name string }
+	var cfgs []cfg
+	var webhooks []*unstructured.Unstructured
+	for _, c := range chartFixtures {
+		a.apply("", testenv.Object(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+c.namespace+"}"))
+		if c.file == "external-secrets" { // rendered without its CRDs: installCRDs puts these in
+			crds, err := charts.ExternalSecretsCRDs(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range crds {
+				a.apply(c.namespace, u)
+			}
+		}
+		for _, u := range loadChart(t, c) {
+			switch {
+			case u.GetKind() == "CustomResourceDefinition":
+				a.apply(c.namespace, u) // what the webhooks intercept must be served
+			case isWebhookConfiguration(u):
+				charts.SendWebhooksTo(u, wh.Webhook)
+				u.SetName(u.GetName() + "-by-url")
+				key := "validatingWebhookConfiguration"
+				if u.GetKind() == "MutatingWebhookConfiguration" {
+					key = "mutatingWebhookConfiguration"
+				}
+				cfgs = append(cfgs, cfg{c.file, key, u.GetName()})
+				webhooks = append(webhooks, u)
+			}
+		}
+	}
+	for _, u := range webhooks { // last: cleanup deletes them first
+		a.apply("", u)
+	}
+	gates := func(timeout string) map[string]<-chan gateResult {
+		out := map[string]<-chan gateResult{}
+		for _, c := range cfgs {
+			out[c.chart+": WebhookReady "+c.name] = createAsync(t, s, "WebhookReady", props(c.key, c.name, "timeout", timeout))
+		}
+		return out
+	}
+	for name, ch := range gates("2s") {
+		if r := await(t, ch, 60*time.Second); r.err == nil {
+			t.Errorf("%s passed before its webhook served: %v", name, r.resp.Properties)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	started := gates("60s")
+	wh.Start(t) // the webhook pod is ready, late
+	for name, ch := range started {
+		if r := await(t, ch, 90*time.Second); r.err != nil {
+			t.Errorf("%s, its webhook serving: %v", name, r.err)
+		}
+	}
+	if wh.Calls.Load() == 0 {
+		t.Error("the gates passed without the webhooks ever answering")
 	}
 }

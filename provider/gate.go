@@ -140,7 +140,10 @@ func isKnown(inputs property.Map, key string) bool {
 // run is one gate's use of the cluster during a Create: its watches, its wake-up channel and
 // its progress line. Close it when the gate returns, which releases its watches.
 type run struct {
-	ctx     context.Context // the Create's or Read's: bounds the consistent reads of fresh subscriptions
+	// ctx bounds the consistent reads of fresh subscriptions: during a check, the check's own
+	// (which ends at the gate's timeout, or when it is cancelled; see checking), else the
+	// Create's or Read's.
+	ctx     context.Context
 	clients *kube.Clients
 	wake    chan struct{}
 	subs    map[kube.WatchKey]*kube.Subscription
@@ -235,7 +238,19 @@ func (r *run) wait(ctx context.Context, spec wait.Spec) (wait.Result, error) {
 	spec.Timeout = wait.EffectiveTimeout(ctx, spec.Timeout)
 	spec.Wake = r.wake
 	spec.Progress = func(msg string) { r.log.InfoStatus(msg) }
+	spec.Check = r.checking(spec.Check)
 	return wait.Until(ctx, spec)
+}
+
+// checking runs check with r.ctx set to the check's context, so that the reads a check makes
+// end with the gate (its timeout, a cancel) rather than run on after it.
+func (r *run) checking(check func(context.Context) wait.Result) func(context.Context) wait.Result {
+	return func(ctx context.Context) wait.Result {
+		outer := r.ctx
+		r.ctx = ctx
+		defer func() { r.ctx = outer }()
+		return check(ctx)
+	}
 }
 
 // gateID is the ID a created gate gets: stable for its inputs' target, unique per creation.
@@ -258,14 +273,14 @@ func (r *run) judge(ctx context.Context, e evaluation) (wait.Result, error) {
 		Wake:       r.wake,
 		MaxBackoff: maxBackoffOf(e),
 		Progress:   func(msg string) { r.log.InfoStatus(msg) },
-		Check: func(ctx context.Context) wait.Result {
+		Check: r.checking(func(ctx context.Context) wait.Result {
 			res := e.check(ctx)
 			if res.Failed != nil || !(res.Unsynced || res.Confirming) {
 				verdict = res
 				return wait.Result{Ready: true}
 			}
 			return res
-		},
+		}),
 	})
 	r.log.InfoStatus("")
 	if err != nil {

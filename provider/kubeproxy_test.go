@@ -34,6 +34,8 @@ type kubeProxy struct {
 	token      string              // when set, requests must carry it, else 401
 	streams    map[io.Closer]bool  // open watch streams, cut by rotate
 	unauthz    int                 // 401s answered
+	held       string              // a path whose plain GETs are held until their client gives up
+	heldGone   chan string         // the path of each held GET, once its client gave up
 }
 
 func newKubeProxy(t *testing.T) *kubeProxy {
@@ -46,7 +48,7 @@ func newKubeProxy(t *testing.T) *kubeProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp := &kubeProxy{hide: map[string][]string{}, streams: map[io.Closer]bool{}}
+	kp := &kubeProxy{hide: map[string][]string{}, streams: map[io.Closer]bool{}, heldGone: make(chan string, 16)}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = rt
 	rp.FlushInterval = -1
@@ -62,6 +64,14 @@ func newKubeProxy(t *testing.T) *kubeProxy {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`)
+			return
+		}
+		kp.mu.Lock()
+		held := kp.held
+		kp.mu.Unlock()
+		if held != "" && r.Method == http.MethodGet && r.URL.Path == held && r.URL.Query().Get("watch") == "" {
+			<-r.Context().Done() // a read that hangs: only its client can end it
+			kp.heldGone <- r.URL.Path
 			return
 		}
 		r.Header.Del("Authorization") // the proxy's own admin credentials go upstream
@@ -95,6 +105,13 @@ func (kp *kubeProxy) setWatchDelay(d time.Duration) {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
 	kp.watchDelay = d
+}
+
+// hold makes every plain GET of path hang until its client gives up ("": none).
+func (kp *kubeProxy) hold(path string) {
+	kp.mu.Lock()
+	defer kp.mu.Unlock()
+	kp.held = path
 }
 
 func (kp *kubeProxy) hideResource(groupVersion, resource string) {

@@ -169,6 +169,11 @@ type Clients struct {
 	reachTimeout time.Duration
 	reachable    chan struct{} // closed once the API server answered
 	reachOnce    sync.Once
+
+	// refusalReset rate-limits the discovery resets after a 401/403 (see resetAfterRefusal).
+	refusalMu    sync.Mutex
+	refusalReset time.Time
+	now          func() time.Time // nil: time.Now (tests set a clock)
 }
 
 // NewClients builds the clients for cfg. It does not call the cluster.

@@ -4,6 +4,13 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/restmapper"
 )
 
 const sampleKubeconfig = `apiVersion: v1
@@ -62,5 +69,48 @@ func TestScrub(t *testing.T) {
 		if got := scrub(in, secret, "prod"); got != want {
 			t.Errorf("scrub(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// refusingDiscovery answers every discovery request 401 and counts the resets (Invalidate).
+type refusingDiscovery struct {
+	discovery.CachedDiscoveryInterface
+	invalidated int
+}
+
+func (d *refusingDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	return nil, nil, apierrors.NewUnauthorized("token expired")
+}
+func (d *refusingDiscovery) Fresh() bool { return true }
+func (d *refusingDiscovery) Invalidate() { d.invalidated++ }
+
+// TestRefusalsResetDiscoveryAtMostOnceASecond: a flood of 401s (many gates, one revoked token)
+// resets the cached discovery once, not once per lookup; a second later one refusal may reset
+// it again (credentials an exec plugin refreshed since).
+func TestRefusalsResetDiscoveryAtMostOnceASecond(t *testing.T) {
+	d := &refusingDiscovery{}
+	clock := time.Unix(1e9, 0)
+	c := &Clients{Mapper: restmapper.NewDeferredDiscoveryRESTMapper(d), now: func() time.Time { return clock }}
+	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	for i := 0; i < 100; i++ {
+		if _, err := c.Mapping(gvk); !apierrors.IsUnauthorized(err) {
+			t.Fatalf("lookup %d: err %v, want the 401", i, err)
+		}
+		if _, err := c.MappingAnyVersion(gvk.GroupKind()); !apierrors.IsUnauthorized(err) {
+			t.Fatalf("lookup %d: err %v, want the 401", i, err)
+		}
+	}
+	if d.invalidated != 1 {
+		t.Errorf("200 refused lookups within a second reset discovery %d times, want 1", d.invalidated)
+	}
+	clock = clock.Add(999 * time.Millisecond)
+	_, _ = c.Mapping(gvk)
+	if d.invalidated != 1 {
+		t.Errorf("a refusal 999 ms after the last reset reset again (%d)", d.invalidated)
+	}
+	clock = clock.Add(time.Millisecond)
+	_, _ = c.Mapping(gvk)
+	if d.invalidated != 2 {
+		t.Errorf("a refusal a second after the last reset did not reset discovery (%d resets)", d.invalidated)
 	}
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"strconv"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,19 +15,38 @@ import (
 // A gate's first verdict must judge state at least as new as the gate's start. A shared
 // informer that another gate started earlier may not have seen a write made just before this
 // gate started (a rollout the previous step began, a Helm upgrade): its watch stream can lag.
-// So every subscription makes one consistent read
-// of what it asks for (a GET of a named object reads etcd directly, in milliseconds) and,
-// until the informer has caught up with that read, answers with the newer of the two.
+// So every subscription is served one consistent read of what it asks for (a GET of a named
+// object reads etcd directly, in milliseconds) and, until the informer has caught up with that
+// read, answers with the newer of the two.
+//
+// The reads are shared: a watch makes one consistent read at a time (see readGroup), and every
+// subscription that asks while one is in flight waits for the next, which begins after it asked
+// and so is at least as new as its start; a read that began before a subscription asked never
+// serves it. A lone subscription's read is a GET of its one name; a read several wait for is
+// one consistent list of the watch's whole scope. A subscription drops the read it was served
+// as soon as the informer's store has caught up with it: from then on the store is the truth.
 
-// freshRead is one consistent read: the objects found (by name) and the resourceVersion it is
-// current at. For a GET the object's own resourceVersion is that floor.
+// freshRead is one consistent read: the objects found (by store key, see storeKey) and the
+// resourceVersion it is current at. For a GET the object's own resourceVersion is that floor.
 type freshRead struct {
 	objs  map[string]*unstructured.Unstructured
 	floor uint64
 	ok    bool // floor parsed: etcd resourceVersions are integers that grow with every write
+	// scope: a list of the watch's whole scope, which answers for every name and selector
+	// (its floor says as of when an object not found was absent).
+	scope bool
 	// absent is a GET's 404, which says nothing of when: only when the informer holds a copy
 	// to judge is the read repeated as a consistent list, whose resourceVersion says it.
 	absent bool
+	seq    uint64 // its place among its watch's reads (see readGroup)
+}
+
+// storeKey is the informer store's key of an object (cache.MetaNamespaceKeyFunc).
+func storeKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 // rv parses a resourceVersion; ok is false for a storage that does not use integers.
@@ -59,14 +79,55 @@ func (f *freshRead) caughtUp(seen uint64) bool {
 	return !f.ok || seen >= f.floor
 }
 
-// get resolves name from the informer's copy and the read: once the informer has caught up its
-// copy is the truth; before, the read's copy unless the informer holds a newer one, and for an
-// object the read did not find, the informer's copy only when it was written after the read.
-func (f *freshRead) get(name string, cached *unstructured.Unstructured, seen uint64) *unstructured.Unstructured {
+// settles reports whether the store's copy at key k (nil: none) makes the read useless for k:
+// it is at least as new as the read's copy, or, for an object the read did not find, written
+// after the read. The watch delivers k's writes in order, so the store never goes back from
+// there. (A list's floor is etcd's revision, which other types' writes move: a quiet type's
+// informer may never see it, so its objects are compared one by one.)
+func (f *freshRead) settles(k string, cached *unstructured.Unstructured) bool {
+	if !f.ok || cached == nil {
+		return !f.ok
+	}
+	c, ok := rv(cached.GetResourceVersion())
+	if !ok {
+		return false
+	}
+	if o, found := f.objs[k]; found {
+		v, ok := rv(o.GetResourceVersion())
+		return ok && c >= v
+	}
+	return c > f.floor
+}
+
+// settlesAll reports whether store (every object the informer holds) makes the read useless:
+// every object read is there at least as new, and every object there that the read did not
+// find was written after it (else its deletion may not have reached the store yet).
+func (f *freshRead) settlesAll(store []*unstructured.Unstructured) bool {
+	if !f.ok {
+		return true
+	}
+	seen := 0
+	for _, o := range store {
+		k := storeKey(o.GetNamespace(), o.GetName())
+		if !f.settles(k, o) {
+			return false
+		}
+		if _, found := f.objs[k]; found {
+			seen++
+		}
+	}
+	return seen == len(f.objs)
+}
+
+// get resolves the object at store key k from the informer's copy and the read: once the
+// informer has caught up its copy is the truth; before, the read's copy unless the informer
+// holds a newer one, and for an object the read did not find, the informer's copy only when it
+// was written after the read.
+func (f *freshRead) get(k string, cached *unstructured.Unstructured, seen uint64) *unstructured.Unstructured {
 	if f.caughtUp(seen) {
 		return cached
 	}
-	if o, ok := f.objs[name]; ok {
+	if o, ok := f.objs[k]; ok {
 		return newer(cached, o)
 	}
 	if cached != nil {
@@ -82,18 +143,18 @@ func (f *freshRead) list(cached []*unstructured.Unstructured, seen uint64, sel l
 	if f.caughtUp(seen) {
 		return cached
 	}
-	byName := map[string]*unstructured.Unstructured{}
+	byKey := map[string]*unstructured.Unstructured{}
 	for _, o := range cached {
-		byName[o.GetNamespace()+"/"+o.GetName()] = o
+		byKey[storeKey(o.GetNamespace(), o.GetName())] = o
 	}
 	var out []*unstructured.Unstructured
 	for k, o := range f.objs {
 		if sel == nil || sel.Matches(labels.Set(o.GetLabels())) {
-			out = append(out, newer(byName[k], o))
+			out = append(out, newer(byKey[k], o))
 		}
-		delete(byName, k)
+		delete(byKey, k)
 	}
-	for _, o := range byName {
+	for _, o := range byKey {
 		if v, ok := rv(o.GetResourceVersion()); ok && v > f.floor {
 			out = append(out, o)
 		}
@@ -103,98 +164,343 @@ func (f *freshRead) list(cached []*unstructured.Unstructured, seen uint64, sel l
 
 func (s *Subscription) seen() uint64 { return s.entry.seenRV.Load() }
 
+// storeKey is the store key of name in the subscription's namespace.
+func (s *Subscription) storeKey(name string) string { return storeKey(s.key.Namespace, name) }
+
+// listKey keeps, among a subscription's reads, the scope read ReadList was served.
+const listKey = "\x00list"
+
+// readFor returns the read that answers for store key k (nil: none yet), or settled when the
+// store has caught up with one that did: the store alone is then the truth for k.
+func (s *Subscription) readFor(k string) (f *freshRead, settled bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.settledAll || s.settled[k] {
+		return nil, true
+	}
+	if f = s.reads[k]; f == nil && k != listKey {
+		if f = s.reads[listKey]; f != nil {
+			s.keep(k, f)
+		}
+	}
+	return f, false
+}
+
+// keep remembers the read the subscription was served for k (s.mu held).
+func (s *Subscription) keep(k string, f *freshRead) {
+	if s.reads == nil {
+		s.reads = map[string]*freshRead{}
+	}
+	s.reads[k] = f
+}
+
+// settle drops the read kept for k once the store has caught up with it, freeing its copies
+// once no other key holds it; all: for every key.
+func (s *Subscription) settle(k string, all bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if all {
+		s.reads, s.settled, s.settledAll = nil, nil, true
+		return
+	}
+	delete(s.reads, k)
+	if s.settled == nil {
+		s.settled = map[string]bool{}
+	}
+	s.settled[k] = true
+}
+
+// serve asks the watch's readGroup for a read of name (list: of the whole scope) and keeps it.
+func (s *Subscription) serve(ctx context.Context, k, name string, list bool) (*freshRead, error) {
+	f, err := s.entry.reads.do(ctx, s.since, name, list)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.keep(k, f)
+	s.mu.Unlock()
+	return f, nil
+}
+
 // Read returns the object name (nil when absent) as new as the gate's start or newer: the
-// newer of the informer's copy and one consistent read made at the first call. Call it once
+// newer of the informer's copy and the consistent read the subscription was served at its
+// first call (see readGroup), until the informer has caught up with that read. Call it once
 // Synced says the watch is usable.
 func (s *Subscription) Read(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	s.mu.Lock()
-	f := s.reads[name]
-	s.mu.Unlock()
-	cached := s.Get(name)
-	if f == nil || (f.absent && cached != nil) {
+	k := s.storeKey(name)
+	f, settled := s.readFor(k)
+	if settled {
+		return s.Get(name), nil
+	}
+	if f == nil && s.entry.reads.caughtSince(s.since) {
+		s.settle(k, true)
+		return s.Get(name), nil
+	}
+	if f == nil || (f.absent && s.Get(name) != nil) {
 		var err error
-		if f, err = s.cache.readNamed(ctx, s.key, name, f != nil); err != nil {
+		// After a GET's 404, a list: its resourceVersion says whether the informer's copy is newer.
+		if f, err = s.serve(ctx, k, name, f != nil); err != nil {
 			return nil, err
 		}
-		s.mu.Lock()
-		s.reads[name] = f
-		s.mu.Unlock()
 	}
 	if f.absent {
 		return nil, nil // and the informer held no copy
 	}
 	// The store as of now (it may have moved during the read), against what it has reflected.
 	seen := s.seen()
-	return f.get(name, s.Get(name), seen), nil
+	cached := s.Get(name)
+	if f.caughtUp(seen) {
+		s.entry.reads.caughtUp(f)
+	}
+	if f.caughtUp(seen) || f.settles(k, cached) {
+		s.settle(k, false)
+		return cached, nil
+	}
+	return f.get(k, cached, seen), nil
 }
 
-// ReadList is Read for every object matching sel (nil: all); its consistent read is a list.
+// ReadList is Read for every object matching sel (nil: all); its consistent read is a list of
+// the watch's whole scope.
 func (s *Subscription) ReadList(ctx context.Context, sel labels.Selector) ([]*unstructured.Unstructured, error) {
-	key := "\x00list"
-	if sel != nil {
-		key += sel.String()
+	f, settled := s.readFor(listKey)
+	if settled || (f == nil && s.entry.reads.caughtSince(s.since)) {
+		s.settle(listKey, true)
+		return s.List(sel), nil
 	}
-	s.mu.Lock()
-	f := s.reads[key]
-	s.mu.Unlock()
 	if f == nil {
 		var err error
-		if f, err = s.cache.readList(ctx, s.key, sel); err != nil {
+		if f, err = s.serve(ctx, listKey, "", true); err != nil {
 			return nil, err
 		}
-		s.mu.Lock()
-		s.reads[key] = f
-		s.mu.Unlock()
 	}
 	seen := s.seen() // before the store is read: the store is then at least this new
+	if f.caughtUp(seen) || f.settlesAll(s.List(nil)) {
+		s.entry.reads.caughtUp(f)
+		s.settle(listKey, true)
+		return s.List(sel), nil
+	}
 	return f.list(s.List(sel), seen, sel), nil
 }
 
+// readGroup makes one watch's consistent reads, one at a time. A read serves a subscription
+// only if it began after the subscription did (a read that began earlier may predate a write
+// the subscription's gate must see). So whoever asks while a read is in flight joins it only
+// when it began after the asker subscribed and answers what the asker needs; otherwise the
+// asker joins the next read, which starts when the one in flight ends, after every one of its
+// waiters asked. The newest list of the watch's scope is kept for subscriptions that began
+// before it and ask later, until the store has caught up with it; from then on such a
+// subscription trusts the store at once. A thousand gates joining one watch at once so cost a
+// handful of reads, not a thousand.
+type readGroup struct {
+	read func(ctx context.Context, n readNeed) (*freshRead, error)
+
+	mu       sync.Mutex
+	inflight *sharedRead // nil when no read is in flight
+	next     *sharedRead // the read to start when the one in flight ends; its waiters asked before it began
+	started  uint64      // reads begun: a read's seq, and what a subscription notes when it begins
+	last     *sharedRead // the newest scope read done, until the store caught up with it
+	caught   uint64      // seq of the newest scope read the store has caught up with
+}
+
+// caughtSince reports whether the store has caught up with a scope read that began after since:
+// it then holds every write made before a subscription that began at since.
+func (g *readGroup) caughtSince(since uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.caught > since
+}
+
+// caughtUp records that the store has caught up with f (by its floor: every object of the
+// scope); a kept read as old or older is dropped.
+func (g *readGroup) caughtUp(f *freshRead) {
+	if !f.scope {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.caught = max(g.caught, f.seq)
+	if g.last != nil && g.last.seq <= f.seq {
+		g.last = nil
+	}
+}
+
+// now returns the number of reads begun so far: a read whose seq is greater began after this call.
+func (g *readGroup) now() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.started
+}
+
+// readNeed is what the waiters of one read ask for: a GET answers one name; anything more
+// (several names, a list, a name a GET found absent while the informer holds a copy) is one
+// consistent list of the watch's scope, which answers for all of it.
+type readNeed struct {
+	names map[string]bool
+	list  bool
+}
+
+// single returns the one name a GET can answer, if that is all that is needed.
+func (n readNeed) single() (string, bool) {
+	if n.list || len(n.names) != 1 {
+		return "", false
+	}
+	for name := range n.names {
+		return name, true
+	}
+	return "", false
+}
+
+// sharedRead is one consistent read and the waiters it serves; it is cancelled when every
+// waiter has given up (their gates timed out or were cancelled).
+type sharedRead struct {
+	seq     uint64 // its place among the group's reads, set when it begins
+	need    readNeed
+	waiters int
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{}
+	f       *freshRead
+	err     error
+}
+
+// do asks for a read answering name (or, with list, the watch's whole scope) that began after
+// since (see now), and waits for it or for ctx.
+func (g *readGroup) do(ctx context.Context, since uint64, name string, list bool) (*freshRead, error) {
+	return g.await(ctx, g.join(ctx, since, name, list))
+}
+
+// answers reports whether the read answers name (or, with list, the whole scope).
+func (n readNeed) answers(name string, list bool) bool {
+	if n.list {
+		return true
+	}
+	single, ok := n.single()
+	return ok && !list && single == name
+}
+
+// join adds a waiter to the read in flight when that one began after since and answers what is
+// asked, else to the next read, starting it at once when none is in flight.
+func (g *readGroup) join(ctx context.Context, since uint64, name string, list bool) *sharedRead {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r := g.last; r != nil && r.seq > since {
+		return r // done: a list of the whole scope, begun after the asker
+	}
+	if r := g.inflight; r != nil && r.seq > since && r.waiters > 0 && r.need.answers(name, list) {
+		r.waiters++
+		return r
+	}
+	r := g.next
+	if r == nil {
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		r = &sharedRead{need: readNeed{names: map[string]bool{}}, ctx: rctx, cancel: cancel, done: make(chan struct{})}
+		g.next = r
+	}
+	if list {
+		r.need.list = true
+	} else {
+		r.need.names[name] = true
+	}
+	r.waiters++
+	if g.inflight == nil {
+		g.start()
+	}
+	return r
+}
+
+// start begins the next read (g.mu held); when it ends, the one queued meanwhile begins.
+func (g *readGroup) start() {
+	r := g.next
+	g.started++
+	r.seq = g.started
+	g.next, g.inflight = nil, r
+	go func() {
+		f, err := g.read(r.ctx, r.need)
+		r.cancel()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if err == nil {
+			f.seq = r.seq
+			if f.scope && r.seq > g.caught {
+				g.last = r
+			}
+		}
+		r.f, r.err = f, err
+		close(r.done)
+		g.inflight = nil
+		if g.next != nil {
+			g.start()
+		}
+	}()
+}
+
+// await waits for r; a waiter whose ctx ends leaves it, and the last to leave stops it.
+func (g *readGroup) await(ctx context.Context, r *sharedRead) (*freshRead, error) {
+	select {
+	case <-r.done:
+		return r.f, r.err
+	case <-ctx.Done():
+	}
+	select {
+	case <-r.done: // done as ctx ended (a kept read always is): the answer stands
+		return r.f, r.err
+	default:
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r.waiters--
+	if r.waiters == 0 {
+		if g.next == r {
+			g.next = nil // not begun: it never will
+		}
+		r.cancel()
+	}
+	return nil, ctx.Err()
+}
+
+// consistentRead makes one read for a readGroup: a GET when one name is needed, else a
+// consistent list of the watch's scope.
+func (c *WatchCache) consistentRead(ctx context.Context, key WatchKey, n readNeed) (*freshRead, error) {
+	if name, ok := n.single(); ok {
+		return c.readNamed(ctx, key, name)
+	}
+	f, err := c.readList(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	f.scope = true
+	return f, nil
+}
+
 // readNamed GETs name (from etcd, not the watch cache). A 404 is remembered as absent (nothing
-// to judge while the informer holds no copy either). A user allowed to list but not get, and
-// listNow (the informer holds a copy of an object a GET found absent: which is newer must be
-// decided), read with a consistent list narrowed to the name, whose resourceVersion says as of
-// when the object is as found.
-func (c *WatchCache) readNamed(ctx context.Context, key WatchKey, name string, listNow bool) (*freshRead, error) {
+// to judge while the informer holds no copy either). A user allowed to list but not get reads
+// with a consistent list narrowed to the name, whose resourceVersion says as of when the object
+// is as found.
+func (c *WatchCache) readNamed(ctx context.Context, key WatchKey, name string) (*freshRead, error) {
 	res := c.client.Resource(key.Resource).Namespace(key.Namespace)
-	var o *unstructured.Unstructured
-	var err error = apierrors.NewNotFound(key.Resource.GroupResource(), name)
-	if !listNow {
+	o, err := res.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsUnauthorized(err) { // once more, with credentials an exec plugin refreshed
 		o, err = res.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsUnauthorized(err) { // once more, with credentials an exec plugin refreshed
-			o, err = res.Get(ctx, name, metav1.GetOptions{})
-		}
-		if apierrors.IsNotFound(err) {
-			return &freshRead{objs: map[string]*unstructured.Unstructured{}, absent: true}, nil
-		}
+	}
+	if apierrors.IsNotFound(err) {
+		return &freshRead{objs: map[string]*unstructured.Unstructured{}, absent: true}, nil
 	}
 	if err == nil {
 		o = c.trim(key, o)
 		floor, ok := rv(o.GetResourceVersion())
-		return &freshRead{objs: map[string]*unstructured.Unstructured{name: o}, floor: floor, ok: ok}, nil
+		return &freshRead{objs: map[string]*unstructured.Unstructured{storeKey(o.GetNamespace(), o.GetName()): o}, floor: floor, ok: ok}, nil
 	}
-	if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+	if !apierrors.IsForbidden(err) {
 		return nil, err
 	}
-	f, err := c.readListOpts(ctx, key, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
-	if err != nil {
-		return nil, err
-	}
-	byName := map[string]*unstructured.Unstructured{}
-	for _, o := range f.objs {
-		byName[o.GetName()] = o
-	}
-	f.objs = byName
-	return f, nil
+	return c.readListOpts(ctx, key, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 }
 
-func (c *WatchCache) readList(ctx context.Context, key WatchKey, sel labels.Selector) (*freshRead, error) {
+// readList is a consistent list of the watch's scope (narrowed to its name, if it has one).
+func (c *WatchCache) readList(ctx context.Context, key WatchKey) (*freshRead, error) {
 	o := metav1.ListOptions{}
 	if key.Name != "" {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.Name).String()
-	}
-	if sel != nil && !sel.Empty() {
-		o.LabelSelector = sel.String()
 	}
 	return c.readListOpts(ctx, key, o)
 }
@@ -213,7 +519,7 @@ func (c *WatchCache) readListOpts(ctx context.Context, key WatchKey, o metav1.Li
 	f := &freshRead{objs: map[string]*unstructured.Unstructured{}, floor: floor, ok: ok}
 	for i := range list.Items {
 		it := c.trim(key, &list.Items[i])
-		f.objs[it.GetNamespace()+"/"+it.GetName()] = it
+		f.objs[storeKey(it.GetNamespace(), it.GetName())] = it
 	}
 	return f, nil
 }

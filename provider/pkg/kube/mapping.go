@@ -57,10 +57,34 @@ func (c *Clients) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error
 	m, err := c.mapping(gvk)
 	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 		// Once more, with the credentials an exec plugin refreshes after a 401 (see retryAuthOnce).
-		c.Mapper.Reset()
+		c.resetAfterRefusal()
 		m, err = c.mapping(gvk)
 	}
 	return m, err
+}
+
+// refusalResetEvery is how often a refusal may reset discovery.
+const refusalResetEvery = time.Second
+
+// resetAfterRefusal forgets the cached discovery after a 401/403, so the next lookup asks
+// again with the credentials an exec plugin refreshed: at most once a second, so that a flood
+// of refusals (a thousand gates on a revoked token) does not re-run discovery for each. The
+// lookups that skip the reset still ask again: a failed discovery is not cached.
+func (c *Clients) resetAfterRefusal() {
+	now := time.Now
+	if c.now != nil {
+		now = c.now
+	}
+	c.refusalMu.Lock()
+	t := now()
+	due := c.refusalReset.IsZero() || t.Sub(c.refusalReset) >= refusalResetEvery
+	if due {
+		c.refusalReset = t
+	}
+	c.refusalMu.Unlock()
+	if due {
+		c.Mapper.Reset()
+	}
 }
 
 func (c *Clients) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
@@ -85,7 +109,7 @@ func (c *Clients) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error
 func (c *Clients) MappingAnyVersion(gk schema.GroupKind) (*meta.RESTMapping, error) {
 	m, err := c.mappingAnyVersion(gk)
 	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
-		c.Mapper.Reset()
+		c.resetAfterRefusal()
 		m, err = c.mappingAnyVersion(gk)
 	}
 	return m, err

@@ -76,6 +76,8 @@ type watchEntry struct {
 	// established: the first may be an expired token that an exec plugin refreshes.
 	authFailures int
 	wakes        map[*Subscription]chan<- struct{}
+
+	reads readGroup // the consistent reads its subscriptions are served (fresh.go)
 }
 
 func (e *watchEntry) notify() {
@@ -101,8 +103,12 @@ type Subscription struct {
 	cache *WatchCache
 	once  sync.Once
 
-	mu    sync.Mutex
-	reads map[string]*freshRead // consistent reads by name (or "\x00list"+selector), see fresh.go
+	since uint64 // the watch's consistent reads begun before this subscription (fresh.go)
+	// The consistent read this subscription was served (see fresh.go), until the store caught up.
+	mu         sync.Mutex
+	reads      map[string]*freshRead // by store key (listKey: ReadList's)
+	settled    map[string]bool       // store keys the store has caught up on: it is their truth
+	settledAll bool                  // the store caught up with a scope read: the truth for all
 }
 
 // Subscribe starts (or joins) the watch for key and pokes wake on every change.
@@ -116,7 +122,7 @@ func (c *WatchCache) Subscribe(key WatchKey, wake chan<- struct{}) *Subscription
 		c.entries[key] = e
 	}
 	e.refs++
-	s := &Subscription{key: key, entry: e, cache: c, reads: map[string]*freshRead{}}
+	s := &Subscription{key: key, entry: e, cache: c, since: e.reads.now()}
 	e.mu.Lock()
 	e.wakes[s] = wake
 	synced := e.synced
@@ -134,6 +140,7 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 		}
 	}
 	e := &watchEntry{stop: make(chan struct{}), done: make(chan struct{}), wakes: map[*Subscription]chan<- struct{}{}}
+	e.reads.read = func(ctx context.Context, n readNeed) (*freshRead, error) { return c.consistentRead(ctx, key, n) }
 	res := c.client.Resource(key.Resource).Namespace(key.Namespace)
 	// dynamicinformer's list-watch, and one thing more: the cache counts as synced only once its
 	// watch is established too, so a watch the API server refuses (RBAC without `watch`) fails
@@ -147,7 +154,8 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 			// started. A consistent list ("") is current, but waits for the watch cache of a
 			// quiet type to catch up with etcd (~85 ms measured), a delay every new watch would
 			// pay. Freshness is Subscription.Read's job instead: a GET, served by etcd in
-			// milliseconds, for an object read by name; a consistent list for a selector.
+			// milliseconds, for one gate's object; one consistent list shared by the gates that
+			// ask together, and for a selector (fresh.go).
 			// No shortcut from a relist's time either: a paginated list's later pages and a 410
 			// relist reach the store after List returns, so "listed after the gate began" does
 			// not mean the store holds that list yet.

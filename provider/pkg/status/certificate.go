@@ -72,8 +72,22 @@ func CertificateMatches(cert *x509.Certificate, statusNotAfter string, now time.
 	return true, fmt.Sprintf("issued, valid until %s", cert.NotAfter.UTC().Format(time.RFC3339))
 }
 
+// OnlyRenewalFixes reports whether cert, the one the Certificate reports (statusNotAfter), can be
+// made acceptable only by a new issuance: it has expired or is valid for less than minValidity.
+// A stale Secret (another certificate than the one reported) is not: cert-manager writes the
+// Secret it issued without a new request.
+func OnlyRenewalFixes(cert *x509.Certificate, statusNotAfter string, now time.Time, minValidity time.Duration) bool {
+	if want, err := time.Parse(time.RFC3339, statusNotAfter); statusNotAfter != "" && (err != nil || !cert.NotAfter.UTC().Truncate(time.Second).Equal(want.UTC().Truncate(time.Second))) {
+		return false
+	}
+	return now.After(cert.NotAfter) || (minValidity > 0 && cert.NotAfter.Sub(now) < minValidity)
+}
+
 // CertificateRequestVerdict reads the newest CertificateRequest of a Certificate's current
-// issuance: terminal when Denied or InvalidRequest (waiting cannot fix it), with a summary.
+// issuance: terminal when Denied or InvalidRequest (a policy or the request itself refused it:
+// the same request is refused again, so waiting cannot fix it), with a summary. A request that
+// Failed (the issuer's error: ACME, Vault) is not terminal: cert-manager issues it again after a
+// backoff, and the gate waits, quoting it.
 func CertificateRequestVerdict(cr *unstructured.Unstructured) (terminal bool, summary string) {
 	if cr == nil {
 		return false, ""
@@ -84,8 +98,11 @@ func CertificateRequestVerdict(cr *unstructured.Unstructured) (terminal bool, su
 	if c, ok := FindCondition(cr, "InvalidRequest"); ok && c.Status == "True" {
 		return true, fmt.Sprintf("CertificateRequest %s is invalid: %s", cr.GetName(), c)
 	}
-	if c, ok := FindCondition(cr, "Ready"); ok && c.Status == "False" && (c.Reason == "Denied" || c.Reason == "InvalidRequest" || c.Reason == "Failed") {
+	if c, ok := FindCondition(cr, "Ready"); ok && c.Status == "False" && (c.Reason == "Denied" || c.Reason == "InvalidRequest") {
 		return true, fmt.Sprintf("CertificateRequest %s failed: %s", cr.GetName(), c)
+	}
+	if c, ok := FindCondition(cr, "Ready"); ok && c.Status == "False" && c.Reason == "Failed" {
+		return false, fmt.Sprintf("CertificateRequest %s failed: %s (cert-manager retries after a backoff)", cr.GetName(), c)
 	}
 	return false, fmt.Sprintf("CertificateRequest %s: %s", cr.GetName(), SummarizeConditions(cr))
 }
@@ -114,7 +131,7 @@ func NewestCertificateRequest(requests []*unstructured.Unstructured, certName st
 }
 
 // RequestFails decides whether the newest CertificateRequest fails a Certificate's gate. A
-// terminal request (Denied, InvalidRequest, Failed) fails only while the Certificate is not
+// terminal request (Denied, InvalidRequest) fails only while the Certificate is not
 // Ready=True for its generation: a Ready Certificate still holds a valid certificate, and a
 // refused renewal is cert-manager's to retry and its owner's to fix before notAfter, not a broken
 // certificate, so it is returned as a note. A request for a changed spec leaves Ready stale or

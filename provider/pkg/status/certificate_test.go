@@ -91,6 +91,11 @@ apiVersion: cert-manager.io/v1
 kind: CertificateRequest
 metadata: {name: web-2}
 status: {conditions: [{type: Approved, status: "True"}, {type: Ready, status: "False", reason: Failed, message: "ACME order failed"}]}`
+	const invalid = `
+apiVersion: cert-manager.io/v1
+kind: CertificateRequest
+metadata: {name: web-2}
+status: {conditions: [{type: InvalidRequest, status: "True", reason: BadCSR, message: "the CSR is malformed"}]}`
 	const pending = `
 apiVersion: cert-manager.io/v1
 kind: CertificateRequest
@@ -112,7 +117,8 @@ status: {conditions: [{type: Ready, status: %q, observedGeneration: %d}]}`, gen,
 		"near miss: Denied while not Ready (first issuance) fails":               {cert("False", 1, 1), denied, true, "denied"},
 		"near miss: Denied for a changed spec (Ready is stale)":                  {cert("True", 2, 1), denied, true, "denied"},
 		"a failed renewal (the issuer's error) of a Ready certificate is a note": {cert("True", 1, 1), failed, false, "ACME order failed"},
-		"near miss: a failed first issuance fails":                               {cert("False", 1, 1), failed, true, "ACME order failed"},
+		"a failed first issuance waits: cert-manager retries it":                 {cert("False", 1, 1), failed, false, "retries"},
+		"near miss: an invalid request while not Ready fails":                    {cert("False", 1, 1), invalid, true, "invalid"},
 		"a pending request is a note":                                            {cert("False", 1, 1), pending, false, "Pending"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -121,5 +127,32 @@ status: {conditions: [{type: Ready, status: %q, observedGeneration: %d}]}`, gen,
 				t.Errorf("RequestFails = %v, %q; want %v, containing %q", fails, note, tc.fails, tc.note)
 			}
 		})
+	}
+}
+
+// TestOnlyRenewalFixes: a refused renewal fails a gate at once only when nothing but a renewal
+// could make the certificate acceptable; a stale Secret is cert-manager's to rewrite.
+func TestOnlyRenewalFixes(t *testing.T) {
+	now := time.Now()
+	at := func(d time.Duration) *x509.Certificate {
+		return &x509.Certificate{NotAfter: now.Add(d).Truncate(time.Second)}
+	}
+	rfc := func(d time.Duration) string { return now.Add(d).Truncate(time.Second).UTC().Format(time.RFC3339) }
+	for name, tc := range map[string]struct {
+		cert        *x509.Certificate
+		status      string
+		minValidity time.Duration
+		want        bool
+	}{
+		"expired, the one reported":                        {at(-time.Hour), rfc(-time.Hour), 0, true},
+		"below minValidity, the one reported":              {at(time.Hour), rfc(time.Hour), 2 * time.Hour, true},
+		"near miss: below minValidity, but a stale Secret": {at(time.Hour), rfc(48 * time.Hour), 2 * time.Hour, false},
+		"near miss: expired, but a stale Secret":           {at(-time.Hour), rfc(48 * time.Hour), 0, false},
+		"valid for long enough":                            {at(48 * time.Hour), rfc(48 * time.Hour), 2 * time.Hour, false},
+		"no notAfter reported, expired":                    {at(-time.Hour), "", 0, true},
+	} {
+		if got := OnlyRenewalFixes(tc.cert, tc.status, now, tc.minValidity); got != tc.want {
+			t.Errorf("%s: OnlyRenewalFixes = %v, want %v", name, got, tc.want)
+		}
 	}
 }
