@@ -396,3 +396,39 @@ func TestAutoGateConfigGroupWebhookAndCustomResourceInEitherOrder(t *testing.T) 
 		})
 	}
 }
+
+// A webhook configuration registered (at the top level) after objects it intercepts cannot hold
+// them any more: autoGate says which, and how to gate them by hand; an earlier object it does not
+// intercept is not named.
+func TestAutoGateWarnsOfAWebhookRegisteredAfterWhatItIntercepts(t *testing.T) {
+	env := prepare(t)
+	group := fmt.Sprintf("late%d.readiness.test", time.Now().UnixNano()%1_000_000)
+	testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
+	wh := testenv.NewWebhook(t)
+	wh.Start(t) // serving: this test is about what autoGate says, not about a failure
+	hookName := "widgets-" + strings.Split(group, ".")[0]
+	s := newStack(t, env, "autogatelate", func(ctx *pulumi.Context) error {
+		if err := readiness.AutoGate(ctx, nil); err != nil {
+			return err
+		}
+		widget, err := stack.NewKube(ctx, "early-widget", "apiVersion: "+group+"/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {size: 1}")
+		if err != nil {
+			return err
+		}
+		settings, err := stack.NewKube(ctx, "early-settings", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: early-settings, namespace: default}")
+		if err != nil {
+			return err
+		}
+		// Surely after them (independent registrations of a Go program race to the transform).
+		_, err = stack.NewKube(ctx, "late-hook", wh.Configuration(hookName, group), pulumi.DependsOn([]pulumi.Resource{widget, settings}))
+		return err
+	})
+	_, out := up(t, s)
+	if !strings.Contains(out, "early-widget was registered before") || !strings.Contains(out, "late-hook, which intercepts it") {
+		t.Errorf("no warning naming the Widget registered before the webhook configuration:\n%s", out)
+	}
+	if strings.Contains(out, "early-settings was registered before") {
+		t.Errorf("the ConfigMap no webhook intercepts was named:\n%s", out)
+	}
+	destroy(t, s)
+}

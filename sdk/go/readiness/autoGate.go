@@ -64,6 +64,7 @@ type autoGate struct {
 
 	mu         sync.Mutex
 	installers []AutoGatePlanInstaller
+	earlier    []*autoGateSeen            // every registration so far, for webhook configurations that come late
 	gates      map[string]*autoGateEntry  // by batch key
 	families   map[string]*autoGateFamily // children by parent URN
 	known      map[string]pulumi.Resource // resources by URN, as transforms saw them (dependsOn, parents)
@@ -73,6 +74,12 @@ type autoGate struct {
 type autoGateEntry struct {
 	res pulumi.Resource
 	err error
+}
+
+// autoGateSeen is a registration whose decision took its installers already.
+type autoGateSeen struct {
+	res     AutoGatePlanResource
+	pending bool // a component's child before its final decision (which will see later installers)
 }
 
 // autoGateFamily tracks a component's children: when the last one arrived.
@@ -160,20 +167,27 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		res.ParentType = &parentType
 	}
 
-	plan, err := g.plan(res, dependsOn)
+	seen := &autoGateSeen{res: res}
+	child := componentParent(parentType)
+	plan, err := g.planWith(res, g.snapshot(seen, child, true), dependsOn)
 	if err != nil {
 		return nil, err
 	}
 	if plan.Remember && (len(g.opts.Installers) == 0 || slices.Contains(g.opts.Installers, args.Name)) {
+		inst := AutoGatePlanInstaller{Id: self, Type: args.Type, Name: args.Name, Object: obj}
 		g.mu.Lock()
-		g.installers = append(g.installers, AutoGatePlanInstaller{Id: self, Type: args.Type, Name: args.Name, Object: obj})
+		missed := g.missed(seen)
+		g.installers = append(g.installers, inst)
 		g.mu.Unlock()
+		if !child && strings.HasSuffix(args.Type, "WebhookConfiguration") {
+			g.warnIntercepted(inst, missed)
+		}
 	}
-	if componentParent(parentType) {
+	if child {
 		// A sibling registered later (the chart's webhook configuration) may block this child:
 		// decide once the component's registrations settle.
 		g.settle(parentURN)
-		if plan, err = g.plan(res, dependsOn); err != nil {
+		if plan, err = g.planWith(res, g.snapshot(seen, false, false), dependsOn); err != nil {
 			return nil, err
 		}
 	}
@@ -194,10 +208,31 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 	return out, nil
 }
 
-func (g *autoGate) plan(res AutoGatePlanResource, dependsOn []string) (*AutoGatePlanResult, error) {
+// snapshot is the installers a decision sees, recording that it saw them (and, first, the
+// registration itself), in one step: an installer added later knows who decided without it.
+func (g *autoGate) snapshot(seen *autoGateSeen, pending, first bool) []AutoGatePlanInstaller {
 	g.mu.Lock()
-	installers := slices.Clone(g.installers)
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	seen.pending = pending
+	if first {
+		g.earlier = append(g.earlier, seen)
+	}
+	return slices.Clone(g.installers)
+}
+
+// missed lists the registrations whose final decision cannot see an installer added now
+// (g.mu held); self excepted.
+func (g *autoGate) missed(self *autoGateSeen) []AutoGatePlanResource {
+	var out []AutoGatePlanResource
+	for _, s := range g.earlier {
+		if s != self && !s.pending {
+			out = append(out, s.res)
+		}
+	}
+	return out
+}
+
+func (g *autoGate) planWith(res AutoGatePlanResource, installers []AutoGatePlanInstaller, dependsOn []string) (*AutoGatePlanResult, error) {
 	opts := &AutoGatePlanOptions{Namespaces: g.opts.Namespaces}
 	for _, f := range []struct {
 		dst **string
@@ -213,6 +248,25 @@ func (g *autoGate) plan(res AutoGatePlanResource, dependsOn []string) (*AutoGate
 		invokeOpts = append(invokeOpts, pulumi.Provider(g.opts.Provider))
 	}
 	return AutoGatePlan(g.ctx, &AutoGatePlanArgs{Resource: res, Installers: installers, DependsOn: dependsOn, Options: opts}, invokeOpts...)
+}
+
+// warnIntercepted warns about registrations made before a top-level webhook configuration that
+// it intercepts: they were decided without it, so nothing held them for it.
+func (g *autoGate) warnIntercepted(hook AutoGatePlanInstaller, before []AutoGatePlanResource) {
+	for _, res := range before {
+		plan, err := g.planWith(res, []AutoGatePlanInstaller{hook}, nil)
+		if err != nil {
+			continue
+		}
+		for _, gate := range plan.Gates {
+			if gate.Type == "readiness:index:AdmissionReady" && slices.Contains(gate.After, hook.Id) {
+				g.warn(fmt.Sprintf("%s %s was registered before %s %s, which intercepts it: it was not held for that webhook. "+
+					"Register the webhook configuration (or what installs it) first, or give it a dependsOn on a readiness.AdmissionReady of it by hand",
+					res.Type, res.Name, hook.Type, hook.Name))
+				break
+			}
+		}
+	}
 }
 
 // settle waits until no child of parent arrived for Settle.
