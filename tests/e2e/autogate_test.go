@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -289,6 +291,17 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 		rebuilds = 1
 	}
 	gated := newStack(t, env, "autogate", program(true))
+	// Preview shows the gates it will insert, named after what they guard.
+	var prev strings.Builder
+	if _, err := gated.Preview(context.Background(), optpreview.ProgressStreams(&prev)); err != nil {
+		t.Fatalf("preview: %v\n%s", err, prev.String())
+	}
+	for _, name := range []string{"auto-helmrelease-external-secrets-external-secrets", "auto-admission-externalsecrets-hello-world-external-secrets",
+		"auto-exists-ingress-nginx-ingress-nginx-admission", "auto-admission-ingresses-default-ingress-nginx-ingress-nginx-admission"} {
+		if !strings.Contains(prev.String(), name) {
+			t.Errorf("preview does not show gate %s:\n%s", name, prev.String())
+		}
+	}
 	for i := 1; i <= rebuilds; i++ {
 		k, err := run(gated)
 		if err != nil {
@@ -431,4 +444,48 @@ func TestAutoGateWarnsOfAWebhookRegisteredAfterWhatItIntercepts(t *testing.T) {
 		t.Errorf("the ConfigMap no webhook intercepts was named:\n%s", out)
 	}
 	destroy(t, s)
+}
+
+// What autoGate costs a stack with nothing to wait for: 20 top-level ConfigMaps and a ConfigGroup
+// of 20 more, `up` with and without the line, alternated. Figures only (logged, not asserted: the
+// machine's load decides them); run with READINESS_MEASURE_AUTOGATE=1.
+func TestAutoGateOverheadFigures(t *testing.T) {
+	if os.Getenv("READINESS_MEASURE_AUTOGATE") == "" {
+		t.Skip("set READINESS_MEASURE_AUTOGATE=1 to measure")
+	}
+	env := prepare(t)
+	program := func(autoGate bool) pulumi.RunFunc {
+		return func(ctx *pulumi.Context) error {
+			if autoGate {
+				if err := readiness.AutoGate(ctx, nil); err != nil {
+					return err
+				}
+			}
+			var docs []string
+			for i := 0; i < 20; i++ {
+				if _, err := stack.NewKube(ctx, fmt.Sprintf("top-%d", i), fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: top-%d, namespace: default}", i)); err != nil {
+					return err
+				}
+				docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: grouped-%d, namespace: default}", i))
+			}
+			_, err := stack.NewConfigGroup(ctx, "group", pulumi.Map{"yaml": pulumi.String(strings.Join(docs, "\n---\n"))})
+			return err
+		}
+	}
+	times := map[bool][]time.Duration{}
+	for trial := 0; trial < 3; trial++ {
+		for _, on := range []bool{false, true} {
+			s := newStack(t, env, fmt.Sprintf("overhead%v", on), program(on))
+			began := time.Now()
+			up(t, s)
+			times[on] = append(times[on], time.Since(began))
+			destroy(t, s)
+		}
+	}
+	median := func(ds []time.Duration) time.Duration {
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	t.Logf("up of 40 ConfigMaps (20 in a ConfigGroup): without autoGate %v (median %v), with %v (median %v)",
+		times[false], median(times[false]), times[true], median(times[true]))
 }
