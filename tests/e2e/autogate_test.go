@@ -489,3 +489,28 @@ func TestAutoGateOverheadFigures(t *testing.T) {
 	t.Logf("up of 40 ConfigMaps (20 in a ConfigGroup): without autoGate %v (median %v), with %v (median %v)",
 		times[false], median(times[false]), times[true], median(times[true]))
 }
+
+// A gate autoGate inserted that fails (the webhook never serves; timeout 5s) fails the stack with
+// the gate's error: the custom resource it held is not created, and nothing hangs.
+func TestAutoGateFailingGateFailsTheStack(t *testing.T) {
+	env := prepare(t)
+	group := fmt.Sprintf("agf%d.readiness.test", time.Now().UnixNano()%1_000_000)
+	wh := testenv.NewWebhook(t) // never started
+	hookName := "widgets-" + strings.Split(group, ".")[0]
+	yaml := strings.Join([]string{wh.Configuration(hookName, group), testenv.CRD(group, "Widget", "widgets"),
+		"apiVersion: " + group + "/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {size: 1}\n"}, "\n---\n")
+	s := newStack(t, env, "autogatefail", func(ctx *pulumi.Context) error {
+		if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "5s"}); err != nil {
+			return err
+		}
+		_, err := stack.NewConfigGroup(ctx, "app", pulumi.Map{"yaml": pulumi.String(yaml)})
+		return err
+	})
+	_, err := upErr(s)
+	requireFailure(t, err, "readiness:index:AdmissionReady", "auto-admission-widgets-default-")
+	w := testenv.Object(t, "apiVersion: "+group+"/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}")
+	if _, gerr := testenv.Resource(t, w).Get(context.Background(), "w1", metav1.GetOptions{}); !apierrors.IsNotFound(gerr) {
+		t.Fatalf("the Widget behind the failed gate exists (or could not be read: %v)", gerr)
+	}
+	destroy(t, s)
+}
