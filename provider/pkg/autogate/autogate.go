@@ -215,6 +215,7 @@ func Decide(in Input, cluster Cluster, intercepts Intercepts) Plan {
 	}
 	if gvk.Kind != "" {
 		d.crdAndAdmission()
+		d.podAdmission()
 		d.mountedSecrets()
 	}
 	d.afterReleases()
@@ -346,20 +347,7 @@ func (d *decider) crdAndAdmission() {
 			continue
 		}
 		intercepted = true
-		existsKey := "auto-exists-" + slug(inst.Name)
-		cfgKind := str(inst.Object, "kind")
-		if cfgKind == "" {
-			cfgKind = inst.Type[strings.LastIndex(inst.Type, ":")+1:]
-		}
-		d.add(Gate{
-			Key: existsKey, Name: existsKey, Type: TypeResourceReady,
-			Args: map[string]any{
-				"apiVersion": "admissionregistration.k8s.io/v1", "kind": cfgKind,
-				"name": configName(inst), "exists": true,
-			},
-			After:  []string{inst.ID},
-			Reason: fmt.Sprintf("%s %s must exist before an admitted dry-run says anything", cfgKind, configName(inst)),
-		})
+		existsKey := d.configExists(inst)
 		after := []string{inst.ID}
 		if d.crd != nil {
 			after = append(after, d.crd.ID)
@@ -401,6 +389,82 @@ func (d *decider) crdAndAdmission() {
 			Reason: fmt.Sprintf("%s waits for the cluster to serve %s", d.what(), d.gvk.GroupKind()),
 		})
 	}
+}
+
+// configExists adds the gate proving a webhook configuration installer exists in the cluster
+// and returns its key.
+func (d *decider) configExists(inst *Installer) string {
+	key := "auto-exists-" + slug(inst.Name)
+	cfgKind := str(inst.Object, "kind")
+	if cfgKind == "" {
+		cfgKind = inst.Type[strings.LastIndex(inst.Type, ":")+1:]
+	}
+	d.add(Gate{
+		Key: key, Name: key, Type: TypeResourceReady,
+		Args: map[string]any{
+			"apiVersion": "admissionregistration.k8s.io/v1", "kind": cfgKind,
+			"name": configName(inst), "exists": true,
+		},
+		After:  []string{inst.ID},
+		Reason: fmt.Sprintf("%s %s must exist before an admitted dry-run says anything", cfgKind, configName(inst)),
+	})
+	return key
+}
+
+// podAdmission applies rule 2 to a workload's pods: a stack webhook that intercepts the CREATE
+// of its pods (a sidecar injector, a pod policy) is called by the workload's controller, not for
+// the workload itself, so the workload waits for an admitted dry-run of a Pod like its template
+// (its labels, annotations and spec, in its namespace). One gate per webhook and namespace.
+func (d *decider) podAdmission() {
+	path, ok := podTemplateKinds[d.gvk.Group+"/"+d.gvk.Kind]
+	if !ok || d.gvk.Kind == "Pod" {
+		return
+	}
+	podSpec, _ := mapAt(d.in.Resource.Object, path...)
+	if podSpec == nil {
+		return
+	}
+	tmplMeta, _ := mapAt(d.in.Resource.Object, append(slices.Clone(path[:len(path)-1]), "metadata")...)
+	req := Request{
+		GVR:       schema.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Namespace: d.namespace,
+		Labels:    stringMap(tmplMeta, "labels"),
+	}
+	for i := range d.in.Installers {
+		inst := &d.in.Installers[i]
+		if kindOf(inst.Type, inst.Object) != webhookInstaller {
+			continue
+		}
+		hook := d.interceptingHook(inst, req)
+		if hook == "" {
+			continue
+		}
+		existsKey := d.configExists(inst)
+		md := map[string]any{"name": podName(d.objectName()), "namespace": d.namespace}
+		for _, k := range []string{"labels", "annotations"} {
+			if v, ok := tmplMeta[k]; ok {
+				md[k] = v
+			}
+		}
+		pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": podSpec}
+		key := fmt.Sprintf("auto-admission-pods-%s-%s", slugOr(d.namespace, "cluster"), slug(inst.Name))
+		d.add(Gate{
+			Key: key, Name: key, Type: TypeAdmissionReady,
+			Args:       map[string]any{"objects": []any{pod}},
+			After:      []string{inst.ID},
+			AfterGates: []string{existsKey},
+			Reason:     fmt.Sprintf("the pods of %s wait for webhook %s of %s to admit a Pod like them", d.what(), hook, inst.Name),
+		})
+	}
+}
+
+// podName names the dry-run Pod after its workload (a DNS label).
+func podName(workload string) string {
+	name := "autogate-" + workload
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-.")
+	}
+	return name
 }
 
 // interceptingHook is the name of the first webhook of a configuration installer that may be

@@ -130,6 +130,49 @@ spec:
 `
 )
 
+const podInjector = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: injector}
+webhooks:
+- name: inject.mesh.example.com
+  objectSelector: {matchLabels: {inject: "yes"}}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+`
+
+func injectedDeployment(inject string) string {
+	return `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: web}
+spec:
+  template:
+    metadata: {labels: {app: web, inject: "` + inject + `"}, annotations: {a: b}}
+    spec: {containers: [{name: web, image: nginx}]}
+`
+}
+
+// The dry-run Pod is the workload's template as a Pod in its namespace.
+func TestDecidePodOfAWorkload(t *testing.T) {
+	p := Decide(Input{
+		Resource:   Resource{Type: "kubernetes:apps/v1:Deployment", Name: "web", Object: obj(t, injectedDeployment("yes"))},
+		Installers: []Installer{installer(t, "inj", "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration", "mesh:injector", podInjector)},
+	}, fakeCluster{}, testIntercepts)
+	if len(p.Gates) != 2 {
+		t.Fatalf("gates = %+v", p.Gates)
+	}
+	pod := p.Gates[1].Args["objects"].([]any)[0].(map[string]any)
+	md := pod["metadata"].(map[string]any)
+	if pod["kind"] != "Pod" || md["namespace"] != "web" || md["name"] != "autogate-web" ||
+		md["labels"].(map[string]any)["inject"] != "yes" || md["annotations"].(map[string]any)["a"] != "b" ||
+		pod["spec"].(map[string]any)["containers"] == nil {
+		t.Errorf("dry-run pod = %v", pod)
+	}
+	if g := p.Gates[1]; g.Key != "auto-admission-pods-web-mesh-injector" || !slices.Equal(g.AfterGates, []string{p.Gates[0].Key}) {
+		t.Errorf("gate = %+v", g)
+	}
+}
+
 func installer(t *testing.T, id, typ, name, y string) Installer {
 	return Installer{ID: id, Type: typ, Name: name, Object: obj(t, y)}
 }
@@ -227,7 +270,23 @@ spec: {template: {spec: {containers: [{name: a, image: x, envFrom: [{secretRef: 
 			want: want{remember: true}},
 		{name: "installers are remembered: a Release", typ: releaseType, y: "name: x\nchart: y\n", want: want{remember: true}},
 
+		{name: "Deployment whose pods a stack sidecar injector intercepts waits for an admitted Pod like its template",
+			typ: "kubernetes:apps/v1:Deployment", y: injectedDeployment("yes"),
+			installers: func(t *testing.T) []Installer {
+				return []Installer{installer(t, "inj", "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration", "mesh:injector", podInjector)}
+			},
+			want: want{types: []string{TypeResourceReady, TypeAdmissionReady}, after: [][]string{{"inj"}, {"inj"}}}},
+
 		// Near misses: must not gate.
+		{name: "Deployment whose pod labels the injector's objectSelector does not match",
+			typ: "kubernetes:apps/v1:Deployment", y: injectedDeployment("no"),
+			installers: func(t *testing.T) []Installer {
+				return []Installer{installer(t, "inj", "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration", "mesh:injector", podInjector)}
+			}},
+		{name: "ConfigMap beside a pod injector", typ: "kubernetes:core/v1:ConfigMap", y: configMap,
+			installers: func(t *testing.T) []Installer {
+				return []Installer{installer(t, "inj", "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration", "mesh:injector", podInjector)}
+			}},
 		{name: "ConfigMap beside a webhook for ExternalSecrets", typ: "kubernetes:core/v1:ConfigMap", y: configMap,
 			installers: func(t *testing.T) []Installer { return []Installer{crdInst(t), hookInst(t)} }},
 		{name: "webhook whose objectSelector the object does not match", typ: "kubernetes:core/v1:ConfigMap", y: configMap,
