@@ -514,3 +514,63 @@ func TestAutoGateFailingGateFailsTheStack(t *testing.T) {
 	}
 	destroy(t, s)
 }
+
+// A sidecar injector installed by the stack (a mutating webhook on the Pods of one namespace,
+// failurePolicy Ignore: while it is down the API server admits Pods without their sidecar) and
+// a Deployment after it: autoGate holds the Deployment until a Pod like its template is admitted
+// with the injector answering.
+func TestAutoGateHoldsAWorkloadForItsPodsInjector(t *testing.T) {
+	env := prepare(t)
+	ns := testenv.Namespace(t, "agi")
+	testenv.ServiceAccountReady(t, ns)
+	injector := testenv.NewWebhook(t)
+	injector.Mode.Store("inject:sidecar")
+	cfgName := "injector-" + ns
+	cfg := strings.Replace(injector.ConfigurationFor("MutatingWebhookConfiguration", cfgName, "", "pods"), "failurePolicy: Fail", "failurePolicy: Ignore", 1)
+	cfg = strings.Replace(cfg, "- name: mutating."+cfgName+".\n", "- name: mutating."+cfgName+".pods.test\n", 1)
+	cfg = strings.Replace(cfg, "  rules:", "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: "+ns+"}}\n  rules:", 1)
+	deployment := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ` + ns + `}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {nodeSelector: {type: kwok}, containers: [{name: web, image: registry.local/web:1}]}`
+	s := newStack(t, env, "autogateinject", func(ctx *pulumi.Context) error {
+		if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "2m"}); err != nil {
+			return err
+		}
+		hook, err := stack.NewKube(ctx, "injector", cfg)
+		if err != nil {
+			return err
+		}
+		_, err = stack.NewKube(ctx, "web", deployment, pulumi.DependsOn([]pulumi.Resource{hook}))
+		return err
+	})
+	var m moments
+	served := make(chan struct{})
+	go func() { // the injector's pod serves 3 s after its configuration exists
+		defer close(served)
+		for {
+			if _, err := testenv.CP.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), cfgName, metav1.GetOptions{}); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(3 * time.Second)
+		injector.Start(t)
+		m.mark("served")()
+	}()
+	if _, err := upErr(s); err != nil {
+		t.Fatal(err)
+	}
+	<-served
+	at, _ := m.get("served")
+	notBefore(t, "Deployment web", createdAt(t, deployment), at)
+	gates := gatesOf(t, s)
+	if !slices.Contains(gates, "AdmissionReady auto-admission-pods-"+ns+"-injector") {
+		t.Errorf("gates = %v, want the injector's pod gate", gates)
+	}
+	destroy(t, s)
+}
