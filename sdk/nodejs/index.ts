@@ -10,6 +10,11 @@ export type AdmissionReady = import("./admissionReady").AdmissionReady;
 export const AdmissionReady: typeof import("./admissionReady").AdmissionReady = null as any;
 utilities.lazyLoad(exports, ["AdmissionReady"], () => require("./admissionReady"));
 
+export { AutoGatePlanArgs, AutoGatePlanResult, AutoGatePlanOutputArgs } from "./autoGatePlan";
+export const autoGatePlan: typeof import("./autoGatePlan").autoGatePlan = null as any;
+export const autoGatePlanOutput: typeof import("./autoGatePlan").autoGatePlanOutput = null as any;
+utilities.lazyLoad(exports, ["autoGatePlan","autoGatePlanOutput"], () => require("./autoGatePlan"));
+
 export { CertManagerReadyArgs } from "./certManagerReady";
 export type CertManagerReady = import("./certManagerReady").CertManagerReady;
 export const CertManagerReady: typeof import("./certManagerReady").CertManagerReady = null as any;
