@@ -1,6 +1,12 @@
 // Command sdkgen generates the Go and Node.js SDKs from schema.json by calling Pulumi's code
 // generators directly: `pulumi package gen-sdk` needs the pulumi-language-go/-nodejs plugins,
 // which cannot be installed offline; this does what those plugins do.
+//
+// Hand-written SDK code lives in an overlay (-overlay, sdk/overlay in this repository): every
+// overlay/go/*.go is copied into the Go package (go/readiness/), every overlay/nodejs/*.ts is
+// handed to the Node.js generator as an extra file, so it lands beside the generated ones, in
+// tsconfig.json's files and in index.ts's exports. `make sdk` regenerates them like the rest, so
+// `make check-generated` fails when a copy in sdk/go or sdk/nodejs was edited instead of the overlay.
 package main
 
 import (
@@ -11,6 +17,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/blang/semver"
 	gogen "github.com/pulumi/pulumi/pkg/v3/codegen/go"
@@ -38,8 +46,9 @@ func main() {
 	schemaPath := flag.String("schema", "schema.json", "the provider schema")
 	out := flag.String("out", "sdk", "output folder; go/ and nodejs/ are written under it")
 	version := flag.String("version", "0.1.0", "the SDK version")
+	overlay := flag.String("overlay", "", "hand-written files to add: <overlay>/go/*.go and <overlay>/nodejs/*.ts")
 	flag.Parse()
-	if err := run(*schemaPath, *out, *version); err != nil {
+	if err := run(*schemaPath, *out, *version, *overlay); err != nil {
 		fmt.Fprintln(os.Stderr, "sdkgen:", err)
 		os.Exit(1)
 	}
@@ -65,7 +74,61 @@ func bind(schemaPath, version string) (*schema.Package, error) {
 	return pkg, nil
 }
 
-func run(schemaPath, out, version string) error {
+// goPackageDir is where the Go generator puts the package (importBasePath's last element).
+const goPackageDir = "readiness"
+
+// overlayFiles reads dir's files ending in ext (not recursive) keyed by base name; a missing dir
+// is an empty overlay.
+func overlayFiles(dir, ext string) (map[string][]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ext) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		files[e.Name()] = b
+	}
+	return files, nil
+}
+
+// addOverlay puts extra into files, refusing to replace a generated file.
+func addOverlay(files, extra map[string][]byte, prefix string) error {
+	names := make([]string, 0, len(extra))
+	for n := range extra {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := filepath.ToSlash(filepath.Join(prefix, n))
+		if _, taken := files[p]; taken {
+			return fmt.Errorf("overlay file %s would replace a generated file", p)
+		}
+		files[p] = extra[n]
+	}
+	return nil
+}
+
+func run(schemaPath, out, version, overlay string) error {
+	var goExtra, nodeExtra map[string][]byte
+	if overlay != "" {
+		var err error
+		if goExtra, err = overlayFiles(filepath.Join(overlay, "go"), ".go"); err != nil {
+			return err
+		}
+		if nodeExtra, err = overlayFiles(filepath.Join(overlay, "nodejs"), ".ts"); err != nil {
+			return err
+		}
+	}
 	// Each generator annotates the package it is given, so bind once per language.
 	pkg, err := bind(schemaPath, version)
 	if err != nil {
@@ -74,6 +137,9 @@ func run(schemaPath, out, version string) error {
 	goFiles, err := gogen.GeneratePackage("pulumi-readiness-sdkgen", pkg, nil)
 	if err != nil {
 		return fmt.Errorf("go: %w", err)
+	}
+	if err := addOverlay(goFiles, goExtra, goPackageDir); err != nil {
+		return err
 	}
 	if err := write(filepath.Join(out, "go"), goFiles); err != nil {
 		return err
@@ -85,7 +151,7 @@ func run(schemaPath, out, version string) error {
 	if err := pkg.ImportLanguages(map[string]schema.Language{"nodejs": nodejs.Importer}); err != nil {
 		return err
 	}
-	nodeFiles, err := nodejs.GeneratePackage("pulumi-readiness-sdkgen", pkg, nil, nil, false, noLoader{})
+	nodeFiles, err := nodejs.GeneratePackage("pulumi-readiness-sdkgen", pkg, nodeExtra, nil, false, noLoader{})
 	if err != nil {
 		return fmt.Errorf("nodejs: %w", err)
 	}
