@@ -293,7 +293,8 @@ export function childUrn(prefix: string, parentUrn: string | undefined, type: st
 
 async function urnOf(r: pulumi.Resource | pulumi.Input<pulumi.Resource> | undefined): Promise<string | undefined> {
     if (!r) return undefined;
-    const res = await valueOf(pulumi.output(r as pulumi.Input<pulumi.Resource>)) as pulumi.Resource;
+    const x: any = r;
+    const res: pulumi.Resource | undefined = pulumi.Resource.isInstance(x) ? x : pulumi.Output.isInstance(x) ? await valueOf(x) : await x;
     return res?.urn ? await valueOf(res.urn) : undefined;
 }
 
