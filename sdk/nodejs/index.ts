@@ -10,6 +10,7 @@ export type AdmissionReady = import("./admissionReady").AdmissionReady;
 export const AdmissionReady: typeof import("./admissionReady").AdmissionReady = null as any;
 utilities.lazyLoad(exports, ["AdmissionReady"], () => require("./admissionReady"));
 
+export * from "./autoGate";
 export { CertManagerReadyArgs } from "./certManagerReady";
 export type CertManagerReady = import("./certManagerReady").CertManagerReady;
 export const CertManagerReady: typeof import("./certManagerReady").CertManagerReady = null as any;

@@ -1,0 +1,350 @@
+// autoGate: one call at the top of a program puts the right readiness gate in front of every
+// Kubernetes object that something else in the stack can block (issue #24). Hand-written (an
+// overlay kept beside the generated SDK): every rule lives in the provider's function
+// `readiness:index:autoGatePlan`; this file only carries registrations to it and wires the
+// gates it answers with into `dependsOn`.
+import * as pulumi from "@pulumi/pulumi";
+import * as utilities from "./utilities";
+
+/** Options of {@link autoGate}; all optional. */
+export interface AutoGateOptions {
+    /** A readiness Provider for the gates and for the plan invoke. */
+    provider?: pulumi.ProviderResource;
+    /** Passed to every gate it makes, as a Go duration (`10m`). */
+    timeout?: string;
+    /** Passed to every gate it makes, as a Go duration (`10s`). */
+    stableFor?: string;
+    /** Passed to every gate it makes, as a Go duration (`30s`). */
+    failureGrace?: string;
+    /** Only objects in these namespaces are gated. */
+    namespaces?: string[];
+    /** Only installers with these Pulumi resource names count (a CRD, a webhook configuration, a Release, ...). */
+    installers?: string[];
+    /** True: never gate this resource (type token, Pulumi name). */
+    exclude?: (type: string, name: string) => boolean;
+    /**
+     * Children of a component (a Chart v4, a ConfigGroup) are registered concurrently, in no
+     * guaranteed order: each child's decision waits until no new child of the same component
+     * arrived for this many milliseconds. Default 300.
+     */
+    settle?: number;
+}
+
+/** The annotation that opts one object out: `readiness.io/auto-gate: "false"`. */
+export const autoGateOptOutAnnotation = "readiness.io/auto-gate";
+
+/**
+ * autoGate registers a stack transform that gates every later `kubernetes:` registration on
+ * what it needs (a CRD the stack installs, a webhook that intercepts it, the Secret a
+ * Certificate or ExternalSecret produces, a Helm release): it only adds `dependsOn` entries,
+ * never changes props. Call it once, before the resources it should see.
+ */
+export function autoGate(opts?: AutoGateOptions): void {
+    const gater = new AutoGater(opts ?? {}, pulumiDeps(opts ?? {}));
+    // The legacy (in-process) transformation sees the program's own resources as objects: a
+    // gate then depends on an installer the program created by its real handle.
+    pulumi.runtime.registerStackTransformation((a) => { gater.track(a.type, a.name, a.resource); return undefined; });
+    pulumi.runtime.registerResourceTransform((a) => gater.transform(a));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The contract with `readiness:index:autoGatePlan` (provider/pkg/autogate).
+
+export interface PlanResource { type: string; name: string; parentType?: string; object: any }
+export interface PlanInstaller { id: string; type: string; name: string; object: any }
+export interface PlanArgs {
+    resource: PlanResource;
+    installers: PlanInstaller[];
+    dependsOn: string[];
+    options: { timeout?: string; stableFor?: string; failureGrace?: string; namespaces?: string[] };
+}
+export interface PlannedGate { key: string; name: string; type: string; args: any; after?: string[]; reason?: string }
+export interface PlanResult { remember?: boolean; gates?: PlannedGate[]; warnings?: string[] }
+
+/** What the gater needs from Pulumi; tests give fakes. */
+export interface AutoGateDeps {
+    plan(args: PlanArgs): Promise<PlanResult>;
+    /** Registers a gate (top level, never a component's child) after the given resources. */
+    createGate(gate: PlannedGate, after: pulumi.Resource[]): pulumi.Resource;
+    /** Resolves once the resource with this URN was registered and its step finished. */
+    waitRegistered(urn: string): Promise<void>;
+    /** "urn:pulumi:<stack>::<project>::" */
+    urnPrefix(): string;
+    info(msg: string): void;
+    warn(msg: string): void;
+}
+
+// An installer: a resource the plan answered `remember: true` for.
+interface Installer extends PlanInstaller {
+    urn: string;
+    handle?: pulumi.Resource; // the program's own object, when the legacy transformation saw it
+}
+
+interface Pending {
+    args: pulumi.ResourceTransformArgs;
+    parentUrn?: string;
+    resolve: (r: pulumi.ResourceTransformResult | undefined) => void;
+}
+
+export class AutoGater {
+    private installers: Installer[] = [];
+    private byUrn = new Map<string, Installer>();
+    private gates = new Map<string, Promise<pulumi.Resource>>();
+    private tracked = new Map<string, pulumi.Resource[]>();
+    private groups = new Map<string, { timer?: NodeJS.Timeout; items: Pending[] }>();
+    private queue: Promise<unknown> = Promise.resolve();
+    private settleMs: number;
+
+    constructor(private opts: AutoGateOptions, private deps: AutoGateDeps) {
+        this.settleMs = opts.settle ?? 300;
+    }
+
+    /** track remembers a resource the program itself constructs (type, name → object). */
+    track(type: string, name: string, resource: pulumi.Resource): void {
+        if (!type.startsWith("kubernetes:")) return;
+        const k = `${type}|${name}`;
+        this.tracked.set(k, [...(this.tracked.get(k) ?? []), resource]);
+    }
+
+    /** transform is the stack transform: never throws, never hangs on an error. */
+    async transform(a: pulumi.ResourceTransformArgs): Promise<pulumi.ResourceTransformResult | undefined> {
+        if (!a.custom || !a.type.startsWith("kubernetes:")) return undefined;
+        try {
+            const parentUrn = await urnOf(a.opts.parent);
+            if (parentUrn && isComponentChild(parentUrn)) {
+                // Children of a Chart v4 / ConfigGroup: wait until the component's registrations settle.
+                return await new Promise((resolve) => this.hold({ args: a, parentUrn, resolve }));
+            }
+            const gates = await this.enqueue(() => this.decide(a, parentUrn));
+            return await this.wire(a, gates);
+        } catch (e) {
+            this.deps.warn(`autoGate: ${a.type} ${a.name} left ungated: ${errorText(e)}`);
+            return undefined;
+        }
+    }
+
+    private hold(p: Pending): void {
+        const key = p.parentUrn!;
+        let g = this.groups.get(key);
+        if (!g) this.groups.set(key, (g = { items: [] }));
+        g.items.push(p);
+        if (g.timer) clearTimeout(g.timer);
+        g.timer = setTimeout(() => {
+            this.groups.delete(key);
+            void this.settle(g!.items);
+        }, this.settleMs);
+    }
+
+    // settle decides a component's children once they stopped arriving: in arrival order, then
+    // once more for those decided before an installer of the same component was remembered.
+    private async settle(items: Pending[]): Promise<void> {
+        const decided = await Promise.all(items.map((p) => this.enqueue(async () => {
+            try {
+                const before = this.installers.length;
+                const gates = await this.decide(p.args, p.parentUrn);
+                return { p, gates, before, ok: true };
+            } catch (e) {
+                return { p, gates: [] as PlannedGate[], before: 0, ok: false, err: e };
+            }
+        })));
+        for (const d of decided) {
+            void (async () => {
+                try {
+                    if (!d.ok) throw d.err;
+                    let gates = d.gates;
+                    // Installers remembered after this child was decided (itself aside): ask again with all of them.
+                    const self = this.urnFor(d.p.args, d.p.parentUrn);
+                    if (this.installers.slice(d.before).some((i) => i.urn !== self)) {
+                        gates = await this.enqueue(() => this.decide(d.p.args, d.p.parentUrn, true));
+                    }
+                    d.p.resolve(await this.wire(d.p.args, gates));
+                } catch (e) {
+                    this.deps.warn(`autoGate: ${d.p.args.type} ${d.p.args.name} left ungated: ${errorText(e)}`);
+                    d.p.resolve(undefined);
+                }
+            })();
+        }
+    }
+
+    // enqueue runs plan decisions one at a time, in registration order: `installers` is the
+    // list of what came before.
+    private enqueue<T>(f: () => Promise<T>): Promise<T> {
+        const next = this.queue.then(f, f);
+        this.queue = next.catch(() => undefined);
+        return next;
+    }
+
+    private urnFor(a: pulumi.ResourceTransformArgs, parentUrn?: string): string {
+        return childUrn(this.deps.urnPrefix(), parentUrn, a.type, a.name);
+    }
+
+    // decide asks the plan about one registration, remembers it when it is an installer and
+    // returns the gates it must wait for (none when the user opted it out or gated it by hand).
+    private async decide(a: pulumi.ResourceTransformArgs, parentUrn: string | undefined, again = false): Promise<PlannedGate[]> {
+        const urn = this.urnFor(a, parentUrn);
+        const object = await plain(a.props);
+        const depUrns = await Promise.all(dependsOnOf(a).map((d) => urnOf(d)));
+        const result = await this.deps.plan({
+            resource: { type: a.type, name: a.name, ...(parentUrn && isComponentChild(parentUrn) ? { parentType: typeOfUrn(parentUrn) } : {}), object },
+            installers: this.installers.filter((i) => i.urn !== urn).map(({ id, type, name, object }) => ({ id, type, name, object })),
+            dependsOn: depUrns.flatMap((u) => (u && this.byUrn.has(u) ? [this.byUrn.get(u)!.id] : [])),
+            options: {
+                timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
+                namespaces: this.opts.namespaces,
+            },
+        });
+        if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
+        if (result.remember && !this.byUrn.has(urn) && (!this.opts.installers || this.opts.installers.includes(a.name))) {
+            const tracked = this.tracked.get(`${a.type}|${a.name}`);
+            const inst: Installer = {
+                id: String(this.installers.length), type: a.type, name: a.name, object, urn,
+                handle: !parentUrn || !isComponentChild(parentUrn) ? (tracked?.length === 1 ? tracked[0] : undefined) : undefined,
+            };
+            this.installers.push(inst);
+            this.byUrn.set(urn, inst);
+        }
+        const handGated = depUrns.some((u) => u && typeOfUrn(u).startsWith("readiness:"));
+        const optedOut = String(object?.metadata?.annotations?.[autoGateOptOutAnnotation] ?? "").toLowerCase() === "false";
+        if (handGated || optedOut || this.opts.exclude?.(a.type, a.name)) return [];
+        return result.gates ?? [];
+    }
+
+    // wire creates (or reuses, by batch key) the gates and adds them to the resource's dependsOn.
+    private async wire(a: pulumi.ResourceTransformArgs, planned: PlannedGate[]): Promise<pulumi.ResourceTransformResult | undefined> {
+        if (planned.length === 0) return undefined;
+        const gates = await Promise.all(planned.map((g) => this.gate(g)));
+        return { props: a.props, opts: { ...a.opts, dependsOn: [...dependsOnOf(a), ...gates] } };
+    }
+
+    // gate is the one gate of a batch key, created once every installer it comes after exists.
+    private gate(g: PlannedGate): Promise<pulumi.Resource> {
+        let p = this.gates.get(g.key);
+        if (!p) {
+            const after = (g.after ?? []).map((id) => {
+                const i = this.installers.find((x) => x.id === id);
+                if (!i) throw new Error(`the plan answered an unknown installer id ${id}`);
+                return i;
+            });
+            p = (async () => {
+                // A gate must never start before the installer it is about exists.
+                await Promise.all(after.map((i) => (i.handle ? valueOf(i.handle.urn) : this.deps.waitRegistered(i.urn))));
+                if (g.reason) this.deps.info(`autoGate: ${g.name}: ${g.reason}`);
+                return this.deps.createGate(g, after.map((i) => i.handle ?? new pulumi.DependencyResource(i.urn)));
+            })();
+            this.gates.set(g.key, p);
+            p.catch(() => this.gates.delete(g.key));
+        }
+        return p;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pulumi glue.
+
+function pulumiDeps(o: AutoGateOptions): AutoGateDeps {
+    const invokeOpts: pulumi.InvokeOptions = { ...utilities.resourceOptsDefaults(), ...(o.provider ? { provider: o.provider } : {}) };
+    return {
+        plan: (args) => pulumi.runtime.invoke("readiness:index:autoGatePlan", args as any, invokeOpts),
+        createGate: (g, after) => new Gate(g.type, g.name, g.args ?? {},
+            pulumi.mergeOptions(utilities.resourceOptsDefaults(), { dependsOn: after, ...(o.provider ? { provider: o.provider } : {}) })),
+        waitRegistered,
+        urnPrefix: () => `urn:pulumi:${pulumi.getStack()}::${pulumi.getProject()}::`,
+        info: (m) => pulumi.log.info(m),
+        warn: (m) => pulumi.log.warn(m),
+    };
+}
+
+// waitRegistered asks the engine for the resource (its built-in getResource answers once the
+// resource's step finished) until it answers; any other error than "unknown resource" ends it.
+// No event for "that registration finished" reaches an SDK from outside the registering code.
+async function waitRegistered(urn: string): Promise<void> {
+    const deadline = Date.now() + 30 * 60_000;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+        try {
+            await pulumi.runtime.invoke("pulumi:pulumi:getResource", { urn }, {});
+            return;
+        } catch (e) {
+            if (!/unknown resource/.test(errorText(e)) || Date.now() > deadline) throw e;
+        }
+        await new Promise((r) => setTimeout(r, delay));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pure helpers.
+
+/** typeOfUrn is the resource's own type token in a URN (the last of its qualified type). */
+export function typeOfUrn(urn: string): string {
+    const q = urn.split("::")[2] ?? "";
+    return q.split("$").pop() ?? "";
+}
+
+/** isComponentChild: the parent is a pulumi-kubernetes component (Chart v4, ConfigGroup, ...). */
+export function isComponentChild(parentUrn: string): boolean {
+    return typeOfUrn(parentUrn).startsWith("kubernetes:");
+}
+
+/** childUrn is the URN the engine gives a registration (the root stack is no parent in it). */
+export function childUrn(prefix: string, parentUrn: string | undefined, type: string, name: string): string {
+    const parentType = parentUrn ? parentUrn.split("::")[2] ?? "" : "";
+    const qualified = parentType && parentType !== "pulumi:pulumi:Stack" ? `${parentType}$${type}` : type;
+    return `${prefix}${qualified}::${name}`;
+}
+
+async function urnOf(r: pulumi.Resource | pulumi.Input<pulumi.Resource> | undefined): Promise<string | undefined> {
+    if (!r) return undefined;
+    const x: any = r;
+    const res: pulumi.Resource | undefined = pulumi.Resource.isInstance(x) ? x : pulumi.Output.isInstance(x) ? await valueOf(x) : await x;
+    return res?.urn ? await valueOf(res.urn) : undefined;
+}
+
+function toArray<T>(v: T | T[] | undefined): T[] {
+    return v === undefined ? [] : Array.isArray(v) ? v : [v];
+}
+
+// dependsOnOf is a registration's dependsOn as a list (a transform gets DependencyResources).
+function dependsOnOf(a: pulumi.ResourceTransformArgs): pulumi.Input<pulumi.Resource>[] {
+    return toArray(a.opts.dependsOn as pulumi.Input<pulumi.Resource> | pulumi.Input<pulumi.Resource>[] | undefined);
+}
+
+// valueOf is an Output's value (the SDK's own internal promise; unknown values resolve undefined).
+function valueOf<T>(o: pulumi.Output<T>): Promise<T> {
+    return (o as any).promise();
+}
+
+// Gate is a readiness gate registered by token (the plan names its type and inputs).
+class Gate extends pulumi.CustomResource {
+    constructor(type: string, name: string, args: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+        super(type, name, args, opts);
+    }
+}
+
+const sigKey = "4dabf18193072939515e22adb298388d";
+
+/**
+ * plain turns props as a transform sees them into JSON for the plan: unknown values (preview)
+ * and secrets become null (the plan needs no secret value), resources and assets too.
+ */
+export async function plain(v: any): Promise<any> {
+    if (v === null || v === undefined) return null;
+    if (pulumi.Output.isInstance(v)) {
+        const o = v as any;
+        if (!(await o.isKnown) || (await o.isSecret)) return null;
+        return plain(await o.promise());
+    }
+    if (v instanceof Promise) return plain(await v);
+    if (pulumi.isUnknown(v)) return null;
+    if (typeof v !== "object") return v;
+    if (Array.isArray(v)) return Promise.all(v.map(plain));
+    if (v[sigKey] !== undefined || pulumi.Resource.isInstance(v) || pulumi.asset.Asset.isInstance(v) || pulumi.asset.Archive.isInstance(v)) return null;
+    const out: Record<string, any> = {};
+    for (const [k, e] of Object.entries(v)) {
+        const p = await plain(e);
+        if (p !== null) out[k] = p;
+    }
+    return out;
+}
+
+function errorText(e: unknown): string {
+    return e instanceof Error ? e.message : String(e);
+}
