@@ -21,8 +21,9 @@ function fakePlan(a: PlanArgs): PlanResult {
     const hook = a.installers.find((i) => i.object?.kind === "ValidatingWebhookConfiguration");
     if (kind === "ExternalSecret" && hook) {
         const ns = a.resource.object.metadata?.namespace;
+        gates.push({ key: `exists-${hook.id}`, name: `auto-exists-${hook.name}`, type: "readiness:index:ResourceReady", args: {}, after: [hook.id] });
         gates.push({ key: `admission-${hook.id}-${ns}`, name: `auto-admission-${ns}`, type: "readiness:index:AdmissionReady",
-            args: { objects: [a.resource.object] }, after: [hook.id], reason: `waits for ${hook.name}` });
+            args: { objects: [a.resource.object] }, after: [hook.id], afterGates: [`exists-${hook.id}`], reason: `waits for ${hook.name}` });
     }
     for (const id of a.dependsOn) {
         const rel = a.installers.find((i) => i.id === id && i.type === "kubernetes:helm.sh/v3:Release");
@@ -103,10 +104,13 @@ test("one gate per batch key: ExternalSecrets of one namespace behind one webhoo
     assert.equal(f.created.length, 0, "a gate was registered before the webhook configuration it is about");
     f.register(hookUrn);
     const results = await Promise.all([...pending, other]);
-    assert.deepEqual(f.created.map((c) => c.gate.name), ["auto-admission-team-a", "auto-admission-team-b"]);
-    for (const r of results.slice(0, 3)) assert.deepEqual(await depUrns(r), [`${prefix}readiness:index:AdmissionReady::auto-admission-team-a`]);
-    assert.deepEqual(await depUrns(results[3]), [`${prefix}readiness:index:AdmissionReady::auto-admission-team-b`]);
-    assert.deepEqual(f.created[0].after, [hookUrn], "the gate depends on the webhook configuration");
+    const exists = `${prefix}readiness:index:ResourceReady::auto-exists-eso-validate`;
+    assert.deepEqual(f.created.map((c) => c.gate.name), ["auto-exists-eso-validate", "auto-admission-team-a", "auto-admission-team-b"]);
+    for (const r of results.slice(0, 3)) assert.deepEqual(await depUrns(r), [exists, `${prefix}readiness:index:AdmissionReady::auto-admission-team-a`]);
+    assert.deepEqual(await depUrns(results[3]), [exists, `${prefix}readiness:index:AdmissionReady::auto-admission-team-b`]);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(f.created[0].after, [hookUrn], "the exists gate depends on the webhook configuration");
+    assert.deepEqual(f.created[1].after, [hookUrn, exists], "the admission gate depends on the configuration and on the exists gate");
     // Installers in registration order, each ExternalSecret remembered once.
     assert.deepEqual(f.calls[f.calls.length - 1].installers.map((i) => i.name), ["eso-validate", "es-a", "es-b", "es-c"]);
 });
@@ -165,7 +169,7 @@ test("a component's children are decided once they settle: a webhook configurati
     assert.equal(await cm, undefined);
     assert.equal(f.calls[0].resource.parentType, "kubernetes:helm.sh/v4:Chart");
     f.register(hookUrn);
-    assert.deepEqual(await depUrns(await cr), [`${prefix}readiness:index:AdmissionReady::auto-admission-team-a`]);
+    assert.deepEqual(await depUrns(await cr), [`${prefix}readiness:index:ResourceReady::auto-exists-eso:eso-validate`, `${prefix}readiness:index:AdmissionReady::auto-admission-team-a`]);
     assert.deepEqual(f.created[0].after, [hookUrn]);
 });
 
