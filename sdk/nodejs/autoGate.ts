@@ -58,7 +58,14 @@ export interface PlanArgs {
     dependsOn: string[];
     options: { timeout?: string; stableFor?: string; failureGrace?: string; namespaces?: string[] };
 }
-export interface PlannedGate { key: string; name: string; type: string; args: any; after?: string[]; reason?: string }
+export interface PlannedGate {
+    key: string; name: string; type: string; args: any;
+    /** Installer ids the gate depends on. */
+    after?: string[];
+    /** Keys of gates earlier in the same answer the gate depends on (AdmissionReady after proof its webhook configuration exists). */
+    afterGates?: string[];
+    reason?: string;
+}
 export interface PlanResult { remember?: boolean; gates?: PlannedGate[]; warnings?: string[] }
 
 /** What the gater needs from Pulumi; tests give fakes. */
@@ -212,7 +219,9 @@ export class AutoGater {
     // wire creates (or reuses, by batch key) the gates and adds them to the resource's dependsOn.
     private async wire(a: pulumi.ResourceTransformArgs, planned: PlannedGate[]): Promise<pulumi.ResourceTransformResult | undefined> {
         if (planned.length === 0) return undefined;
-        const gates = await Promise.all(planned.map((g) => this.gate(g)));
+        const pending: Promise<pulumi.Resource>[] = [];
+        for (const g of planned) pending.push(this.gate(g)); // in order: afterGates name earlier ones
+        const gates = await Promise.all(pending);
         return { props: a.props, opts: { ...a.opts, dependsOn: [...dependsOnOf(a), ...gates] } };
     }
 
@@ -225,11 +234,18 @@ export class AutoGater {
                 if (!i) throw new Error(`the plan answered an unknown installer id ${id}`);
                 return i;
             });
+            const afterGates = (g.afterGates ?? []).map((k) => {
+                const gp = this.gates.get(k);
+                if (!gp) throw new Error(`the plan answered gate ${g.key} after an unknown gate ${k}`);
+                return gp;
+            });
             p = (async () => {
-                // A gate must never start before the installer it is about exists.
+                // A gate must never start before the installer it is about exists: the program's
+                // own objects by their handle, a component's children once the engine has them.
                 await Promise.all(after.map((i) => (i.handle ? valueOf(i.handle.urn) : this.deps.waitRegistered(i.urn))));
+                const before = await Promise.all(afterGates);
                 if (g.reason) this.deps.info(`autoGate: ${g.name}: ${g.reason}`);
-                return this.deps.createGate(g, after.map((i) => i.handle ?? new pulumi.DependencyResource(i.urn)));
+                return this.deps.createGate(g, [...after.map((i) => i.handle ?? new pulumi.DependencyResource(i.urn)), ...before]);
             })();
             this.gates.set(g.key, p);
             p.catch(() => this.gates.delete(g.key));
