@@ -16,8 +16,14 @@ const stackUrn = `${prefix}pulumi:pulumi:Stack::proj-dev`;
 // webhook installer (key per namespace); anything depending on a Release waits for it.
 function fakePlan(a: PlanArgs): PlanResult {
     const kind = a.resource.object?.kind;
-    if (kind === "ValidatingWebhookConfiguration" || a.resource.type === "kubernetes:helm.sh/v3:Release") return { remember: true };
+    if (kind === "ValidatingWebhookConfiguration" || kind === "Certificate" || a.resource.type === "kubernetes:helm.sh/v3:Release") return { remember: true };
     const gates: PlannedGate[] = [];
+    if (kind === "Deployment") {
+        const mounted = (a.resource.object.spec?.template?.spec?.volumes ?? []).map((v: any) => v.secret?.secretName);
+        for (const c of a.installers.filter((i) => i.object?.kind === "Certificate" && mounted.includes(i.object.spec?.secretName))) {
+            gates.push({ key: `cert-${c.id}`, name: `auto-certificate-${c.name}`, type: "readiness:index:CertificateReady", args: {}, after: [c.id] });
+        }
+    }
     const hook = a.installers.find((i) => i.object?.kind === "ValidatingWebhookConfiguration");
     if (kind === "ExternalSecret" && hook) {
         const ns = a.resource.object.metadata?.namespace;
@@ -184,6 +190,25 @@ test("a failing plan leaves the registration unchanged, with a warning, and the 
     fail = false;
     assert.equal(await g.transform(reg("kubernetes:helm.sh/v3:Release", "eso", { chart: "x" })), undefined);
     assert.equal(f.calls[f.calls.length - 1].resource.name, "eso");
+});
+
+test("top-level resources are decided in program order, not in the order Node registers them", async () => {
+    const f = fake();
+    const g = gater(f);
+    const cert = { apiVersion: "cert-manager.io/v1", kind: "Certificate", metadata: { name: "agent", namespace: "default" }, spec: { secretName: "agent-tls" } };
+    const deploy = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "agent", namespace: "default" },
+        spec: { template: { spec: { volumes: [{ name: "tls", secret: { secretName: "agent-tls" } }] } } } };
+    const certUrn = childUrn(prefix, undefined, "kubernetes:cert-manager.io/v1:Certificate", "agent-cert");
+    const certRes = new pulumi.DependencyResource(certUrn);
+    const deployRes = new pulumi.DependencyResource(`${prefix}kubernetes:apps/v1:Deployment::agent`);
+    // The program constructs the Certificate (it waits for a chart: registered later), then the Deployment.
+    g.track("kubernetes:cert-manager.io/v1:Certificate", "agent-cert", certRes, cert, { dependsOn: [] });
+    g.track("kubernetes:apps/v1:Deployment", "agent", deployRes, { ...deploy, status: pulumi.output(undefined) }, {});
+    const d = await g.transform(reg("kubernetes:apps/v1:Deployment", "agent", deploy));
+    assert.deepEqual(await depUrns(d), [`${prefix}readiness:index:CertificateReady::auto-certificate-agent-cert`]);
+    assert.deepEqual(f.created[0].after, [certUrn], "the gate depends on the Certificate's own handle");
+    assert.equal(await g.transform(reg("kubernetes:cert-manager.io/v1:Certificate", "agent-cert", cert)), undefined);
+    assert.equal(f.calls.length, 2, "each decided once, at construction, as their values were all known then");
 });
 
 test("plain: unknowns, secrets and resources become null (omitted), outputs their values", async () => {
