@@ -41,9 +41,10 @@ export const autoGateOptOutAnnotation = "readiness.io/auto-gate";
  */
 export function autoGate(opts?: AutoGateOptions): void {
     const gater = new AutoGater(opts ?? {}, pulumiDeps(opts ?? {}));
-    // The legacy (in-process) transformation sees the program's own resources as objects: a
-    // gate then depends on an installer the program created by its real handle.
-    pulumi.runtime.registerStackTransformation((a) => { gater.track(a.type, a.name, a.resource); return undefined; });
+    // The legacy (in-process) transformation sees the program's own resources as they are
+    // constructed, in program order and as objects: a gate then depends on an installer the
+    // program created by its real handle.
+    pulumi.runtime.registerStackTransformation((a) => { gater.track(a.type, a.name, a.resource, a.props, a.opts); return undefined; });
     pulumi.runtime.registerResourceTransform((a) => gater.transform(a));
 }
 
@@ -84,7 +85,26 @@ export interface AutoGateDeps {
 // An installer: a resource the plan answered `remember: true` for.
 interface Installer extends PlanInstaller {
     urn: string;
-    handle?: pulumi.Resource; // the program's own object, when the legacy transformation saw it
+    handle?: pulumi.Resource; // the program's own object, when it constructed it
+}
+
+// A registration as decide needs it.
+interface Reg {
+    type: string;
+    name: string;
+    urn: string;
+    parentType?: string;
+    object: any;
+    deps: { urn?: string; handle?: pulumi.Resource; type: string }[];
+    handle?: pulumi.Resource;
+}
+
+// A resource the program constructed at the top level, decided in program order: Node sends a
+// registration only once its inputs and dependsOn resolved, so the engine's order is not the
+// program's (a Deployment without dependsOn registers before the Certificate written above it).
+interface Constructed {
+    resource: pulumi.Resource;
+    decision: Promise<{ gates: PlannedGate[]; objectKey: string; late: number }>;
 }
 
 interface Pending {
@@ -93,11 +113,13 @@ interface Pending {
     resolve: (r: pulumi.ResourceTransformResult | undefined) => void;
 }
 
+/** AutoGater is autoGate's bookkeeping (exported for its tests; not a stable API). */
 export class AutoGater {
     private installers: Installer[] = [];
     private byUrn = new Map<string, Installer>();
+    private late = 0; // installers remembered at registration time rather than in program order
     private gates = new Map<string, Promise<pulumi.Resource>>();
-    private tracked = new Map<string, pulumi.Resource[]>();
+    private constructed = new Map<string, Constructed | null>(); // null: the name is ambiguous
     private groups = new Map<string, { timer?: NodeJS.Timeout; items: Pending[] }>();
     private queue: Promise<unknown> = Promise.resolve();
     private settleMs: number;
@@ -106,11 +128,24 @@ export class AutoGater {
         this.settleMs = opts.settle ?? 300;
     }
 
-    /** track remembers a resource the program itself constructs (type, name → object). */
-    track(type: string, name: string, resource: pulumi.Resource): void {
-        if (!type.startsWith("kubernetes:")) return;
+    /**
+     * track is called as the program constructs a resource (a legacy stack transformation, in
+     * program order): a top-level kubernetes resource is decided now, from the values known now.
+     */
+    track(type: string, name: string, resource: pulumi.Resource, props: pulumi.Inputs, opts: pulumi.ResourceOptions): void {
+        if (!type.startsWith("kubernetes:") || !pulumi.CustomResource.isInstance(resource) || opts.parent) return;
         const k = `${type}|${name}`;
-        this.tracked.set(k, [...(this.tracked.get(k) ?? []), resource]);
+        if (this.constructed.has(k)) {
+            this.constructed.set(k, null);
+            return;
+        }
+        const object = plainNow(props);
+        const deps = toArray(opts.dependsOn as any).flatMap((d: any) =>
+            pulumi.Resource.isInstance(d) ? [{ handle: d, type: String((d as any).__pulumiType ?? "") }] : []);
+        const reg: Reg = { type, name, urn: childUrn(this.deps.urnPrefix(), undefined, type, name), object, deps, handle: resource };
+        const decision = this.enqueue(async () => ({ gates: await this.decide(reg, false, false), objectKey: stableKey(object), late: this.late }));
+        decision.catch(() => undefined);
+        this.constructed.set(k, { resource, decision });
     }
 
     /** transform is the stack transform: never throws, never hangs on an error. */
@@ -122,12 +157,32 @@ export class AutoGater {
                 // Children of a Chart v4 / ConfigGroup: wait until the component's registrations settle.
                 return await new Promise((resolve) => this.hold({ args: a, parentUrn, resolve }));
             }
-            const gates = await this.enqueue(() => this.decide(a, parentUrn));
-            return await this.wire(a, gates);
+            const topLevel = !parentUrn || typeOfUrn(parentUrn) === "pulumi:pulumi:Stack";
+            const c = topLevel ? this.constructed.get(`${a.type}|${a.name}`) : undefined;
+            const reg = await this.reg(a, parentUrn, c?.resource);
+            if (c) {
+                // Decided in program order; again only when its values were not all known then, or
+                // an installer appeared since that program order did not show (a component's child).
+                const d = await c.decision.catch(() => undefined);
+                if (d && d.objectKey === stableKey(reg.object) && d.late === this.late) return await this.wire(a, d.gates);
+                return await this.wire(a, await this.enqueue(() => this.decide(reg, true, true)));
+            }
+            return await this.wire(a, await this.enqueue(() => this.decide(reg, false, true)));
         } catch (e) {
             this.deps.warn(`autoGate: ${a.type} ${a.name} left ungated: ${errorText(e)}`);
             return undefined;
         }
+    }
+
+    private async reg(a: pulumi.ResourceTransformArgs, parentUrn: string | undefined, handle?: pulumi.Resource): Promise<Reg> {
+        const depUrns = await Promise.all(dependsOnOf(a).map((d) => urnOf(d)));
+        return {
+            type: a.type, name: a.name, urn: childUrn(this.deps.urnPrefix(), parentUrn, a.type, a.name),
+            ...(parentUrn && isComponentChild(parentUrn) ? { parentType: typeOfUrn(parentUrn) } : {}),
+            object: await plain(a.props),
+            deps: depUrns.flatMap((u) => (u ? [{ urn: u, type: typeOfUrn(u) }] : [])),
+            handle,
+        };
     }
 
     private hold(p: Pending): void {
@@ -145,24 +200,25 @@ export class AutoGater {
     // settle decides a component's children once they stopped arriving: in arrival order, then
     // once more for those decided before an installer of the same component was remembered.
     private async settle(items: Pending[]): Promise<void> {
-        const decided = await Promise.all(items.map((p) => this.enqueue(async () => {
+        const decided = await Promise.all(items.map(async (p) => {
             try {
-                const before = this.installers.length;
-                const gates = await this.decide(p.args, p.parentUrn);
-                return { p, gates, before, ok: true };
+                const reg = await this.reg(p.args, p.parentUrn);
+                return await this.enqueue(async () => {
+                    const before = this.installers.length;
+                    return { p, reg, gates: await this.decide(reg, false, true), before, ok: true as const };
+                });
             } catch (e) {
-                return { p, gates: [] as PlannedGate[], before: 0, ok: false, err: e };
+                return { p, ok: false as const, err: e };
             }
-        })));
+        }));
         for (const d of decided) {
             void (async () => {
                 try {
                     if (!d.ok) throw d.err;
                     let gates = d.gates;
                     // Installers remembered after this child was decided (itself aside): ask again with all of them.
-                    const self = this.urnFor(d.p.args, d.p.parentUrn);
-                    if (this.installers.slice(d.before).some((i) => i.urn !== self)) {
-                        gates = await this.enqueue(() => this.decide(d.p.args, d.p.parentUrn, true));
+                    if (this.installers.slice(d.before).some((i) => i.urn !== d.reg.urn)) {
+                        gates = await this.enqueue(() => this.decide(d.reg, true, true));
                     }
                     d.p.resolve(await this.wire(d.p.args, gates));
                 } catch (e) {
@@ -173,46 +229,42 @@ export class AutoGater {
         }
     }
 
-    // enqueue runs plan decisions one at a time, in registration order: `installers` is the
-    // list of what came before.
+    // enqueue runs plan decisions one at a time, in order: `installers` is the list of what came before.
     private enqueue<T>(f: () => Promise<T>): Promise<T> {
         const next = this.queue.then(f, f);
         this.queue = next.catch(() => undefined);
         return next;
     }
 
-    private urnFor(a: pulumi.ResourceTransformArgs, parentUrn?: string): string {
-        return childUrn(this.deps.urnPrefix(), parentUrn, a.type, a.name);
-    }
-
     // decide asks the plan about one registration, remembers it when it is an installer and
     // returns the gates it must wait for (none when the user opted it out or gated it by hand).
-    private async decide(a: pulumi.ResourceTransformArgs, parentUrn: string | undefined, again = false): Promise<PlannedGate[]> {
-        const urn = this.urnFor(a, parentUrn);
-        const object = await plain(a.props);
-        const depUrns = await Promise.all(dependsOnOf(a).map((d) => urnOf(d)));
+    private async decide(r: Reg, again: boolean, registered: boolean): Promise<PlannedGate[]> {
+        const depIds = r.deps.flatMap((d) => {
+            const i = d.urn ? this.byUrn.get(d.urn) : this.installers.find((x) => x.handle !== undefined && x.handle === d.handle);
+            return i ? [i.id] : [];
+        });
         const result = await this.deps.plan({
-            resource: { type: a.type, name: a.name, ...(parentUrn && isComponentChild(parentUrn) ? { parentType: typeOfUrn(parentUrn) } : {}), object },
-            installers: this.installers.filter((i) => i.urn !== urn).map(({ id, type, name, object }) => ({ id, type, name, object })),
-            dependsOn: depUrns.flatMap((u) => (u && this.byUrn.has(u) ? [this.byUrn.get(u)!.id] : [])),
+            resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
+            installers: this.installers.filter((i) => i.urn !== r.urn).map(({ id, type, name, object }) => ({ id, type, name, object })),
+            dependsOn: depIds,
             options: {
                 timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
                 namespaces: this.opts.namespaces,
             },
         });
         if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
-        if (result.remember && !this.byUrn.has(urn) && (!this.opts.installers || this.opts.installers.includes(a.name))) {
-            const tracked = this.tracked.get(`${a.type}|${a.name}`);
-            const inst: Installer = {
-                id: String(this.installers.length), type: a.type, name: a.name, object, urn,
-                handle: !parentUrn || !isComponentChild(parentUrn) ? (tracked?.length === 1 ? tracked[0] : undefined) : undefined,
-            };
+        const known = this.byUrn.get(r.urn);
+        if (known) {
+            known.object = r.object; // the values as registered: more of them are known than at construction
+        } else if (result.remember && (!this.opts.installers || this.opts.installers.includes(r.name))) {
+            const inst: Installer = { id: String(this.installers.length), type: r.type, name: r.name, object: r.object, urn: r.urn, handle: r.handle };
             this.installers.push(inst);
-            this.byUrn.set(urn, inst);
+            this.byUrn.set(r.urn, inst);
+            if (registered) this.late++;
         }
-        const handGated = depUrns.some((u) => u && typeOfUrn(u).startsWith("readiness:"));
-        const optedOut = String(object?.metadata?.annotations?.[autoGateOptOutAnnotation] ?? "").toLowerCase() === "false";
-        if (handGated || optedOut || this.opts.exclude?.(a.type, a.name)) return [];
+        const handGated = r.deps.some((d) => d.type.startsWith("readiness:"));
+        const optedOut = String(r.object?.metadata?.annotations?.[autoGateOptOutAnnotation] ?? "").toLowerCase() === "false";
+        if (handGated || optedOut || this.opts.exclude?.(r.type, r.name)) return [];
         return result.gates ?? [];
     }
 
@@ -359,6 +411,26 @@ export async function plain(v: any): Promise<any> {
         if (p !== null) out[k] = p;
     }
     return out;
+}
+
+/** plainNow is {@link plain} for values known now, without waiting: any Output or Promise is null. */
+export function plainNow(v: any): any {
+    if (v === null || v === undefined || pulumi.Output.isInstance(v) || v instanceof Promise || pulumi.isUnknown(v)) return null;
+    if (typeof v !== "object") return v;
+    if (Array.isArray(v)) return v.map(plainNow);
+    if (v[sigKey] !== undefined || pulumi.Resource.isInstance(v) || pulumi.asset.Asset.isInstance(v) || pulumi.asset.Archive.isInstance(v)) return null;
+    const out: Record<string, any> = {};
+    for (const [k, e] of Object.entries(v)) {
+        const p = plainNow(e);
+        if (p !== null) out[k] = p;
+    }
+    return out;
+}
+
+// stableKey is JSON with sorted keys: the same object whatever order its keys came in.
+function stableKey(v: any): string {
+    return JSON.stringify(v, (_k, x) => (x && typeof x === "object" && !Array.isArray(x)
+        ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
 }
 
 function errorText(e: unknown): string {
