@@ -65,6 +65,9 @@ func New() (p.Provider, error) {
 			infer.Resource(&AdmissionReady{}),
 			infer.Resource(&ImageReady{}),
 		).
+		WithFunctions(
+			infer.Function(&AutoGatePlan{}),
+		).
 		WithComponents(
 			infer.ComponentF(NewCertManagerReady),
 			infer.ComponentF(NewExternalSecretsReady),

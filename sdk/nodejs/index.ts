@@ -11,6 +11,11 @@ export const AdmissionReady: typeof import("./admissionReady").AdmissionReady = 
 utilities.lazyLoad(exports, ["AdmissionReady"], () => require("./admissionReady"));
 
 export * from "./autoGate";
+export { AutoGatePlanArgs, AutoGatePlanResult, AutoGatePlanOutputArgs } from "./autoGatePlan";
+export const autoGatePlan: typeof import("./autoGatePlan").autoGatePlan = null as any;
+export const autoGatePlanOutput: typeof import("./autoGatePlan").autoGatePlanOutput = null as any;
+utilities.lazyLoad(exports, ["autoGatePlan","autoGatePlanOutput"], () => require("./autoGatePlan"));
+
 export { CertManagerReadyArgs } from "./certManagerReady";
 export type CertManagerReady = import("./certManagerReady").CertManagerReady;
 export const CertManagerReady: typeof import("./certManagerReady").CertManagerReady = null as any;

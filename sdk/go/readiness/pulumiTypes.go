@@ -13,6 +13,464 @@ import (
 
 var _ = internal.GetEnvOrDefault
 
+type AutoGatePlanGate struct {
+	// IDs of the installers the gate must depend on.
+	After []string `pulumi:"after"`
+	// Keys of gates (earlier in this answer or an earlier one) the gate must depend on.
+	AfterGates []string `pulumi:"afterGates"`
+	// The gate's inputs.
+	Args map[string]interface{} `pulumi:"args"`
+	// The batch key: one gate resource per key; later registrations with the same key depend on it.
+	Key string `pulumi:"key"`
+	// The gate's Pulumi name, after what it guards.
+	Name string `pulumi:"name"`
+	// One line for logs: what waits for what.
+	Reason string `pulumi:"reason"`
+	// The gate's type token (`readiness:index:AdmissionReady`).
+	Type string `pulumi:"type"`
+}
+
+type AutoGatePlanGateOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanGateOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGatePlanGate)(nil)).Elem()
+}
+
+func (o AutoGatePlanGateOutput) ToAutoGatePlanGateOutput() AutoGatePlanGateOutput {
+	return o
+}
+
+func (o AutoGatePlanGateOutput) ToAutoGatePlanGateOutputWithContext(ctx context.Context) AutoGatePlanGateOutput {
+	return o
+}
+
+// IDs of the installers the gate must depend on.
+func (o AutoGatePlanGateOutput) After() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v AutoGatePlanGate) []string { return v.After }).(pulumi.StringArrayOutput)
+}
+
+// Keys of gates (earlier in this answer or an earlier one) the gate must depend on.
+func (o AutoGatePlanGateOutput) AfterGates() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v AutoGatePlanGate) []string { return v.AfterGates }).(pulumi.StringArrayOutput)
+}
+
+// The gate's inputs.
+func (o AutoGatePlanGateOutput) Args() pulumi.MapOutput {
+	return o.ApplyT(func(v AutoGatePlanGate) map[string]interface{} { return v.Args }).(pulumi.MapOutput)
+}
+
+// The batch key: one gate resource per key; later registrations with the same key depend on it.
+func (o AutoGatePlanGateOutput) Key() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanGate) string { return v.Key }).(pulumi.StringOutput)
+}
+
+// The gate's Pulumi name, after what it guards.
+func (o AutoGatePlanGateOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanGate) string { return v.Name }).(pulumi.StringOutput)
+}
+
+// One line for logs: what waits for what.
+func (o AutoGatePlanGateOutput) Reason() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanGate) string { return v.Reason }).(pulumi.StringOutput)
+}
+
+// The gate's type token (`readiness:index:AdmissionReady`).
+func (o AutoGatePlanGateOutput) Type() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanGate) string { return v.Type }).(pulumi.StringOutput)
+}
+
+type AutoGatePlanGateArrayOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanGateArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AutoGatePlanGate)(nil)).Elem()
+}
+
+func (o AutoGatePlanGateArrayOutput) ToAutoGatePlanGateArrayOutput() AutoGatePlanGateArrayOutput {
+	return o
+}
+
+func (o AutoGatePlanGateArrayOutput) ToAutoGatePlanGateArrayOutputWithContext(ctx context.Context) AutoGatePlanGateArrayOutput {
+	return o
+}
+
+func (o AutoGatePlanGateArrayOutput) Index(i pulumi.IntInput) AutoGatePlanGateOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) AutoGatePlanGate {
+		return vs[0].([]AutoGatePlanGate)[vs[1].(int)]
+	}).(AutoGatePlanGateOutput)
+}
+
+type AutoGatePlanInstaller struct {
+	// The SDK's handle for the installer (its URN in the Go SDK).
+	Id     string                 `pulumi:"id"`
+	Name   string                 `pulumi:"name"`
+	Object map[string]interface{} `pulumi:"object"`
+	Type   string                 `pulumi:"type"`
+}
+
+// AutoGatePlanInstallerInput is an input type that accepts AutoGatePlanInstallerArgs and AutoGatePlanInstallerOutput values.
+// You can construct a concrete instance of `AutoGatePlanInstallerInput` via:
+//
+//	AutoGatePlanInstallerArgs{...}
+type AutoGatePlanInstallerInput interface {
+	pulumi.Input
+
+	ToAutoGatePlanInstallerOutput() AutoGatePlanInstallerOutput
+	ToAutoGatePlanInstallerOutputWithContext(context.Context) AutoGatePlanInstallerOutput
+}
+
+type AutoGatePlanInstallerArgs struct {
+	// The SDK's handle for the installer (its URN in the Go SDK).
+	Id     pulumi.StringInput `pulumi:"id"`
+	Name   pulumi.StringInput `pulumi:"name"`
+	Object pulumi.MapInput    `pulumi:"object"`
+	Type   pulumi.StringInput `pulumi:"type"`
+}
+
+func (AutoGatePlanInstallerArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGatePlanInstaller)(nil)).Elem()
+}
+
+func (i AutoGatePlanInstallerArgs) ToAutoGatePlanInstallerOutput() AutoGatePlanInstallerOutput {
+	return i.ToAutoGatePlanInstallerOutputWithContext(context.Background())
+}
+
+func (i AutoGatePlanInstallerArgs) ToAutoGatePlanInstallerOutputWithContext(ctx context.Context) AutoGatePlanInstallerOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGatePlanInstallerOutput)
+}
+
+// AutoGatePlanInstallerArrayInput is an input type that accepts AutoGatePlanInstallerArray and AutoGatePlanInstallerArrayOutput values.
+// You can construct a concrete instance of `AutoGatePlanInstallerArrayInput` via:
+//
+//	AutoGatePlanInstallerArray{ AutoGatePlanInstallerArgs{...} }
+type AutoGatePlanInstallerArrayInput interface {
+	pulumi.Input
+
+	ToAutoGatePlanInstallerArrayOutput() AutoGatePlanInstallerArrayOutput
+	ToAutoGatePlanInstallerArrayOutputWithContext(context.Context) AutoGatePlanInstallerArrayOutput
+}
+
+type AutoGatePlanInstallerArray []AutoGatePlanInstallerInput
+
+func (AutoGatePlanInstallerArray) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AutoGatePlanInstaller)(nil)).Elem()
+}
+
+func (i AutoGatePlanInstallerArray) ToAutoGatePlanInstallerArrayOutput() AutoGatePlanInstallerArrayOutput {
+	return i.ToAutoGatePlanInstallerArrayOutputWithContext(context.Background())
+}
+
+func (i AutoGatePlanInstallerArray) ToAutoGatePlanInstallerArrayOutputWithContext(ctx context.Context) AutoGatePlanInstallerArrayOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGatePlanInstallerArrayOutput)
+}
+
+type AutoGatePlanInstallerOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanInstallerOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGatePlanInstaller)(nil)).Elem()
+}
+
+func (o AutoGatePlanInstallerOutput) ToAutoGatePlanInstallerOutput() AutoGatePlanInstallerOutput {
+	return o
+}
+
+func (o AutoGatePlanInstallerOutput) ToAutoGatePlanInstallerOutputWithContext(ctx context.Context) AutoGatePlanInstallerOutput {
+	return o
+}
+
+// The SDK's handle for the installer (its URN in the Go SDK).
+func (o AutoGatePlanInstallerOutput) Id() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanInstaller) string { return v.Id }).(pulumi.StringOutput)
+}
+
+func (o AutoGatePlanInstallerOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanInstaller) string { return v.Name }).(pulumi.StringOutput)
+}
+
+func (o AutoGatePlanInstallerOutput) Object() pulumi.MapOutput {
+	return o.ApplyT(func(v AutoGatePlanInstaller) map[string]interface{} { return v.Object }).(pulumi.MapOutput)
+}
+
+func (o AutoGatePlanInstallerOutput) Type() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanInstaller) string { return v.Type }).(pulumi.StringOutput)
+}
+
+type AutoGatePlanInstallerArrayOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanInstallerArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AutoGatePlanInstaller)(nil)).Elem()
+}
+
+func (o AutoGatePlanInstallerArrayOutput) ToAutoGatePlanInstallerArrayOutput() AutoGatePlanInstallerArrayOutput {
+	return o
+}
+
+func (o AutoGatePlanInstallerArrayOutput) ToAutoGatePlanInstallerArrayOutputWithContext(ctx context.Context) AutoGatePlanInstallerArrayOutput {
+	return o
+}
+
+func (o AutoGatePlanInstallerArrayOutput) Index(i pulumi.IntInput) AutoGatePlanInstallerOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) AutoGatePlanInstaller {
+		return vs[0].([]AutoGatePlanInstaller)[vs[1].(int)]
+	}).(AutoGatePlanInstallerOutput)
+}
+
+type AutoGatePlanOptions struct {
+	FailureGrace *string  `pulumi:"failureGrace"`
+	Namespaces   []string `pulumi:"namespaces"`
+	StableFor    *string  `pulumi:"stableFor"`
+	Timeout      *string  `pulumi:"timeout"`
+}
+
+// AutoGatePlanOptionsInput is an input type that accepts AutoGatePlanOptionsArgs and AutoGatePlanOptionsOutput values.
+// You can construct a concrete instance of `AutoGatePlanOptionsInput` via:
+//
+//	AutoGatePlanOptionsArgs{...}
+type AutoGatePlanOptionsInput interface {
+	pulumi.Input
+
+	ToAutoGatePlanOptionsOutput() AutoGatePlanOptionsOutput
+	ToAutoGatePlanOptionsOutputWithContext(context.Context) AutoGatePlanOptionsOutput
+}
+
+type AutoGatePlanOptionsArgs struct {
+	FailureGrace pulumi.StringPtrInput   `pulumi:"failureGrace"`
+	Namespaces   pulumi.StringArrayInput `pulumi:"namespaces"`
+	StableFor    pulumi.StringPtrInput   `pulumi:"stableFor"`
+	Timeout      pulumi.StringPtrInput   `pulumi:"timeout"`
+}
+
+func (AutoGatePlanOptionsArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGatePlanOptions)(nil)).Elem()
+}
+
+func (i AutoGatePlanOptionsArgs) ToAutoGatePlanOptionsOutput() AutoGatePlanOptionsOutput {
+	return i.ToAutoGatePlanOptionsOutputWithContext(context.Background())
+}
+
+func (i AutoGatePlanOptionsArgs) ToAutoGatePlanOptionsOutputWithContext(ctx context.Context) AutoGatePlanOptionsOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGatePlanOptionsOutput)
+}
+
+func (i AutoGatePlanOptionsArgs) ToAutoGatePlanOptionsPtrOutput() AutoGatePlanOptionsPtrOutput {
+	return i.ToAutoGatePlanOptionsPtrOutputWithContext(context.Background())
+}
+
+func (i AutoGatePlanOptionsArgs) ToAutoGatePlanOptionsPtrOutputWithContext(ctx context.Context) AutoGatePlanOptionsPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGatePlanOptionsOutput).ToAutoGatePlanOptionsPtrOutputWithContext(ctx)
+}
+
+// AutoGatePlanOptionsPtrInput is an input type that accepts AutoGatePlanOptionsArgs, AutoGatePlanOptionsPtr and AutoGatePlanOptionsPtrOutput values.
+// You can construct a concrete instance of `AutoGatePlanOptionsPtrInput` via:
+//
+//	        AutoGatePlanOptionsArgs{...}
+//
+//	or:
+//
+//	        nil
+type AutoGatePlanOptionsPtrInput interface {
+	pulumi.Input
+
+	ToAutoGatePlanOptionsPtrOutput() AutoGatePlanOptionsPtrOutput
+	ToAutoGatePlanOptionsPtrOutputWithContext(context.Context) AutoGatePlanOptionsPtrOutput
+}
+
+type autoGatePlanOptionsPtrType AutoGatePlanOptionsArgs
+
+func AutoGatePlanOptionsPtr(v *AutoGatePlanOptionsArgs) AutoGatePlanOptionsPtrInput {
+	return (*autoGatePlanOptionsPtrType)(v)
+}
+
+func (*autoGatePlanOptionsPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**AutoGatePlanOptions)(nil)).Elem()
+}
+
+func (i *autoGatePlanOptionsPtrType) ToAutoGatePlanOptionsPtrOutput() AutoGatePlanOptionsPtrOutput {
+	return i.ToAutoGatePlanOptionsPtrOutputWithContext(context.Background())
+}
+
+func (i *autoGatePlanOptionsPtrType) ToAutoGatePlanOptionsPtrOutputWithContext(ctx context.Context) AutoGatePlanOptionsPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGatePlanOptionsPtrOutput)
+}
+
+type AutoGatePlanOptionsOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanOptionsOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGatePlanOptions)(nil)).Elem()
+}
+
+func (o AutoGatePlanOptionsOutput) ToAutoGatePlanOptionsOutput() AutoGatePlanOptionsOutput {
+	return o
+}
+
+func (o AutoGatePlanOptionsOutput) ToAutoGatePlanOptionsOutputWithContext(ctx context.Context) AutoGatePlanOptionsOutput {
+	return o
+}
+
+func (o AutoGatePlanOptionsOutput) ToAutoGatePlanOptionsPtrOutput() AutoGatePlanOptionsPtrOutput {
+	return o.ToAutoGatePlanOptionsPtrOutputWithContext(context.Background())
+}
+
+func (o AutoGatePlanOptionsOutput) ToAutoGatePlanOptionsPtrOutputWithContext(ctx context.Context) AutoGatePlanOptionsPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v AutoGatePlanOptions) *AutoGatePlanOptions {
+		return &v
+	}).(AutoGatePlanOptionsPtrOutput)
+}
+
+func (o AutoGatePlanOptionsOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGatePlanOptions) *string { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
+func (o AutoGatePlanOptionsOutput) Namespaces() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v AutoGatePlanOptions) []string { return v.Namespaces }).(pulumi.StringArrayOutput)
+}
+
+func (o AutoGatePlanOptionsOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGatePlanOptions) *string { return v.StableFor }).(pulumi.StringPtrOutput)
+}
+
+func (o AutoGatePlanOptionsOutput) Timeout() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGatePlanOptions) *string { return v.Timeout }).(pulumi.StringPtrOutput)
+}
+
+type AutoGatePlanOptionsPtrOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanOptionsPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**AutoGatePlanOptions)(nil)).Elem()
+}
+
+func (o AutoGatePlanOptionsPtrOutput) ToAutoGatePlanOptionsPtrOutput() AutoGatePlanOptionsPtrOutput {
+	return o
+}
+
+func (o AutoGatePlanOptionsPtrOutput) ToAutoGatePlanOptionsPtrOutputWithContext(ctx context.Context) AutoGatePlanOptionsPtrOutput {
+	return o
+}
+
+func (o AutoGatePlanOptionsPtrOutput) Elem() AutoGatePlanOptionsOutput {
+	return o.ApplyT(func(v *AutoGatePlanOptions) AutoGatePlanOptions {
+		if v != nil {
+			return *v
+		}
+		var ret AutoGatePlanOptions
+		return ret
+	}).(AutoGatePlanOptionsOutput)
+}
+
+func (o AutoGatePlanOptionsPtrOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AutoGatePlanOptions) *string {
+		if v == nil {
+			return nil
+		}
+		return v.FailureGrace
+	}).(pulumi.StringPtrOutput)
+}
+
+func (o AutoGatePlanOptionsPtrOutput) Namespaces() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v *AutoGatePlanOptions) []string {
+		if v == nil {
+			return nil
+		}
+		return v.Namespaces
+	}).(pulumi.StringArrayOutput)
+}
+
+func (o AutoGatePlanOptionsPtrOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AutoGatePlanOptions) *string {
+		if v == nil {
+			return nil
+		}
+		return v.StableFor
+	}).(pulumi.StringPtrOutput)
+}
+
+func (o AutoGatePlanOptionsPtrOutput) Timeout() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AutoGatePlanOptions) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Timeout
+	}).(pulumi.StringPtrOutput)
+}
+
+type AutoGatePlanResource struct {
+	// The Pulumi resource name.
+	Name string `pulumi:"name"`
+	// The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.
+	Object map[string]interface{} `pulumi:"object"`
+	// The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).
+	ParentType *string `pulumi:"parentType"`
+	// The Pulumi type token (`kubernetes:apps/v1:Deployment`).
+	Type string `pulumi:"type"`
+}
+
+// AutoGatePlanResourceInput is an input type that accepts AutoGatePlanResourceArgs and AutoGatePlanResourceOutput values.
+// You can construct a concrete instance of `AutoGatePlanResourceInput` via:
+//
+//	AutoGatePlanResourceArgs{...}
+type AutoGatePlanResourceInput interface {
+	pulumi.Input
+
+	ToAutoGatePlanResourceOutput() AutoGatePlanResourceOutput
+	ToAutoGatePlanResourceOutputWithContext(context.Context) AutoGatePlanResourceOutput
+}
+
+type AutoGatePlanResourceArgs struct {
+	// The Pulumi resource name.
+	Name pulumi.StringInput `pulumi:"name"`
+	// The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.
+	Object pulumi.MapInput `pulumi:"object"`
+	// The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).
+	ParentType pulumi.StringPtrInput `pulumi:"parentType"`
+	// The Pulumi type token (`kubernetes:apps/v1:Deployment`).
+	Type pulumi.StringInput `pulumi:"type"`
+}
+
+func (AutoGatePlanResourceArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGatePlanResource)(nil)).Elem()
+}
+
+func (i AutoGatePlanResourceArgs) ToAutoGatePlanResourceOutput() AutoGatePlanResourceOutput {
+	return i.ToAutoGatePlanResourceOutputWithContext(context.Background())
+}
+
+func (i AutoGatePlanResourceArgs) ToAutoGatePlanResourceOutputWithContext(ctx context.Context) AutoGatePlanResourceOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGatePlanResourceOutput)
+}
+
+type AutoGatePlanResourceOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanResourceOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGatePlanResource)(nil)).Elem()
+}
+
+func (o AutoGatePlanResourceOutput) ToAutoGatePlanResourceOutput() AutoGatePlanResourceOutput {
+	return o
+}
+
+func (o AutoGatePlanResourceOutput) ToAutoGatePlanResourceOutputWithContext(ctx context.Context) AutoGatePlanResourceOutput {
+	return o
+}
+
+// The Pulumi resource name.
+func (o AutoGatePlanResourceOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanResource) string { return v.Name }).(pulumi.StringOutput)
+}
+
+// The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.
+func (o AutoGatePlanResourceOutput) Object() pulumi.MapOutput {
+	return o.ApplyT(func(v AutoGatePlanResource) map[string]interface{} { return v.Object }).(pulumi.MapOutput)
+}
+
+// The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).
+func (o AutoGatePlanResourceOutput) ParentType() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGatePlanResource) *string { return v.ParentType }).(pulumi.StringPtrOutput)
+}
+
+// The Pulumi type token (`kubernetes:apps/v1:Deployment`).
+func (o AutoGatePlanResourceOutput) Type() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanResource) string { return v.Type }).(pulumi.StringOutput)
+}
+
 type Condition struct {
 	// The status it must have: `True` (default), `False` or `Unknown`.
 	Status *string `pulumi:"status"`
@@ -752,6 +1210,11 @@ func (o ServiceRefPtrOutput) Port() pulumi.IntPtrOutput {
 }
 
 func init() {
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanInstallerInput)(nil)).Elem(), AutoGatePlanInstallerArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanInstallerArrayInput)(nil)).Elem(), AutoGatePlanInstallerArray{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanOptionsInput)(nil)).Elem(), AutoGatePlanOptionsArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanOptionsPtrInput)(nil)).Elem(), AutoGatePlanOptionsArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanResourceInput)(nil)).Elem(), AutoGatePlanResourceArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ConditionInput)(nil)).Elem(), ConditionArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ConditionPtrInput)(nil)).Elem(), ConditionArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*HttpServiceInput)(nil)).Elem(), HttpServiceArgs{})
@@ -760,6 +1223,13 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*ImagePullSecretPtrInput)(nil)).Elem(), ImagePullSecretArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefInput)(nil)).Elem(), ServiceRefArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefPtrInput)(nil)).Elem(), ServiceRefArgs{})
+	pulumi.RegisterOutputType(AutoGatePlanGateOutput{})
+	pulumi.RegisterOutputType(AutoGatePlanGateArrayOutput{})
+	pulumi.RegisterOutputType(AutoGatePlanInstallerOutput{})
+	pulumi.RegisterOutputType(AutoGatePlanInstallerArrayOutput{})
+	pulumi.RegisterOutputType(AutoGatePlanOptionsOutput{})
+	pulumi.RegisterOutputType(AutoGatePlanOptionsPtrOutput{})
+	pulumi.RegisterOutputType(AutoGatePlanResourceOutput{})
 	pulumi.RegisterOutputType(ConditionOutput{})
 	pulumi.RegisterOutputType(ConditionPtrOutput{})
 	pulumi.RegisterOutputType(HttpServiceOutput{})

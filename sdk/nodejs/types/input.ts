@@ -5,6 +5,78 @@ import * as pulumi from "@pulumi/pulumi";
 import * as inputs from "../types/input";
 import * as outputs from "../types/output";
 
+export interface AutoGatePlanInstaller {
+    /**
+     * The SDK's handle for the installer (its URN in the Go SDK).
+     */
+    id: string;
+    name: string;
+    object?: {[key: string]: any};
+    type: string;
+}
+
+export interface AutoGatePlanInstallerArgs {
+    /**
+     * The SDK's handle for the installer (its URN in the Go SDK).
+     */
+    id: pulumi.Input<string>;
+    name: pulumi.Input<string>;
+    object?: pulumi.Input<{[key: string]: any} | undefined>;
+    type: pulumi.Input<string>;
+}
+
+export interface AutoGatePlanOptions {
+    failureGrace?: string;
+    namespaces?: string[];
+    stableFor?: string;
+    timeout?: string;
+}
+
+export interface AutoGatePlanOptionsArgs {
+    failureGrace?: pulumi.Input<string | undefined>;
+    namespaces?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    stableFor?: pulumi.Input<string | undefined>;
+    timeout?: pulumi.Input<string | undefined>;
+}
+
+export interface AutoGatePlanResource {
+    /**
+     * The Pulumi resource name.
+     */
+    name: string;
+    /**
+     * The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.
+     */
+    object?: {[key: string]: any};
+    /**
+     * The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).
+     */
+    parentType?: string;
+    /**
+     * The Pulumi type token (`kubernetes:apps/v1:Deployment`).
+     */
+    type: string;
+}
+
+export interface AutoGatePlanResourceArgs {
+    /**
+     * The Pulumi resource name.
+     */
+    name: pulumi.Input<string>;
+    /**
+     * The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.
+     */
+    object?: pulumi.Input<{[key: string]: any} | undefined>;
+    /**
+     * The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).
+     */
+    parentType?: pulumi.Input<string | undefined>;
+    /**
+     * The Pulumi type token (`kubernetes:apps/v1:Deployment`).
+     */
+    type: pulumi.Input<string>;
+}
+
 export interface ConditionArgs {
     /**
      * The status it must have: `True` (default), `False` or `Unknown`.

@@ -5,6 +5,37 @@ import * as pulumi from "@pulumi/pulumi";
 import * as inputs from "../types/input";
 import * as outputs from "../types/output";
 
+export interface AutoGatePlanGate {
+    /**
+     * IDs of the installers the gate must depend on.
+     */
+    after: string[];
+    /**
+     * Keys of gates (earlier in this answer or an earlier one) the gate must depend on.
+     */
+    afterGates: string[];
+    /**
+     * The gate's inputs.
+     */
+    args: {[key: string]: any};
+    /**
+     * The batch key: one gate resource per key; later registrations with the same key depend on it.
+     */
+    key: string;
+    /**
+     * The gate's Pulumi name, after what it guards.
+     */
+    name: string;
+    /**
+     * One line for logs: what waits for what.
+     */
+    reason: string;
+    /**
+     * The gate's type token (`readiness:index:AdmissionReady`).
+     */
+    type: string;
+}
+
 export interface Condition {
     /**
      * The status it must have: `True` (default), `False` or `Unknown`.

@@ -1,0 +1,232 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/pulumi/pulumi-go-provider/infer"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/autogate"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+)
+
+// AutoGatePlan is the function the SDKs' autoGate transforms invoke for every Kubernetes
+// registration: which gates it must wait for. The rules live in pkg/autogate; this file only
+// gathers what they need from the cluster (discovery) and passes the webhook matching.
+type AutoGatePlan struct{}
+
+type AutoGatePlanResource struct {
+	Type       string         `pulumi:"type"`
+	Name       string         `pulumi:"name"`
+	ParentType *string        `pulumi:"parentType,optional"`
+	Object     map[string]any `pulumi:"object,optional"`
+}
+
+type AutoGatePlanInstaller struct {
+	ID     string         `pulumi:"id"`
+	Type   string         `pulumi:"type"`
+	Name   string         `pulumi:"name"`
+	Object map[string]any `pulumi:"object,optional"`
+}
+
+type AutoGatePlanOptions struct {
+	Timeout      *string  `pulumi:"timeout,optional"`
+	StableFor    *string  `pulumi:"stableFor,optional"`
+	FailureGrace *string  `pulumi:"failureGrace,optional"`
+	Namespaces   []string `pulumi:"namespaces,optional"`
+}
+
+type AutoGatePlanArgs struct {
+	Resource   AutoGatePlanResource    `pulumi:"resource"`
+	Installers []AutoGatePlanInstaller `pulumi:"installers,optional"`
+	DependsOn  []string                `pulumi:"dependsOn,optional"`
+	Options    *AutoGatePlanOptions    `pulumi:"options,optional"`
+}
+
+type AutoGatePlanGate struct {
+	Key        string         `pulumi:"key"`
+	Name       string         `pulumi:"name"`
+	Type       string         `pulumi:"type"`
+	Args       map[string]any `pulumi:"args"`
+	After      []string       `pulumi:"after"`
+	AfterGates []string       `pulumi:"afterGates"`
+	Reason     string         `pulumi:"reason"`
+}
+
+type AutoGatePlanResult struct {
+	Remember bool               `pulumi:"remember"`
+	Gates    []AutoGatePlanGate `pulumi:"gates"`
+	Warnings []string           `pulumi:"warnings"`
+}
+
+func (f *AutoGatePlan) Annotate(a infer.Annotator) {
+	a.Describe(f, "The decision behind the SDKs' `autoGate`: for one Kubernetes registration (its type, name and props) and the "+
+		"installers registered before it (CRDs, webhook configurations, Certificates, ExternalSecrets, Helm v3 Releases), which "+
+		"readiness gates it must wait for, and whether it is itself an installer to remember. Called by the SDKs; see docs/autogate.md.")
+}
+
+func (r *AutoGatePlanResource) Annotate(a infer.Annotator) {
+	a.Describe(&r.Type, "The Pulumi type token (`kubernetes:apps/v1:Deployment`).")
+	a.Describe(&r.Name, "The Pulumi resource name.")
+	a.Describe(&r.ParentType, "The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).")
+	a.Describe(&r.Object, "The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.")
+}
+
+func (i *AutoGatePlanInstaller) Annotate(a infer.Annotator) {
+	a.Describe(&i.ID, "The SDK's handle for the installer (its URN in the Go SDK).")
+}
+
+func (a *AutoGatePlanArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.Installers, "Every earlier registration the plan answered `remember` for, in registration order.")
+	an.Describe(&a.DependsOn, "The IDs of installers the resource already depends on.")
+}
+
+func (g *AutoGatePlanGate) Annotate(a infer.Annotator) {
+	a.Describe(&g.Key, "The batch key: one gate resource per key; later registrations with the same key depend on it.")
+	a.Describe(&g.Name, "The gate's Pulumi name, after what it guards.")
+	a.Describe(&g.Type, "The gate's type token (`readiness:index:AdmissionReady`).")
+	a.Describe(&g.Args, "The gate's inputs.")
+	a.Describe(&g.After, "IDs of the installers the gate must depend on.")
+	a.Describe(&g.AfterGates, "Keys of gates (earlier in this answer or an earlier one) the gate must depend on.")
+	a.Describe(&g.Reason, "One line for logs: what waits for what.")
+}
+
+func (r *AutoGatePlanResult) Annotate(a infer.Annotator) {
+	a.Describe(&r.Remember, "The resource can block others: add it to `installers` of later calls.")
+	a.Describe(&r.Warnings, "What the plan could not gate and why.")
+}
+
+// Invoke decides. Discovery that fails or takes long counts as "unknown": the rules then gate
+// (an extra gate on a served kind passes at once; a missing one lets a race through).
+func (f *AutoGatePlan) Invoke(ctx context.Context, req infer.FunctionRequest[AutoGatePlanArgs]) (infer.FunctionResponse[AutoGatePlanResult], error) {
+	in := req.Input
+	input := autogate.Input{
+		Resource: autogate.Resource{
+			Type: in.Resource.Type, Name: in.Resource.Name, ParentType: deref(in.Resource.ParentType), Object: in.Resource.Object,
+		},
+		DependsOn: in.DependsOn,
+	}
+	for _, i := range in.Installers {
+		input.Installers = append(input.Installers, autogate.Installer{ID: i.ID, Type: i.Type, Name: i.Name, Object: i.Object})
+	}
+	if o := in.Options; o != nil {
+		input.Options = autogate.Options{
+			Timeout: deref(o.Timeout), StableFor: deref(o.StableFor), FailureGrace: deref(o.FailureGrace), Namespaces: o.Namespaces,
+		}
+	}
+	var cluster autogate.Cluster = unknownCluster{namespace: "default"}
+	cfg := infer.GetConfig[Config](ctx)
+	if clients, err := cfg.Clients(); err == nil {
+		cluster = discoveryCluster{ctx: ctx, clients: clients}
+	}
+	plan := autogate.Decide(input, cluster, webhookMayIntercept)
+	out := AutoGatePlanResult{Remember: plan.Remember, Gates: []AutoGatePlanGate{}, Warnings: plan.Warnings}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	for _, g := range plan.Gates {
+		out.Gates = append(out.Gates, AutoGatePlanGate{
+			Key: g.Key, Name: g.Name, Type: g.Type, Args: g.Args,
+			After: nonNil(g.After), AfterGates: nonNil(g.AfterGates), Reason: g.Reason,
+		})
+	}
+	return infer.FunctionResponse[AutoGatePlanResult]{Output: out}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// webhookMayIntercept is the seam to the provider's webhook matching (rules, namespaceSelector,
+// objectSelector, as the API server decides; namespace labels, unknown at plan time, count as
+// matching; matchConditions count as matching).
+func webhookMayIntercept(hook map[string]any, req autogate.Request) bool {
+	b, err := json.Marshal(hook)
+	if err != nil {
+		return true
+	}
+	var m hookMatch
+	if err := json.Unmarshal(b, &m); err != nil {
+		return true // unreadable: fail closed, gate
+	}
+	q := probeRequest{gvr: req.GVR, namespace: req.Namespace, labels: req.Labels,
+		nsErr: "the namespace's labels are not known when the program registers the object"}
+	return m.excludes(q) == ""
+}
+
+// discoveryTimeout bounds one discovery answer: past it the kind counts as unknown.
+const discoveryTimeout = 5 * time.Second
+
+// discoveryCluster answers the plan's questions from the provider's discovery cache (a miss
+// asks the API server again: a CRD may have been installed since).
+type discoveryCluster struct {
+	ctx     context.Context
+	clients *kube.Clients
+}
+
+func (c discoveryCluster) mapping(gk schema.GroupKind, version string) (*meta.RESTMapping, bool, bool) {
+	type answer struct {
+		m   *meta.RESTMapping
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		var a answer
+		if version == "" {
+			a.m, a.err = c.clients.MappingAnyVersion(gk)
+		} else {
+			a.m, a.err = c.clients.Mapping(gk.WithVersion(version))
+		}
+		ch <- a
+	}()
+	select {
+	case a := <-ch:
+		var noKind *kube.NoKindError
+		switch {
+		case a.err == nil:
+			return a.m, true, true
+		case errors.As(a.err, &noKind):
+			return nil, false, true
+		}
+		return nil, false, false
+	case <-time.After(discoveryTimeout):
+	case <-c.ctx.Done():
+	}
+	return nil, false, false
+}
+
+func (c discoveryCluster) Serves(gk schema.GroupKind) (bool, bool) {
+	_, served, known := c.mapping(gk, "")
+	return served, known
+}
+
+func (c discoveryCluster) Resource(gvk schema.GroupVersionKind) (string, bool, bool) {
+	m, served, known := c.mapping(gvk.GroupKind(), gvk.Version)
+	if !served || !known {
+		return "", false, false
+	}
+	return m.Resource.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, true
+}
+
+func (c discoveryCluster) DefaultNamespace() string {
+	if c.clients.Namespace != "" {
+		return c.clients.Namespace
+	}
+	return "default"
+}
+
+// unknownCluster answers "unknown" to everything (the provider has no cluster configured).
+type unknownCluster struct{ namespace string }
+
+func (unknownCluster) Serves(schema.GroupKind) (bool, bool) { return false, false }
+func (unknownCluster) Resource(schema.GroupVersionKind) (string, bool, bool) {
+	return "", false, false
+}
+func (u unknownCluster) DefaultNamespace() string { return u.namespace }

@@ -1,0 +1,357 @@
+package autogate
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// fakeCluster serves the built-in kinds and those listed.
+type fakeCluster struct {
+	served  map[schema.GroupKind]bool
+	unknown bool // discovery failed
+}
+
+func (f fakeCluster) Serves(gk schema.GroupKind) (bool, bool) {
+	if f.unknown {
+		return false, false
+	}
+	return IsBuiltin(gk.Group) || f.served[gk], true
+}
+
+func (f fakeCluster) Resource(schema.GroupVersionKind) (string, bool, bool) { return "", false, false }
+func (f fakeCluster) DefaultNamespace() string                              { return "default" }
+
+// testIntercepts is a small stand-in for the provider's webhook matching (tested there): rules
+// by group and resource, objectSelector and a namespaceSelector on the metadata.name label.
+func testIntercepts(hook map[string]any, req Request) bool {
+	b, _ := json.Marshal(hook)
+	var h struct {
+		Rules []struct {
+			APIGroups, Resources, Operations []string
+		}
+		ObjectSelector, NamespaceSelector *metav1.LabelSelector
+	}
+	_ = json.Unmarshal(b, &h)
+	ruled := false
+	for _, r := range h.Rules {
+		if (slices.Contains(r.APIGroups, "*") || slices.Contains(r.APIGroups, req.GVR.Group)) &&
+			(slices.Contains(r.Resources, "*") || slices.Contains(r.Resources, req.GVR.Resource)) &&
+			(slices.Contains(r.Operations, "*") || slices.Contains(r.Operations, "CREATE")) {
+			ruled = true
+		}
+	}
+	if !ruled {
+		return false
+	}
+	if h.ObjectSelector != nil {
+		sel, _ := metav1.LabelSelectorAsSelector(h.ObjectSelector)
+		if !sel.Matches(labels.Set(req.Labels)) {
+			return false
+		}
+	}
+	if h.NamespaceSelector != nil {
+		sel, _ := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
+		if !sel.Matches(labels.Set{"kubernetes.io/metadata.name": req.Namespace}) {
+			return false
+		}
+	}
+	return true
+}
+
+func obj(t *testing.T, y string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(y), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+const (
+	esoCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: externalsecrets.external-secrets.io}
+spec:
+  group: external-secrets.io
+  scope: Namespaced
+  names: {kind: ExternalSecret, plural: externalsecrets}
+`
+	esoWebhook = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: externalsecret-validate}
+webhooks:
+- name: validate.externalsecret.external-secrets.io
+  rules: [{apiGroups: [external-secrets.io], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [externalsecrets]}]
+`
+	selectiveWebhook = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: only-labelled}
+webhooks:
+- name: labelled.example.com
+  objectSelector: {matchLabels: {inject: "yes"}}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+`
+	externalSecret = `
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: ghcr, namespace: team-a}
+spec: {target: {name: ghcr-pull}}
+`
+	certificate = `
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: web-tls, namespace: web}
+spec: {secretName: web-tls-secret}
+`
+	configMap = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: team-a}
+`
+	deploymentMounting = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: web}
+spec:
+  template:
+    spec:
+      volumes: [{name: tls, secret: {secretName: %s}}]
+      containers: [{name: web, image: nginx}]
+`
+)
+
+func installer(t *testing.T, id, typ, name, y string) Installer {
+	return Installer{ID: id, Type: typ, Name: name, Object: obj(t, y)}
+}
+
+func TestDecide(t *testing.T) {
+	crdInst := func(t *testing.T) Installer {
+		return installer(t, "crd", "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "eso-crd", esoCRD)
+	}
+	hookInst := func(t *testing.T) Installer {
+		return installer(t, "hook", "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso:external-secrets/externalsecret-validate", esoWebhook)
+	}
+	release := Installer{ID: "rel", Type: releaseType, Name: "external-secrets",
+		Object: map[string]any{"name": "external-secrets", "namespace": "external-secrets", "chart": "external-secrets"}}
+	type want struct {
+		remember bool
+		types    []string // gate types in order
+		after    [][]string
+		warn     string
+	}
+	cases := []struct {
+		name       string
+		typ        string
+		y          string
+		installers func(t *testing.T) []Installer
+		dependsOn  []string
+		opts       Options
+		cluster    fakeCluster
+		want       want
+	}{
+		// Must gate.
+		{name: "custom resource of a stack CRD waits for the CRD",
+			typ: "kubernetes:external-secrets.io/v1:ExternalSecret", y: externalSecret,
+			installers: func(t *testing.T) []Installer { return []Installer{crdInst(t)} },
+			want:       want{remember: true, types: []string{TypeCrdReady}, after: [][]string{{"crd"}}}},
+		{name: "custom resource the cluster does not serve waits for an admitted dry-run",
+			typ: "kubernetes:external-secrets.io/v1:ExternalSecret", y: externalSecret,
+			want: want{remember: true, types: []string{TypeAdmissionReady}, after: [][]string{nil}}},
+		{name: "discovery failed: unknown counts as not served",
+			typ: "kubernetes:example.com/v1:Widget", y: "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n",
+			cluster: fakeCluster{unknown: true},
+			want:    want{types: []string{TypeAdmissionReady}, after: [][]string{nil}}},
+		{name: "object a stack webhook intercepts waits for the configuration, then an admitted dry-run; one gate with the CRD",
+			typ: "kubernetes:external-secrets.io/v1:ExternalSecret", y: externalSecret,
+			installers: func(t *testing.T) []Installer { return []Installer{crdInst(t), hookInst(t)} },
+			want: want{remember: true, types: []string{TypeResourceReady, TypeAdmissionReady},
+				after: [][]string{{"hook"}, {"hook", "crd"}}}},
+		{name: "chart child: same rules, with the child's type and name",
+			typ: "kubernetes:apisix.apache.org/v1alpha1:GatewayProxy",
+			y:   "apiVersion: apisix.apache.org/v1alpha1\nkind: GatewayProxy\nmetadata: {name: apisix-config, namespace: ingress}\n",
+			installers: func(t *testing.T) []Installer {
+				return []Installer{installer(t, "h", "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "apisix:apisix-webhook", `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: apisix-webhook}
+webhooks:
+- name: vgatewayproxy.apisix.apache.org
+  rules: [{apiGroups: [apisix.apache.org], apiVersions: [v1alpha1], operations: [CREATE, UPDATE], resources: [gatewayproxies]}]
+`)}
+			},
+			cluster: fakeCluster{served: map[schema.GroupKind]bool{{Group: "apisix.apache.org", Kind: "GatewayProxy"}: true}},
+			want:    want{types: []string{TypeResourceReady, TypeAdmissionReady}, after: [][]string{{"h"}, {"h"}}}},
+		{name: "Deployment mounting a Certificate's Secret waits for the Certificate",
+			typ: "kubernetes:apps/v1:Deployment", y: strings.Replace(deploymentMounting, "%s", "web-tls-secret", 1),
+			installers: func(t *testing.T) []Installer {
+				return []Installer{installer(t, "cert", "kubernetes:cert-manager.io/v1:Certificate", "web-tls", certificate)}
+			},
+			want: want{types: []string{TypeCertificateReady}, after: [][]string{{"cert"}}}},
+		{name: "Deployment reading an ExternalSecret's target through envFrom waits for it",
+			typ: "kubernetes:apps/v1:Deployment", y: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: team-a}
+spec: {template: {spec: {containers: [{name: a, image: x, envFrom: [{secretRef: {name: ghcr-pull}}]}]}}}
+`,
+			installers: func(t *testing.T) []Installer {
+				return []Installer{installer(t, "es", "kubernetes:external-secrets.io/v1:ExternalSecret", "ghcr", externalSecret)}
+			},
+			want: want{types: []string{TypeExternalSecretReady}, after: [][]string{{"es"}}}},
+		{name: "custom resource after a Release: the release, then an admitted dry-run",
+			typ: "kubernetes:external-secrets.io/v1:ExternalSecret", y: externalSecret,
+			installers: func(*testing.T) []Installer { return []Installer{release} }, dependsOn: []string{"rel"},
+			cluster: fakeCluster{served: map[schema.GroupKind]bool{{Group: "external-secrets.io", Kind: "ExternalSecret"}: true}},
+			want:    want{remember: true, types: []string{TypeHelmReleaseReady, TypeAdmissionReady}, after: [][]string{{"rel"}, {"rel"}}}},
+		{name: "built-in object after a Release: the release only",
+			typ: "kubernetes:core/v1:ConfigMap", y: configMap,
+			installers: func(*testing.T) []Installer { return []Installer{release} }, dependsOn: []string{"rel"},
+			want: want{types: []string{TypeHelmReleaseReady}, after: [][]string{{"rel"}}}},
+		{name: "an autonamed Release: a warning instead of a release gate",
+			typ: "kubernetes:core/v1:ConfigMap", y: configMap,
+			installers: func(*testing.T) []Installer {
+				return []Installer{{ID: "rel", Type: releaseType, Name: "eso", Object: map[string]any{"chart": "x"}}}
+			}, dependsOn: []string{"rel"},
+			want: want{warn: "sets no `name`"}},
+		{name: "installers are remembered: a CRD", typ: "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", y: esoCRD,
+			want: want{remember: true}},
+		{name: "installers are remembered: a Release", typ: releaseType, y: "name: x\nchart: y\n", want: want{remember: true}},
+
+		// Near misses: must not gate.
+		{name: "ConfigMap beside a webhook for ExternalSecrets", typ: "kubernetes:core/v1:ConfigMap", y: configMap,
+			installers: func(t *testing.T) []Installer { return []Installer{crdInst(t), hookInst(t)} }},
+		{name: "webhook whose objectSelector the object does not match", typ: "kubernetes:core/v1:ConfigMap", y: configMap,
+			installers: func(t *testing.T) []Installer {
+				return []Installer{installer(t, "h", "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "sel", selectiveWebhook)}
+			}},
+		{name: "the same webhook, the object labelled: gated", typ: "kubernetes:core/v1:ConfigMap",
+			y: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s, namespace: a, labels: {inject: \"yes\"}}\n",
+			installers: func(t *testing.T) []Installer {
+				return []Installer{installer(t, "h", "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "sel", selectiveWebhook)}
+			},
+			want: want{types: []string{TypeResourceReady, TypeAdmissionReady}, after: [][]string{{"h"}, {"h"}}}},
+		{name: "Deployment mounting a Secret of another name", typ: "kubernetes:apps/v1:Deployment",
+			y: strings.Replace(deploymentMounting, "%s", "web-tls-secret-old", 1),
+			installers: func(t *testing.T) []Installer {
+				return []Installer{installer(t, "cert", "kubernetes:cert-manager.io/v1:Certificate", "web-tls", certificate)}
+			}},
+		{name: "Deployment mounting the Secret's name in another namespace", typ: "kubernetes:apps/v1:Deployment",
+			y: strings.Replace(strings.Replace(deploymentMounting, "%s", "web-tls-secret", 1), "namespace: web", "namespace: other", 1),
+			installers: func(t *testing.T) []Installer {
+				return []Installer{installer(t, "cert", "kubernetes:cert-manager.io/v1:Certificate", "web-tls", certificate)}
+			}},
+		{name: "object outside the namespaces option", typ: "kubernetes:external-secrets.io/v1:ExternalSecret", y: externalSecret,
+			installers: func(t *testing.T) []Installer { return []Installer{crdInst(t), hookInst(t)} },
+			opts:       Options{Namespaces: []string{"team-b"}}, want: want{remember: true}},
+		{name: "opted out by annotation", typ: "kubernetes:external-secrets.io/v1:ExternalSecret",
+			y:          strings.Replace(externalSecret, "metadata: {", "metadata: {annotations: {readiness.io/auto-gate: \"false\"}, ", 1),
+			installers: func(t *testing.T) []Installer { return []Installer{crdInst(t), hookInst(t)} },
+			want:       want{remember: true}},
+		{name: "custom resource of a served kind with no installer", typ: "kubernetes:example.com/v1:Widget",
+			y:       "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n",
+			cluster: fakeCluster{served: map[schema.GroupKind]bool{{Group: "example.com", Kind: "Widget"}: true}}},
+		{name: "CRD of another kind in the same group", typ: "kubernetes:external-secrets.io/v1:SecretStore",
+			y:          "apiVersion: external-secrets.io/v1\nkind: SecretStore\nmetadata: {name: s}\n",
+			installers: func(t *testing.T) []Installer { return []Installer{crdInst(t)} },
+			cluster:    fakeCluster{served: map[schema.GroupKind]bool{{Group: "external-secrets.io", Kind: "SecretStore"}: true}}},
+		{name: "a built-in kind the fake does not list is still built-in", typ: "kubernetes:apps/v1:Deployment",
+			y: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", cluster: fakeCluster{unknown: true}},
+		{name: "depends on an installer that is not a Release", typ: "kubernetes:core/v1:ConfigMap", y: configMap,
+			installers: func(t *testing.T) []Installer { return []Installer{crdInst(t)} }, dependsOn: []string{"crd"}},
+		{name: "a component itself is never gated", typ: "kubernetes:helm.sh/v4:Chart", y: "chart: x\n",
+			installers: func(*testing.T) []Installer { return []Installer{release} }, dependsOn: []string{"rel"}},
+		{name: "not a kubernetes resource", typ: "random:index:RandomString", y: "length: 3\n",
+			installers: func(*testing.T) []Installer { return []Installer{release} }, dependsOn: []string{"rel"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := Input{Resource: Resource{Type: c.typ, Name: "r", Object: obj(t, c.y)}, DependsOn: c.dependsOn, Options: c.opts}
+			if c.installers != nil {
+				in.Installers = c.installers(t)
+			}
+			p := Decide(in, c.cluster, testIntercepts)
+			if p.Remember != c.want.remember {
+				t.Errorf("remember = %v, want %v", p.Remember, c.want.remember)
+			}
+			var types []string
+			var after [][]string
+			for _, g := range p.Gates {
+				types = append(types, g.Type)
+				after = append(after, g.After)
+				if g.Key == "" || g.Name == "" || g.Reason == "" {
+					t.Errorf("gate %+v lacks a key, name or reason", g)
+				}
+			}
+			if !slices.Equal(types, c.want.types) {
+				t.Fatalf("gates = %v, want %v\n%+v", types, c.want.types, p.Gates)
+			}
+			for i := range after {
+				if !slices.Equal(after[i], c.want.after[i]) {
+					t.Errorf("gate %d after = %v, want %v", i, after[i], c.want.after[i])
+				}
+			}
+			if c.want.warn == "" && len(p.Warnings) > 0 || c.want.warn != "" && (len(p.Warnings) == 0 || !strings.Contains(p.Warnings[0], c.want.warn)) {
+				t.Errorf("warnings = %q, want one with %q", p.Warnings, c.want.warn)
+			}
+		})
+	}
+}
+
+// Many objects of one kind in one namespace behind one webhook share one gate key (one gate);
+// another namespace is another batch.
+func TestDecideBatchesByKey(t *testing.T) {
+	installers := []Installer{
+		installer(t, "crd", "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "crd", esoCRD),
+		installer(t, "hook", "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "hook", esoWebhook),
+	}
+	keyOf := func(name, ns string) string {
+		o := obj(t, externalSecret)
+		o["metadata"] = map[string]any{"name": name, "namespace": ns}
+		p := Decide(Input{Resource: Resource{Type: "kubernetes:external-secrets.io/v1:ExternalSecret", Name: name, Object: o}, Installers: installers}, fakeCluster{}, testIntercepts)
+		return p.Gates[len(p.Gates)-1].Key
+	}
+	if a, b := keyOf("one", "team-a"), keyOf("two", "team-a"); a != b {
+		t.Errorf("same kind, namespace and webhook: keys %q and %q differ", a, b)
+	}
+	if a, b := keyOf("one", "team-a"), keyOf("one", "team-b"); a == b {
+		t.Errorf("another namespace shares key %q", a)
+	}
+}
+
+func TestDecidePassesTiming(t *testing.T) {
+	p := Decide(Input{
+		Resource:   Resource{Type: "kubernetes:external-secrets.io/v1:ExternalSecret", Object: obj(t, externalSecret)},
+		Installers: []Installer{installer(t, "crd", "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "crd", esoCRD)},
+		Options:    Options{Timeout: "3m", StableFor: "2s"},
+	}, fakeCluster{}, testIntercepts)
+	if got := p.Gates[0].Args; got["timeout"] != "3m" || got["stableFor"] != "2s" || got["failureGrace"] != nil {
+		t.Errorf("args = %v", got)
+	}
+}
+
+func TestSecretsOf(t *testing.T) {
+	spec := obj(t, `
+volumes:
+- {name: a, secret: {secretName: vol}}
+- {name: b, projected: {sources: [{secret: {name: proj}}, {configMap: {name: cm}}]}}
+- {name: c, configMap: {name: cm2}}
+initContainers: [{name: i, envFrom: [{secretRef: {name: init-env}}]}]
+containers:
+- name: m
+  env: [{name: X, valueFrom: {secretKeyRef: {name: key-ref, key: k}}}, {name: Y, valueFrom: {configMapKeyRef: {name: cm3, key: k}}}]
+`)
+	got := SecretsOf(spec)
+	if want := []string{"vol", "proj", "init-env", "key-ref"}; !slices.Equal(got, want) {
+		t.Errorf("SecretsOf = %v, want %v", got, want)
+	}
+}
