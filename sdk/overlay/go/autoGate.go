@@ -1,0 +1,405 @@
+// Hand-written (sdk/overlay/go, copied here by `make sdk`): edit the overlay, not the copy.
+
+package readiness
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
+)
+
+// AutoGateOptions tune AutoGate; every field is optional.
+type AutoGateOptions struct {
+	// Provider is the readiness provider for the plan and the gates (the default one if nil).
+	Provider pulumi.ProviderResource
+	// Timeout, StableFor and FailureGrace (Go durations) are passed to every gate AutoGate makes.
+	Timeout, StableFor, FailureGrace string
+	// Namespaces: only objects in these namespaces are gated (all if empty).
+	Namespaces []string
+	// Installers: only these installers (Pulumi resource names; a chart's child is
+	// "<chart>:<namespace>/<name>") count (all if empty).
+	Installers []string
+	// Exclude returns true for a registration (type token, Pulumi name) that must never be gated.
+	Exclude func(typ, name string) bool
+	// Settle is how long a child of a component (Chart v4, ConfigGroup, ...) is held after the
+	// last sibling registration, so that a webhook configuration of the same chart registered
+	// after the child still counts. Default 200ms.
+	Settle time.Duration
+}
+
+// OptOutAnnotation set to "false" in an object's metadata.annotations keeps AutoGate off it.
+const OptOutAnnotation = "readiness.io/auto-gate"
+
+const defaultSettle = 200 * time.Millisecond
+
+// AutoGate puts the right readiness gate in front of every Kubernetes resource registered after
+// it that needs one: a custom resource whose CRD the stack installs (or the cluster does not
+// serve yet), an object a webhook configuration of the stack intercepts, a workload mounting a
+// Secret that a Certificate or ExternalSecret of the stack produces, and what comes after a
+// Helm v3 Release it depends on. Call it once, at the top of the program. It only adds
+// dependsOn entries (a stack transform); the rules are the provider's function autoGatePlan.
+// A resource that already depends on a readiness gate is left as it is. See docs/autogate.md.
+func AutoGate(ctx *pulumi.Context, opts *AutoGateOptions) error {
+	g := &autoGate{ctx: ctx, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{}, known: map[string]pulumi.Resource{}}
+	if opts != nil {
+		g.opts = *opts
+	}
+	if g.opts.Settle <= 0 {
+		g.opts.Settle = defaultSettle
+	}
+	return ctx.RegisterResourceTransform(g.transform)
+}
+
+type autoGate struct {
+	ctx  *pulumi.Context
+	opts AutoGateOptions
+
+	mu         sync.Mutex
+	installers []AutoGatePlanInstaller
+	gates      map[string]*autoGateEntry  // by batch key
+	families   map[string]*autoGateFamily // children by parent URN
+	known      map[string]pulumi.Resource // resources by URN, as transforms saw them (dependsOn, parents)
+}
+
+// autoGateEntry is one gate resource, shared by every registration with its key.
+type autoGateEntry struct {
+	res pulumi.Resource
+	err error
+}
+
+// autoGateFamily tracks a component's children: when the last one arrived.
+type autoGateFamily struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+// autoGateResource is a gate registered by token (its outputs are not read here).
+type autoGateResource struct {
+	pulumi.CustomResourceState
+}
+
+// componentParent says whether a parent type is a kubernetes component whose children the
+// plugin registers concurrently (in no guaranteed order).
+func componentParent(parentType string) bool {
+	return strings.HasPrefix(parentType, "kubernetes:")
+}
+
+func (g *autoGate) transform(c context.Context, args *pulumi.ResourceTransformArgs) (res *pulumi.ResourceTransformResult) {
+	if !args.Custom || !strings.HasPrefix(args.Type, "kubernetes:") {
+		return nil
+	}
+	if g.opts.Exclude != nil && g.opts.Exclude(args.Type, args.Name) {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			g.warn(fmt.Sprintf("%s %s left ungated: %v", args.Type, args.Name, r))
+			res = nil
+		}
+	}()
+	gates, err := g.decide(c, args)
+	if err != nil {
+		g.warn(fmt.Sprintf("%s %s left ungated: %v", args.Type, args.Name, err))
+		return nil
+	}
+	if len(gates) == 0 {
+		return nil
+	}
+	opts := args.Opts
+	opts.DependsOn = append(slices.Clone(opts.DependsOn), gates...)
+	return &pulumi.ResourceTransformResult{Props: args.Props, Opts: opts}
+}
+
+func (g *autoGate) warn(msg string) {
+	_ = g.ctx.Log.Warn("autoGate: "+msg, nil)
+}
+
+// decide returns the gate resources args must depend on, creating those not made yet.
+func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs) ([]pulumi.Resource, error) {
+	object, _ := plainValue(c, args.Props)
+	obj, _ := object.(map[string]any)
+	if obj == nil {
+		obj = map[string]any{}
+	}
+	parentURN, err := g.urnOf(c, args.Opts.Parent)
+	if err != nil {
+		return nil, err
+	}
+	var dependsOn []string
+	handGated := false
+	for _, d := range args.Opts.DependsOn {
+		u, err := g.urnOf(c, d)
+		if err != nil {
+			return nil, err
+		}
+		if u == "" {
+			continue
+		}
+		dependsOn = append(dependsOn, u)
+		if strings.HasPrefix(string(resource.URN(u).Type()), "readiness:") {
+			handGated = true
+		}
+	}
+	parentType := ""
+	if parentURN != "" {
+		if pt := string(resource.URN(parentURN).Type()); pt != string(resource.RootStackType) {
+			parentType = pt
+		}
+	}
+	self := g.selfURN(parentURN, args.Type, args.Name)
+	res := AutoGatePlanResource{Type: args.Type, Name: args.Name, Object: obj}
+	if parentType != "" {
+		res.ParentType = &parentType
+	}
+
+	plan, err := g.plan(res, dependsOn)
+	if err != nil {
+		return nil, err
+	}
+	if plan.Remember && (len(g.opts.Installers) == 0 || slices.Contains(g.opts.Installers, args.Name)) {
+		g.mu.Lock()
+		g.installers = append(g.installers, AutoGatePlanInstaller{Id: self, Type: args.Type, Name: args.Name, Object: obj})
+		g.mu.Unlock()
+	}
+	if componentParent(parentType) {
+		// A sibling registered later (the chart's webhook configuration) may block this child:
+		// decide once the component's registrations settle.
+		g.settle(parentURN)
+		if plan, err = g.plan(res, dependsOn); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range plan.Warnings {
+		g.warn(w)
+	}
+	if handGated || len(plan.Gates) == 0 {
+		return nil, nil
+	}
+	var out []pulumi.Resource
+	for _, spec := range plan.Gates {
+		gate, err := g.gate(spec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, gate)
+	}
+	return out, nil
+}
+
+func (g *autoGate) plan(res AutoGatePlanResource, dependsOn []string) (*AutoGatePlanResult, error) {
+	g.mu.Lock()
+	installers := slices.Clone(g.installers)
+	g.mu.Unlock()
+	opts := &AutoGatePlanOptions{Namespaces: g.opts.Namespaces}
+	for _, f := range []struct {
+		dst **string
+		v   string
+	}{{&opts.Timeout, g.opts.Timeout}, {&opts.StableFor, g.opts.StableFor}, {&opts.FailureGrace, g.opts.FailureGrace}} {
+		if f.v != "" {
+			v := f.v
+			*f.dst = &v
+		}
+	}
+	var invokeOpts []pulumi.InvokeOption
+	if g.opts.Provider != nil {
+		invokeOpts = append(invokeOpts, pulumi.Provider(g.opts.Provider))
+	}
+	return AutoGatePlan(g.ctx, &AutoGatePlanArgs{Resource: res, Installers: installers, DependsOn: dependsOn, Options: opts}, invokeOpts...)
+}
+
+// settle waits until no child of parent arrived for Settle.
+func (g *autoGate) settle(parent string) {
+	g.mu.Lock()
+	f := g.families[parent]
+	if f == nil {
+		f = &autoGateFamily{}
+		g.families[parent] = f
+	}
+	g.mu.Unlock()
+	f.mu.Lock()
+	f.last = time.Now()
+	f.mu.Unlock()
+	for {
+		f.mu.Lock()
+		quietAt := f.last.Add(g.opts.Settle)
+		f.mu.Unlock()
+		d := time.Until(quietAt)
+		if d <= 0 {
+			return
+		}
+		time.Sleep(d)
+	}
+}
+
+// gate returns the gate resource of spec's key, registering it the first time (at the top
+// level: a gate inside a component whose child waits for it would deadlock).
+func (g *autoGate) gate(spec AutoGatePlanGate) (pulumi.Resource, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e, ok := g.gates[spec.Key]; ok {
+		return e.res, e.err
+	}
+	var deps []pulumi.Resource
+	for _, k := range spec.AfterGates {
+		if e, ok := g.gates[k]; ok && e.err == nil {
+			deps = append(deps, e.res)
+		}
+	}
+	for _, id := range spec.After {
+		// Installers the program passed as dependsOn are known resources; the others (a
+		// chart's children) are known only by URN: their gates prove them in the cluster.
+		if r, ok := g.known[id]; ok {
+			deps = append(deps, r)
+		}
+	}
+	opts := []pulumi.ResourceOption{pulumi.DependsOn(deps)}
+	if g.opts.Provider != nil {
+		opts = append(opts, pulumi.Provider(g.opts.Provider))
+	}
+	props, _ := toInput(spec.Args).(pulumi.Map)
+	var r autoGateResource
+	err := g.ctx.RegisterResource(spec.Type, spec.Name, props, &r, opts...)
+	e := &autoGateEntry{res: &r, err: err}
+	g.gates[spec.Key] = e
+	if err == nil {
+		_ = g.ctx.Log.Info("autoGate: "+spec.Name+": "+spec.Reason, nil)
+	}
+	return e.res, e.err
+}
+
+// urnOf is r's URN ("" for nil), and remembers r under it.
+func (g *autoGate) urnOf(c context.Context, r pulumi.Resource) (string, error) {
+	if r == nil {
+		return "", nil
+	}
+	res, err := internals.UnsafeAwaitOutput(c, r.URN())
+	if err != nil {
+		return "", err
+	}
+	u, _ := res.Value.(pulumi.URN)
+	if u == "" {
+		return "", nil
+	}
+	g.mu.Lock()
+	g.known[string(u)] = r
+	g.mu.Unlock()
+	return string(u), nil
+}
+
+// selfURN is the URN the engine gives the registration: the parent's qualified type prefixes
+// the type, except for the stack itself.
+func (g *autoGate) selfURN(parentURN, typ, name string) string {
+	var parentType tokens.Type
+	if parentURN != "" {
+		if qt := resource.URN(parentURN).QualifiedType(); qt != resource.RootStackType {
+			parentType = qt
+		}
+	}
+	return string(resource.NewURN(tokens.QName(g.ctx.Stack()), tokens.PackageName(g.ctx.Project()), parentType, tokens.Type(typ), name))
+}
+
+// plainValue turns transform props into plain JSON values; unknown values are left out (ok false).
+func plainValue(c context.Context, v any) (any, bool) {
+	switch x := v.(type) {
+	case nil:
+		return nil, true
+	case pulumi.Map:
+		return plainMap(c, map[string]pulumi.Input(x)), true
+	case map[string]pulumi.Input:
+		return plainMap(c, x), true
+	case map[string]any:
+		m := map[string]any{}
+		for k, e := range x {
+			if pv, ok := plainValue(c, e); ok {
+				m[k] = pv
+			}
+		}
+		return m, true
+	case pulumi.Array:
+		return plainList(c, []pulumi.Input(x)), true
+	case []pulumi.Input:
+		return plainList(c, x), true
+	case []any:
+		out := make([]any, 0, len(x))
+		for _, e := range x {
+			pv, _ := plainValue(c, e)
+			out = append(out, pv)
+		}
+		return out, true
+	case pulumi.String:
+		return string(x), true
+	case pulumi.Float64:
+		return float64(x), true
+	case pulumi.Int:
+		return float64(x), true
+	case pulumi.Bool:
+		return bool(x), true
+	case string, float64, bool:
+		return x, true
+	case int:
+		return float64(x), true
+	case pulumi.Output:
+		r, err := internals.UnsafeAwaitOutput(c, x)
+		if err != nil || !r.Known {
+			return nil, false
+		}
+		return plainValue(c, r.Value)
+	}
+	return nil, false
+}
+
+func plainMap(c context.Context, x map[string]pulumi.Input) map[string]any {
+	m := map[string]any{}
+	for k, e := range x {
+		if pv, ok := plainValue(c, e); ok {
+			m[k] = pv
+		}
+	}
+	return m
+}
+
+func plainList(c context.Context, x []pulumi.Input) []any {
+	out := make([]any, 0, len(x))
+	for _, e := range x {
+		pv, _ := plainValue(c, e)
+		out = append(out, pv)
+	}
+	return out
+}
+
+// toInput turns the plan's plain JSON gate args into inputs.
+func toInput(v any) pulumi.Input {
+	switch x := v.(type) {
+	case map[string]any:
+		m := pulumi.Map{}
+		for k, e := range x {
+			m[k] = toInput(e)
+		}
+		return m
+	case []any:
+		a := pulumi.Array{}
+		for _, e := range x {
+			a = append(a, toInput(e))
+		}
+		return a
+	case string:
+		return pulumi.String(x)
+	case float64:
+		return pulumi.Float64(x)
+	case int:
+		return pulumi.Int(x)
+	case bool:
+		return pulumi.Bool(x)
+	case nil:
+		return nil
+	}
+	return pulumi.Any(v)
+}
