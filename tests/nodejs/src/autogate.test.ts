@@ -139,8 +139,8 @@ test("autoGate: field reports 000, 001 and 002 as one gate-free program", { time
         // With the line, on the fresh cluster: the first up succeeds.
         const auto = await stack(env, cluster, { stackName: "auto", projectName: "autogate-ts", program: program(true) });
         let done = false;
-        const esoServing = serveWhenAvailable(esoHook, "external-secrets", "external-secrets-webhook", 4000, () => done);
-        const cmServing = serveWhenAvailable(cmHook, "cert-manager", "cert-manager-webhook", 4000, () => done);
+        const esoServing = serveWhenAvailable(esoHook, "external-secrets", "external-secrets-webhook", 10_000, () => done);
+        const cmServing = serveWhenAvailable(cmHook, "cert-manager", "cert-manager-webhook", 10_000, () => done);
         const issuer = play("issue", "default", "ai-ops-agent", "ai-ops-agent-tls", "3s");
         let res;
         try {
@@ -172,7 +172,8 @@ test("autoGate: field reports 000, 001 and 002 as one gate-free program", { time
         assert.ok(res.summary.result === "succeeded");
         await destroy(auto, "auto");
 
-        // Without the line: the field reports' errors (continueOnError: every failure shows).
+        // Without the line: the field reports' errors (continueOnError: every failure shows). The
+        // webhooks do not serve during this up: what a dependent meets when nothing waits for them.
         const bare = await stack(env, cluster, { stackName: "bare", projectName: "autogate-ts", program: program(false) });
         const bareIssuer = play("issue", "default", "ai-ops-agent", "ai-ops-agent-tls", "3s");
         try {

@@ -130,7 +130,7 @@ test("a resource that depends on a Release is gated on it; the plan sees the dep
     await new Promise((r) => setTimeout(r, 10));
     f.register(relUrn);
     assert.deepEqual(await depUrns(await cm), [relUrn, `${prefix}readiness:index:HelmReleaseReady::auto-eso`], "the user's dependsOn is kept, the gate added");
-    assert.deepEqual(f.calls[1].dependsOn, ["0"]);
+    assert.deepEqual(f.calls[1].dependsOn, [relUrn], "installer ids are their URNs, as in the Go SDK");
 });
 
 test("near misses: nothing gated gives no gate; opt-out annotation, exclude and a hand gate win, installers are still remembered", async () => {
