@@ -25,7 +25,7 @@ export interface AutoGateOptions {
     /**
      * Children of a component (a Chart v4, a ConfigGroup) are registered concurrently, in no
      * guaranteed order: each child's decision waits until no new child of the same component
-     * arrived for this many milliseconds. Default 300.
+     * arrived for this many milliseconds. Default 200.
      */
     settle?: number;
 }
@@ -45,7 +45,12 @@ export function autoGate(opts?: AutoGateOptions): void {
     // constructed, in program order and as objects: a gate then depends on an installer the
     // program created by its real handle.
     pulumi.runtime.registerStackTransformation((a) => { gater.track(a.type, a.name, a.resource, a.props, a.opts); return undefined; });
-    pulumi.runtime.registerResourceTransform((a) => gater.transform(a));
+    // The engine calls the transform back from the SDK's gRPC server, outside the program's
+    // async context: in an Automation API inline program its run state (the resource monitor
+    // an invoke or a new resource needs) lives in that context only. Re-enter it.
+    const als = (globalThis as any).asyncLocalStorage;
+    const store = als?.getStore();
+    pulumi.runtime.registerResourceTransform((a) => (store ? als.run(store, () => gater.transform(a)) : gater.transform(a)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -82,7 +87,7 @@ export interface AutoGateDeps {
     warn(msg: string): void;
 }
 
-// An installer: a resource the plan answered `remember: true` for.
+// An installer: a resource the plan answered `remember: true` for; its id is its URN (as in Go).
 interface Installer extends PlanInstaller {
     urn: string;
     handle?: pulumi.Resource; // the program's own object, when it constructed it
@@ -125,7 +130,7 @@ export class AutoGater {
     private settleMs: number;
 
     constructor(private opts: AutoGateOptions, private deps: AutoGateDeps) {
-        this.settleMs = opts.settle ?? 300;
+        this.settleMs = opts.settle ?? 200;
     }
 
     /**
@@ -257,7 +262,7 @@ export class AutoGater {
         if (known) {
             known.object = r.object; // the values as registered: more of them are known than at construction
         } else if (result.remember && (!this.opts.installers || this.opts.installers.includes(r.name))) {
-            const inst: Installer = { id: String(this.installers.length), type: r.type, name: r.name, object: r.object, urn: r.urn, handle: r.handle };
+            const inst: Installer = { id: r.urn, type: r.type, name: r.name, object: r.object, urn: r.urn, handle: r.handle };
             this.installers.push(inst);
             this.byUrn.set(r.urn, inst);
             if (registered) this.late++;
