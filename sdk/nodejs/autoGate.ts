@@ -138,7 +138,8 @@ export class AutoGater {
      * program order): a top-level kubernetes resource is decided now, from the values known now.
      */
     track(type: string, name: string, resource: pulumi.Resource, props: pulumi.Inputs, opts: pulumi.ResourceOptions): void {
-        if (!type.startsWith("kubernetes:") || !pulumi.CustomResource.isInstance(resource) || opts.parent) return;
+        // (Inside Resource's constructor a CustomResource is not marked as one yet: ask its class.)
+        if (!type.startsWith("kubernetes:") || resource instanceof pulumi.ComponentResource || opts.parent) return;
         const k = `${type}|${name}`;
         if (this.constructed.has(k)) {
             this.constructed.set(k, null);
@@ -396,26 +397,35 @@ const sigKey = "4dabf18193072939515e22adb298388d";
 
 /**
  * plain turns props as a transform sees them into JSON for the plan: unknown values (preview)
- * and secrets become null (the plan needs no secret value), resources and assets too.
+ * and secrets become null (the plan needs no secret value), resources and assets too. Only an
+ * Output or a Promise is waited for: a chart's CRD is a large object walked once, synchronously.
  */
 export async function plain(v: any): Promise<any> {
+    return plainWalk(v);
+}
+
+function plainWalk(v: any): any | Promise<any> {
     if (v === null || v === undefined) return null;
     if (pulumi.Output.isInstance(v)) {
         const o = v as any;
-        if (!(await o.isKnown) || (await o.isSecret)) return null;
-        return plain(await o.promise());
+        return Promise.all([o.isKnown, o.isSecret]).then(([known, secret]) => (!known || secret ? null : o.promise().then(plainWalk)));
     }
-    if (v instanceof Promise) return plain(await v);
+    if (v instanceof Promise) return v.then(plainWalk);
     if (pulumi.isUnknown(v)) return null;
     if (typeof v !== "object") return v;
-    if (Array.isArray(v)) return Promise.all(v.map(plain));
-    if (v[sigKey] !== undefined || pulumi.Resource.isInstance(v) || pulumi.asset.Asset.isInstance(v) || pulumi.asset.Archive.isInstance(v)) return null;
-    const out: Record<string, any> = {};
-    for (const [k, e] of Object.entries(v)) {
-        const p = await plain(e);
-        if (p !== null) out[k] = p;
+    if (Array.isArray(v)) {
+        const items = v.map(plainWalk);
+        return items.some((x) => x instanceof Promise) ? Promise.all(items) : items;
     }
-    return out;
+    if (v[sigKey] !== undefined || pulumi.Resource.isInstance(v) || pulumi.asset.Asset.isInstance(v) || pulumi.asset.Archive.isInstance(v)) return null;
+    const entries = Object.entries(v).map(([k, e]) => [k, plainWalk(e)] as [string, any]);
+    const build = (es: [string, any][]) => {
+        const out: Record<string, any> = {};
+        for (const [k, p] of es) if (p !== null) out[k] = p;
+        return out;
+    };
+    if (!entries.some(([, p]) => p instanceof Promise)) return build(entries);
+    return Promise.all(entries.map(async ([k, p]) => [k, await p] as [string, any])).then(build);
 }
 
 /** plainNow is {@link plain} for values known now, without waiting: any Output or Promise is null. */
