@@ -16,7 +16,7 @@ const stackUrn = `${prefix}pulumi:pulumi:Stack::proj-dev`;
 // webhook installer (key per namespace); anything depending on a Release waits for it.
 function fakePlan(a: PlanArgs): PlanResult {
     const kind = a.resource.object?.kind;
-    if (kind === "ValidatingWebhookConfiguration" || kind === "Certificate" || a.resource.type === "kubernetes:helm.sh/v3:Release") return { remember: true };
+    if (kind === "ValidatingWebhookConfiguration" || kind === "Certificate" || kind === "CustomResourceDefinition" || a.resource.type === "kubernetes:helm.sh/v3:Release") return { remember: true };
     const gates: PlannedGate[] = [];
     if (kind === "Deployment") {
         const mounted = (a.resource.object.spec?.template?.spec?.volumes ?? []).map((v: any) => v.secret?.secretName);
@@ -209,6 +209,18 @@ test("top-level resources are decided in program order, not in the order Node re
     assert.deepEqual(f.created[0].after, [certUrn], "the gate depends on the Certificate's own handle");
     assert.equal(await g.transform(reg("kubernetes:cert-manager.io/v1:Certificate", "agent-cert", cert)), undefined);
     assert.equal(f.calls.length, 2, "each decided once, at construction, as their values were all known then");
+});
+
+test("installers are sent to later calls without their CRD schemas", async () => {
+    const f = fake();
+    const g = gater(f);
+    const crd = { apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name: "widgets.example.com" },
+        spec: { group: "example.com", names: { kind: "Widget", plural: "widgets" },
+            versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object" } } } } }] } };
+    await g.transform(reg("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "widgets", crd));
+    await g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" }));
+    assert.deepEqual(f.calls[0].resource.object, crd, "the registration itself is sent whole");
+    assert.deepEqual(f.calls[1].installers[0].object.spec.versions, [{ name: "v1", served: true, storage: true, schema: {} }]);
 });
 
 test("plain: unknowns, secrets and resources become null (omitted), outputs their values", async () => {
