@@ -261,9 +261,9 @@ export class AutoGater {
         if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
         const known = this.byUrn.get(r.urn);
         if (known) {
-            known.object = r.object; // the values as registered: more of them are known than at construction
+            known.object = slim(r.object); // the values as registered: more of them are known than at construction
         } else if (result.remember && (!this.opts.installers || this.opts.installers.includes(r.name))) {
-            const inst: Installer = { id: r.urn, type: r.type, name: r.name, object: r.object, urn: r.urn, handle: r.handle };
+            const inst: Installer = { id: r.urn, type: r.type, name: r.name, object: slim(r.object), urn: r.urn, handle: r.handle };
             this.installers.push(inst);
             this.byUrn.set(r.urn, inst);
             if (registered) this.late++;
@@ -426,6 +426,19 @@ function plainWalk(v: any): any | Promise<any> {
     };
     if (!entries.some(([, p]) => p instanceof Promise)) return build(entries);
     return Promise.all(entries.map(async ([k, p]) => [k, await p] as [string, any])).then(build);
+}
+
+/**
+ * slim is an installer's object as sent with every later plan call: without CRD schemas
+ * (`openAPIV3Schema`, hundreds of KB in a chart like cert-manager's: sent with each of the
+ * chart's children, they made every call take a second). No rule reads a schema.
+ */
+export function slim(v: any): any {
+    if (v === null || typeof v !== "object") return v;
+    if (Array.isArray(v)) return v.map(slim);
+    const out: Record<string, any> = {};
+    for (const [k, e] of Object.entries(v)) if (k !== "openAPIV3Schema") out[k] = slim(e);
+    return out;
 }
 
 /** plainNow is {@link plain} for values known now, without waiting: any Output or Promise is null. */
