@@ -265,6 +265,10 @@ func (g *autoGate) gate(spec AutoGatePlanGate) (pulumi.Resource, error) {
 		opts = append(opts, pulumi.Provider(g.opts.Provider))
 	}
 	props, _ := toInput(spec.Args).(pulumi.Map)
+	if objects, ok := props["objects"]; ok {
+		// AdmissionReady's objects may be Secrets: secret from the start, as the provider stores them.
+		props["objects"] = pulumi.ToSecret(objects)
+	}
 	var r autoGateResource
 	err := g.ctx.RegisterResource(spec.Type, spec.Name, props, &r, opts...)
 	e := &autoGateEntry{res: &r, err: err}
@@ -297,13 +301,17 @@ func (g *autoGate) urnOf(c context.Context, r pulumi.Resource) (string, error) {
 // selfURN is the URN the engine gives the registration: the parent's qualified type prefixes
 // the type, except for the stack itself.
 func (g *autoGate) selfURN(parentURN, typ, name string) string {
+	return engineURN(g.ctx.Stack(), g.ctx.Project(), parentURN, typ, name)
+}
+
+func engineURN(stack, project, parentURN, typ, name string) string {
 	var parentType tokens.Type
 	if parentURN != "" {
 		if qt := resource.URN(parentURN).QualifiedType(); qt != resource.RootStackType {
 			parentType = qt
 		}
 	}
-	return string(resource.NewURN(tokens.QName(g.ctx.Stack()), tokens.PackageName(g.ctx.Project()), parentType, tokens.Type(typ), name))
+	return string(resource.NewURN(tokens.QName(stack), tokens.PackageName(project), parentType, tokens.Type(typ), name))
 }
 
 // plainValue turns transform props into plain JSON values; unknown values are left out (ok false).

@@ -1,0 +1,46 @@
+// Hand-written (sdk/overlay/go, copied here by `make sdk`): edit the overlay, not the copy.
+
+package readiness
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// The installer IDs are the URNs the engine gives: a dependsOn entry (read from the engine)
+// must equal the ID computed when the installer registered.
+func TestEngineURN(t *testing.T) {
+	stackURN := "urn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev"
+	chartURN := "urn:pulumi:dev::proj::kubernetes:helm.sh/v4:Chart::nginx"
+	for _, c := range []struct{ parent, typ, name, want string }{
+		{stackURN, "kubernetes:helm.sh/v3:Release", "eso", "urn:pulumi:dev::proj::kubernetes:helm.sh/v3:Release::eso"},
+		{"", "kubernetes:helm.sh/v3:Release", "eso", "urn:pulumi:dev::proj::kubernetes:helm.sh/v3:Release::eso"},
+		{chartURN, "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "nginx:admission",
+			"urn:pulumi:dev::proj::kubernetes:helm.sh/v4:Chart$kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration::nginx:admission"},
+	} {
+		if got := engineURN("dev", "proj", c.parent, c.typ, c.name); got != c.want {
+			t.Errorf("engineURN(%s, %s) = %s, want %s", c.parent, c.name, got, c.want)
+		}
+	}
+}
+
+// Props reach the plan as plain JSON; unknown values (preview) are left out, not sent as "".
+func TestPlainValue(t *testing.T) {
+	props := pulumi.Map{
+		"metadata": pulumi.Map{"name": pulumi.String("a"), "uid": pulumi.UnsafeUnknownOutput(nil)},
+		"spec":     pulumi.Map{"replicas": pulumi.Int(2), "on": pulumi.Bool(true), "list": pulumi.Array{pulumi.String("x")}},
+		"known":    pulumi.String("k").ToStringOutput(),
+	}
+	got, ok := plainValue(context.Background(), props)
+	want := map[string]any{
+		"metadata": map[string]any{"name": "a"},
+		"spec":     map[string]any{"replicas": float64(2), "on": true, "list": []any{"x"}},
+		"known":    "k",
+	}
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("plainValue = %#v, want %#v", got, want)
+	}
+}

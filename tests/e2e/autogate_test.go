@@ -1,0 +1,398 @@
+package e2e
+
+// autoGate (issue 24) on the real pulumi-kubernetes plugin: field reports 000, 001 and 002 as one
+// ordinary program with no hand-written gate but readiness.AutoGate at its top.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/readiness-io/pulumi-readiness/internal/charts"
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/fakes"
+	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
+)
+
+// moments records when the players made something true (a webhook serving, a Secret issued).
+type moments struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (m *moments) mark(what string) func() {
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.at == nil {
+			m.at = map[string]time.Time{}
+		}
+		m.at[what] = time.Now()
+	}
+}
+
+func (m *moments) get(what string) (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.at[what]
+	return at, ok
+}
+
+// createdAt is the object's creationTimestamp (whole seconds).
+func createdAt(t *testing.T, doc string) time.Time {
+	t.Helper()
+	u := testenv.Object(t, doc)
+	got, err := testenv.Resource(t, u).Get(context.Background(), u.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return got.GetCreationTimestamp().Time
+}
+
+// notBefore fails when an object created at created (whole seconds) was created before proof
+// (at most one second earlier is the timestamp's truncation).
+func notBefore(t *testing.T, what string, created, proof time.Time) {
+	t.Helper()
+	if created.Add(time.Second).Before(proof) {
+		t.Errorf("%s was created at %s, before its proof at %s", what, created.Format(time.RFC3339Nano), proof.Format(time.RFC3339Nano))
+	}
+}
+
+// gatesOf lists the stack's readiness resources as "Type name".
+func gatesOf(t *testing.T, s auto.Stack) []string {
+	t.Helper()
+	dep, err := s.Export(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Resources []struct {
+			URN  string `json:"urn"`
+			Type string `json:"type"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(dep.Deployment, &d); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range d.Resources {
+		if strings.HasPrefix(r.Type, "readiness:index:") {
+			out = append(out, strings.TrimPrefix(r.Type, "readiness:index:")+" "+resource.URN(r.URN).Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestAutoGateFieldReportsInOneProgram(t *testing.T) {
+	ctx := context.Background()
+	env := prepare(t)
+
+	// 000: cert-manager (CRDs as a separate earlier step, as report000_test does), its webhook serving.
+	cmCRDs, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cmCRDs {
+		if _, err := testenv.Resource(t, c).Create(ctx, c, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	cmHook := testenv.NewWebhook(t)
+	cmHook.Start(t)
+	cmObjs, err := charts.Rendered("cert-manager")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmChart, err := charts.Write(t.TempDir(), "cert-manager", charts.Prepare(charts.WithoutCRDs(cmObjs), cmHook.Webhook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	aiOps := testenv.Namespace(t, "ai-ops")
+
+	// 001: External Secrets with its CRDs and its webhook, which serves late.
+	esoHook := testenv.NewWebhook(t)
+	esoCRDs, err := charts.ExternalSecretsCRDs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	esoChart, err := charts.Local(t.TempDir(), "external-secrets", esoHook.Webhook, esoCRDs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespaces := []string{"default", "hello-world", "nodejs-demo", "storage-validator"}
+
+	// 002: ingress-nginx as a Chart v4 (its webhook configuration is one of its children).
+	nginxHook := testenv.NewWebhook(t)
+	nginxChart, err := charts.Local(t.TempDir(), "ingress-nginx", nginxHook.Webhook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj := testenv.Object(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: ingress-nginx}")
+	if _, err := testenv.Resource(t, nsObj).Create(ctx, nsObj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+
+	deploymentDoc := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ai-ops-agent, namespace: ` + aiOps + `}
+spec:
+  selector: {matchLabels: {app: ai-ops-agent}}
+  template:
+    metadata:
+      labels: {app: ai-ops-agent}
+      annotations: {` + fakes.KubeletMountAnnotation + `: 1h}
+    spec:
+      nodeSelector: {type: kwok}
+      containers: [{name: agent, image: registry.local/agent:1, volumeMounts: [{name: tls, mountPath: /etc/tls, readOnly: true}]}]
+      volumes: [{name: tls, secret: {secretName: ai-ops-agent-tls}}]`
+	ingressDoc := `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: default, annotations: {pulumi.com/skipAwait: "true"}}
+spec:
+  ingressClassName: nginx
+  rules: [{host: web.example.test, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}]`
+	esDoc := func(ns string) string {
+		return `apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: ghcr-pull-secret, namespace: ` + ns + `}
+spec:
+  refreshInterval: 1h
+  secretStoreRef: {kind: ClusterSecretStore, name: pulumi-esc}
+  target: {name: ghcr-pull-secret}
+  dataFrom: [{extract: {key: ghcr}}]`
+	}
+
+	program := func(autoGate bool) pulumi.RunFunc {
+		return func(ctx *pulumi.Context) error {
+			if autoGate {
+				if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "3m"}); err != nil {
+					return err
+				}
+			}
+			// 001
+			eso, err := stack.NewHelmRelease(ctx, "external-secrets", pulumi.Map{
+				"chart": pulumi.String(esoChart), "name": pulumi.String("external-secrets"),
+				"namespace": pulumi.String("external-secrets"), "createNamespace": pulumi.Bool(true), "timeout": pulumi.Int(180),
+			})
+			if err != nil {
+				return err
+			}
+			// A user's hand gate in front of one of them: autoGate must leave that one alone.
+			hand, err := readiness.NewHelmReleaseReady(ctx, "external-secrets-ready", &readiness.HelmReleaseReadyArgs{
+				Name: pulumi.String("external-secrets"), Namespace: pulumi.String("external-secrets"), Timeout: pulumi.String("3m"),
+			}, pulumi.DependsOn([]pulumi.Resource{eso}))
+			if err != nil {
+				return err
+			}
+			for _, ns := range namespaces {
+				deps := []pulumi.Resource{eso}
+				if ns == "storage-validator" {
+					deps = append(deps, hand)
+				}
+				if ns != "default" {
+					n, err := stack.NewKube(ctx, "ns-"+ns, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
+					if err != nil {
+						return err
+					}
+					deps = append(deps, n)
+				}
+				if _, err := stack.NewKube(ctx, "ghcr-pull-secret-"+ns, esDoc(ns), pulumi.DependsOn(deps)); err != nil {
+					return err
+				}
+			}
+			// 000
+			cm, err := stack.NewHelmRelease(ctx, "cert-manager", pulumi.Map{
+				"chart": pulumi.String(cmChart), "name": pulumi.String("cert-manager"),
+				"namespace": pulumi.String("cert-manager"), "createNamespace": pulumi.Bool(true), "timeout": pulumi.Int(180),
+			})
+			if err != nil {
+				return err
+			}
+			cert, err := stack.NewKube(ctx, "ai-ops-agent-cert", `apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: ai-ops-agent, namespace: `+aiOps+`}
+spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issuerRef: {name: vault-issuer, kind: ClusterIssuer}}`,
+				pulumi.DependsOn([]pulumi.Resource{cm}))
+			if err != nil {
+				return err
+			}
+			if _, err := stack.NewKube(ctx, "ai-ops-agent", deploymentDoc, pulumi.DependsOn([]pulumi.Resource{cert})); err != nil {
+				return err
+			}
+			// 002
+			chart, err := stack.NewChart(ctx, "ingress-nginx", pulumi.Map{"chart": pulumi.String(nginxChart), "namespace": pulumi.String("ingress-nginx")})
+			if err != nil {
+				return err
+			}
+			if _, err := stack.NewKube(ctx, "web", ingressDoc, pulumi.DependsOn([]pulumi.Resource{chart})); err != nil {
+				return err
+			}
+			// Near miss: nothing in the stack can block a ConfigMap.
+			_, err = stack.NewKube(ctx, "settings", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {a: b}")
+			return err
+		}
+	}
+
+	var m moments
+	run := func(s auto.Stack) (*fakes.Kubelet, error) {
+		k := fakes.PlayKubelet(testenv.CP.Client, aiOps, "app=ai-ops-agent", nil)
+		issuer := fakes.IssueWhenCreated(testenv.Dynamic(t), aiOps, "ai-ops-agent", "ai-ops-agent-tls", 12*time.Second, m.mark("issued"))
+		esoServe := fakes.ServeWhenAvailable(testenv.CP.Client, esoHook.Webhook, "external-secrets", "external-secrets-webhook", 5*time.Second, m.mark("eso"))
+		nginxServe := fakes.ServeWhenAvailable(testenv.CP.Client, nginxHook.Webhook, "ingress-nginx", "ingress-nginx-controller", 5*time.Second, m.mark("nginx"))
+		_, err := upErr(s)
+		_ = k.Stop()
+		for _, p := range []*fakes.Player{issuer, esoServe, nginxServe} {
+			if perr := p.Stop(); perr != nil {
+				t.Error(perr)
+			}
+		}
+		return k, err
+	}
+	cleanup := func(s auto.Stack) {
+		// The charts' webhooks intercept DELETE too: destroy while they serve.
+		_ = esoHook.Webhook.Start()
+		_ = nginxHook.Webhook.Start()
+		destroy(t, s)
+		esoHook.Stop()
+		nginxHook.Stop()
+		_ = testenv.CP.Client.CoreV1().Secrets(aiOps).Delete(context.Background(), "ai-ops-agent-tls", metav1.DeleteOptions{})
+		m = moments{}
+	}
+
+	// Without the one line: the reports' errors.
+	plain := newStack(t, env, "autogateoff", program(false))
+	_, err = run(plain)
+	requireFailure(t, err, "failed calling webhook")
+	if !strings.Contains(err.Error(), `"validate.externalsecret.external-secrets.io"`) && !strings.Contains(err.Error(), `"validate.nginx.ingress.kubernetes.io"`) {
+		t.Fatalf("without autoGate the stack must fail with report 001's or 002's webhook error; got:\n%v", err)
+	}
+	cleanup(plain)
+
+	// With it, rebuilt: the first up on a fresh cluster succeeds, every dependent after its proof.
+	rebuilds := 5
+	if testing.Short() {
+		rebuilds = 1
+	}
+	gated := newStack(t, env, "autogate", program(true))
+	for i := 1; i <= rebuilds; i++ {
+		k, err := run(gated)
+		if err != nil {
+			t.Fatalf("rebuild %d: %v", i, err)
+		}
+		if fm := k.FailedMounts(); len(fm) != 0 {
+			t.Fatalf("rebuild %d: the pod met report 000's FailedMount: %q", i, fm)
+		}
+		for _, ns := range namespaces {
+			at, ok := m.get("eso")
+			if !ok {
+				t.Fatalf("rebuild %d: the ESO webhook never served", i)
+			}
+			notBefore(t, "ExternalSecret "+ns, createdAt(t, esDoc(ns)), at)
+		}
+		issued, ok := m.get("issued")
+		if !ok {
+			t.Fatalf("rebuild %d: the Certificate was never issued", i)
+		}
+		notBefore(t, "Deployment ai-ops-agent", createdAt(t, deploymentDoc), issued)
+		served, ok := m.get("nginx")
+		if !ok {
+			t.Fatalf("rebuild %d: the ingress-nginx webhook never served", i)
+		}
+		notBefore(t, "Ingress web", createdAt(t, ingressDoc), served)
+		if nginxHook.Calls.Load() == 0 || esoHook.Calls.Load() == 0 {
+			t.Fatalf("rebuild %d: webhook calls nginx %d, eso %d: objects created without their webhook answering", i, nginxHook.Calls.Load(), esoHook.Calls.Load())
+		}
+
+		gates := gatesOf(t, gated)
+		t.Logf("rebuild %d gates: %s", i, strings.Join(gates, ", "))
+		want := []string{
+			"AdmissionReady auto-admission-certificates-" + aiOps + "-cert-manager",
+			"AdmissionReady auto-admission-externalsecrets-default-external-secrets",
+			"AdmissionReady auto-admission-externalsecrets-hello-world-external-secrets",
+			"AdmissionReady auto-admission-externalsecrets-nodejs-demo-external-secrets",
+			"AdmissionReady auto-admission-ingresses-default-ingress-nginx-ingress-nginx-admission",
+			"CertificateReady auto-certificate-" + aiOps + "-ai-ops-agent",
+			"HelmReleaseReady auto-helmrelease-cert-manager-cert-manager",
+			"HelmReleaseReady auto-helmrelease-external-secrets-external-secrets",
+			"HelmReleaseReady external-secrets-ready",
+			"ResourceReady auto-exists-ingress-nginx-ingress-nginx-admission",
+		}
+		if !slices.Equal(gates, want) {
+			t.Errorf("rebuild %d: gates\n  %s\nwant\n  %s", i, strings.Join(gates, "\n  "), strings.Join(want, "\n  "))
+		}
+		cleanup(gated)
+		nginxHook.Calls.Store(0)
+		esoHook.Calls.Store(0)
+	}
+}
+
+// A ConfigGroup whose own custom resource its own webhook validates (report 002's APISIX shape):
+// the plugin registers its children concurrently, so the custom resource may reach the transform
+// before the webhook configuration. Either order in the YAML, autoGate holds the custom resource
+// until the webhook answers for it; the webhook serves 3 s after its configuration exists.
+func TestAutoGateConfigGroupWebhookAndCustomResourceInEitherOrder(t *testing.T) {
+	env := prepare(t)
+	for _, order := range []string{"webhook-first", "resource-first"} {
+		t.Run(order, func(t *testing.T) {
+			group := fmt.Sprintf("ag%d.readiness.test", time.Now().UnixNano()%1_000_000)
+			wh := testenv.NewWebhook(t)
+			hookName := "widgets-" + strings.Split(group, ".")[0]
+			docs := []string{wh.Configuration(hookName, group), testenv.CRD(group, "Widget", "widgets"),
+				"apiVersion: " + group + "/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {size: 1}\n"}
+			if order == "resource-first" {
+				slices.Reverse(docs)
+			}
+			s := newStack(t, env, "autogatecg", func(ctx *pulumi.Context) error {
+				if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "2m"}); err != nil {
+					return err
+				}
+				_, err := stack.NewConfigGroup(ctx, "app", pulumi.Map{"yaml": pulumi.String(strings.Join(docs, "\n---\n"))})
+				return err
+			})
+			var m moments
+			served := make(chan struct{})
+			go func() { // plays the webhook's pod: it serves 3 s after its configuration exists
+				defer close(served)
+				for {
+					if _, err := testenv.CP.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), hookName, metav1.GetOptions{}); err == nil {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				time.Sleep(3 * time.Second)
+				wh.Start(t)
+				m.mark("served")()
+			}()
+			if _, err := upErr(s); err != nil {
+				t.Fatal(err)
+			}
+			<-served
+			at, _ := m.get("served")
+			notBefore(t, "Widget w1", createdAt(t, docs[slices.IndexFunc(docs, func(d string) bool { return strings.HasPrefix(d, "apiVersion: "+group) })]), at)
+			if wh.Calls.Load() == 0 {
+				t.Fatal("the Widget was created without the webhook answering")
+			}
+			gates := gatesOf(t, s)
+			t.Logf("gates: %s", strings.Join(gates, ", "))
+			if len(gates) != 2 || !strings.HasPrefix(gates[0], "AdmissionReady auto-admission-widgets-default-") || !strings.HasPrefix(gates[1], "ResourceReady auto-exists-") {
+				t.Errorf("gates = %v, want the configuration's existence and one AdmissionReady", gates)
+			}
+			destroy(t, s)
+		})
+	}
+}
