@@ -44,7 +44,14 @@ export function autoGate(opts?: AutoGateOptions): void {
     // The legacy (in-process) transformation sees the program's own resources as they are
     // constructed, in program order and as objects: a gate then depends on an installer the
     // program created by its real handle.
-    pulumi.runtime.registerStackTransformation((a) => { gater.track(a.type, a.name, a.resource, a.props, a.opts); return undefined; });
+    pulumi.runtime.registerStackTransformation((a) => {
+        try {
+            gater.track(a.type, a.name, a.resource, a.props, a.opts);
+        } catch (e) {
+            pulumi.log.warn(`autoGate: ${a.type} ${a.name} is decided when it registers: ${e instanceof Error ? e.message : e}`);
+        }
+        return undefined; // it never changes a resource
+    });
     // The engine calls the transform back from the SDK's gRPC server, outside the program's
     // async context: in an Automation API inline program its run state (the resource monitor
     // an invoke or a new resource needs) lives in that context only. Re-enter it.
