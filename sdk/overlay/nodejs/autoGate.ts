@@ -97,6 +97,7 @@ export interface AutoGateDeps {
 // An installer: a resource the plan answered `remember: true` for; its id is its URN (as in Go).
 interface Installer extends PlanInstaller {
     urn: string;
+    seq: number; // the order it was registered (or constructed) in: installers are sent in that order
     handle?: pulumi.Resource; // the program's own object, when it constructed it
 }
 
@@ -133,7 +134,10 @@ export class AutoGater {
     private gates = new Map<string, Promise<pulumi.Resource>>();
     private constructed = new Map<string, Constructed | null>(); // null: the name is ambiguous
     private groups = new Map<string, { timer?: NodeJS.Timeout; items: Pending[] }>();
-    private queue: Promise<unknown> = Promise.resolve();
+    private seq = 0;
+    private allRemembered: Promise<void> = Promise.resolve(); // every decision asked so far knows whether it is an installer
+    private inFlight = 0;
+    private slots: (() => void)[] = [];
     private settleMs: number;
 
     constructor(private opts: AutoGateOptions, private deps: AutoGateDeps) {
@@ -156,7 +160,7 @@ export class AutoGater {
         const deps = toArray(opts.dependsOn as any).flatMap((d: any) =>
             pulumi.Resource.isInstance(d) ? [{ handle: d, type: String((d as any).__pulumiType ?? "") }] : []);
         const reg: Reg = { type, name, urn: childUrn(this.deps.urnPrefix(), undefined, type, name), object, deps, handle: resource };
-        const decision = this.enqueue(async () => ({ gates: await this.decide(reg, false, false), objectKey: stableKey(object), late: this.late }));
+        const decision = this.decideInOrder(reg, false).then((d) => ({ gates: d.gates, objectKey: stableKey(object), late: this.late }));
         decision.catch(() => undefined);
         this.constructed.set(k, { resource, decision });
     }
@@ -178,9 +182,9 @@ export class AutoGater {
                 // an installer appeared since that program order did not show (a component's child).
                 const d = await c.decision.catch(() => undefined);
                 if (d && d.objectKey === stableKey(reg.object) && d.late === this.late) return await this.wire(a, d.gates);
-                return await this.wire(a, await this.enqueue(() => this.decide(reg, true, true)));
+                return await this.wire(a, (await this.decideInOrder(reg, true, true)).gates);
             }
-            return await this.wire(a, await this.enqueue(() => this.decide(reg, false, true)));
+            return await this.wire(a, (await this.decideInOrder(reg, true)).gates);
         } catch (e) {
             this.deps.warn(`autoGate: ${a.type} ${a.name} left ungated: ${errorText(e)}`);
             return undefined;
@@ -216,10 +220,7 @@ export class AutoGater {
         const decided = await Promise.all(items.map(async (p) => {
             try {
                 const reg = await this.reg(p.args, p.parentUrn);
-                return await this.enqueue(async () => {
-                    const before = this.installers.length;
-                    return { p, reg, gates: await this.decide(reg, false, true), before, ok: true as const };
-                });
+                return { p, reg, ...(await this.decideInOrder(reg, true)), ok: true as const };
             } catch (e) {
                 return { p, ok: false as const, err: e };
             }
@@ -229,10 +230,8 @@ export class AutoGater {
                 try {
                     if (!d.ok) throw d.err;
                     let gates = d.gates;
-                    // Installers remembered after this child was decided (itself aside): ask again with all of them.
-                    if (this.installers.slice(d.before).some((i) => i.urn !== d.reg.urn)) {
-                        gates = await this.enqueue(() => this.decide(d.reg, true, true));
-                    }
+                    // An installer of the same component arrived after this child (itself aside): ask again with all of them.
+                    if (this.missing(d.sent, d.reg.urn)) gates = (await this.decide(d.reg, true, true, d.seq)).gates;
                     d.p.resolve(await this.wire(d.p.args, gates));
                 } catch (e) {
                     this.deps.warn(`autoGate: ${d.p.args.type} ${d.p.args.name} left ungated: ${errorText(e)}`);
@@ -242,43 +241,76 @@ export class AutoGater {
         }
     }
 
-    // enqueue runs plan decisions one at a time, in order: `installers` is the list of what came before.
-    private enqueue<T>(f: () => Promise<T>): Promise<T> {
-        const next = this.queue.then(f, f);
-        this.queue = next.catch(() => undefined);
-        return next;
+    // decideInOrder asks the plan at once (calls run concurrently), then, once every decision
+    // asked before it knows whether it is an installer, asks again if one of those was not in
+    // its question: the answer is the one for everything registered before it, in order.
+    private async decideInOrder(r: Reg, registered: boolean, again = false): Promise<{ gates: PlannedGate[]; sent: Set<string>; seq: number }> {
+        const seq = this.seq++;
+        const before = this.allRemembered;
+        let remembered!: () => void;
+        const mine = new Promise<void>((resolve) => (remembered = resolve));
+        this.allRemembered = before.then(() => mine);
+        let first: { gates: PlannedGate[]; sent: Set<string> };
+        try {
+            first = await this.decide(r, again, registered, seq);
+        } finally {
+            remembered();
+        }
+        await before;
+        if (!this.missing(first.sent, r.urn, seq)) return { ...first, seq };
+        return { ...(await this.decide(r, true, registered, seq)), seq };
+    }
+
+    // missing: an installer (registered before seq, when given) that a question did not include.
+    private missing(sent: Set<string>, self: string, seq?: number): boolean {
+        return this.installers.some((i) => i.urn !== self && !sent.has(i.id) && (seq === undefined || i.seq < seq));
+    }
+
+    // slot bounds the plan calls in flight.
+    private async slot<T>(f: () => Promise<T>): Promise<T> {
+        if (this.inFlight >= 16) await new Promise<void>((resolve) => this.slots.push(resolve));
+        this.inFlight++;
+        try {
+            return await f();
+        } finally {
+            this.inFlight--;
+            this.slots.shift()?.();
+        }
     }
 
     // decide asks the plan about one registration, remembers it when it is an installer and
     // returns the gates it must wait for (none when the user opted it out or gated it by hand).
-    private async decide(r: Reg, again: boolean, registered: boolean): Promise<PlannedGate[]> {
+    private async decide(r: Reg, again: boolean, registered: boolean, seq: number): Promise<{ gates: PlannedGate[]; sent: Set<string> }> {
         const depIds = r.deps.flatMap((d) => {
             const i = d.urn ? this.byUrn.get(d.urn) : this.installers.find((x) => x.handle !== undefined && x.handle === d.handle);
             return i ? [i.id] : [];
         });
-        const result = await this.deps.plan({
+        const installers = this.installers.filter((i) => i.urn !== r.urn);
+        const sent = new Set(installers.map((i) => i.id));
+        const result = await this.slot(() => this.deps.plan({
             resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
-            installers: this.installers.filter((i) => i.urn !== r.urn).map(({ id, type, name, object }) => ({ id, type, name, object })),
+            installers: installers.map(({ id, type, name, object }) => ({ id, type, name, object })),
             dependsOn: depIds,
             options: {
                 timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
                 namespaces: this.opts.namespaces,
             },
-        });
+        }));
         if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
         const known = this.byUrn.get(r.urn);
         if (known) {
             known.object = slim(r.object); // the values as registered: more of them are known than at construction
         } else if (result.remember && (!this.opts.installers || this.opts.installers.includes(r.name))) {
-            const inst: Installer = { id: r.urn, type: r.type, name: r.name, object: slim(r.object), urn: r.urn, handle: r.handle };
-            this.installers.push(inst);
+            const inst: Installer = { id: r.urn, seq, type: r.type, name: r.name, object: slim(r.object), urn: r.urn, handle: r.handle };
+            const at = this.installers.findIndex((i) => i.seq > seq);
+            this.installers.splice(at < 0 ? this.installers.length : at, 0, inst);
             this.byUrn.set(r.urn, inst);
             if (registered) this.late++;
         }
         const handGated = r.deps.some((d) => d.type.startsWith("readiness:"));
         const optedOut = String(r.object?.metadata?.annotations?.[autoGateOptOutAnnotation] ?? "").toLowerCase() === "false";
-        if (handGated || optedOut || this.opts.exclude?.(r.type, r.name)) return [];
-        return result.gates ?? [];
+        if (handGated || optedOut || this.opts.exclude?.(r.type, r.name)) return { gates: [], sent };
+        return { gates: result.gates ?? [], sent };
     }
 
     // wire creates (or reuses, by batch key) the gates and adds them to the resource's dependsOn.

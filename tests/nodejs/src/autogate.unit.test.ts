@@ -208,7 +208,27 @@ test("top-level resources are decided in program order, not in the order Node re
     assert.deepEqual(await depUrns(d), [`${prefix}readiness:index:CertificateReady::auto-certificate-agent-cert`]);
     assert.deepEqual(f.created[0].after, [certUrn], "the gate depends on the Certificate's own handle");
     assert.equal(await g.transform(reg("kubernetes:cert-manager.io/v1:Certificate", "agent-cert", cert)), undefined);
-    assert.equal(f.calls.length, 2, "each decided once, at construction, as their values were all known then");
+    assert.equal(f.calls.filter((c) => c.resource.name === "agent-cert").length, 1, "decided at construction, its values all known then");
+    assert.deepEqual(f.calls.filter((c) => c.resource.name === "agent").pop()!.installers.map((i) => i.name), ["agent-cert"]);
+});
+
+test("plan calls run concurrently and every answer still counts every installer registered before it", async () => {
+    let inFlight = 0, most = 0;
+    const f = fake(async (a) => {
+        most = Math.max(most, ++inFlight);
+        await new Promise((r) => setTimeout(r, a.resource.name === "eso-validate" ? 30 : 5)); // the installer answers last
+        inFlight--;
+        return fakePlan(a);
+    });
+    const g = gater(f);
+    const hookUrn = childUrn(prefix, undefined, "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso-validate");
+    f.register(hookUrn);
+    const track = (type: string, name: string, obj: any) => g.track(type, name, new pulumi.DependencyResource(childUrn(prefix, undefined, type, name)), obj, {});
+    track("kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso-validate", vwc);
+    for (const n of ["a", "b", "c", "d"]) track("kubernetes:external-secrets.io/v1:ExternalSecret", `es-${n}`, es(n, "team-a"));
+    const results = await Promise.all(["a", "b", "c", "d"].map((n) => g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", `es-${n}`, es(n, "team-a")))));
+    assert.ok(most > 1, "the plan calls ran one at a time");
+    for (const r of results) assert.equal((await depUrns(r)).length, 2, "an ExternalSecret asked before the webhook's answer was not asked again");
 });
 
 test("installers are sent to later calls without their CRD schemas", async () => {
