@@ -358,7 +358,8 @@ function pulumiDeps(o: AutoGateOptions): AutoGateDeps {
     const invokeOpts: pulumi.InvokeOptions = { ...utilities.resourceOptsDefaults(), ...(o.provider ? { provider: o.provider } : {}) };
     return {
         plan: (args) => pulumi.runtime.invoke("readiness:index:autoGatePlan", args as any, invokeOpts),
-        createGate: (g, after) => new Gate(g.type, g.name, g.args ?? {},
+        // AdmissionReady's objects may be Secrets: secret from the start, as the provider stores them (as in Go).
+        createGate: (g, after) => new Gate(g.type, g.name, g.args?.objects ? { ...g.args, objects: pulumi.secret(g.args.objects) } : g.args ?? {},
             pulumi.mergeOptions(utilities.resourceOptsDefaults(), { dependsOn: after, ...(o.provider ? { provider: o.provider } : {}) })),
         waitRegistered,
         urnPrefix: () => `urn:pulumi:${pulumi.getStack()}::${pulumi.getProject()}::`,
