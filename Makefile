@@ -115,7 +115,7 @@ bench: build tools
 
 # A few trials of every benchmark, so `make test` keeps the bench working (figures not kept).
 bench-smoke: build tools
-	go run ./bench -trials 4 -batch 2 -webhook-trials 2 -scale 50 -stack-gates 5 -ready-trials 3 -stack-scale 4 -out $${TMPDIR:-/tmp}/readiness-bench-smoke.md > /dev/null
+	go run ./bench -trials 4 -batch 2 -webhook-trials 2 -scale 50 -stack-gates 5 -ready-trials 3 -stack-scale 4 -autogate-objects 3 -out $${TMPDIR:-/tmp}/readiness-bench-smoke.md > /dev/null
 
 # Compiles every Go example and type-checks every TypeScript one, and runs the Go ones that have
 # a test beside them (examples/*/go/main_test.go: the example's Program as an inline program on

@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/stack"
 )
 
 type config struct {
 	trials, batch, webhookTrials, scale, stackGates int
-	readyTrials, stackScale                         int
+	readyTrials, stackScale, autoGateObjects        int
 	out, sections                                   string
 }
 
@@ -44,7 +45,8 @@ func main() {
 	flag.IntVar(&c.stackGates, "stack-gates", 30, "gates in the Pulumi stack-overhead run")
 	flag.IntVar(&c.readyTrials, "ready-trials", 50, "sequential trials per gate kind with the target already ready")
 	flag.IntVar(&c.stackScale, "stack-scale", 1000, "gates in the Pulumi stack run with and without checkpoints (0: skip)")
-	flag.StringVar(&c.sections, "sections", "all", "comma-separated sections to run, for partial runs (detection, webhook, admission, conversion, ready, scale, stack, engine); the others' figures stay empty")
+	flag.IntVar(&c.autoGateObjects, "autogate-objects", 200, "ExternalSecrets in the autoGate stack run with no gate, a hand-placed gate and AutoGate (0: skip)")
+	flag.StringVar(&c.sections, "sections", "all", "comma-separated sections to run, for partial runs (detection, webhook, admission, conversion, ready, scale, stack, engine, autogate); the others' figures stay empty")
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "results file (regenerated)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -131,6 +133,16 @@ func run(c config) error {
 	if c.stackScale > 0 && c.on("engine") {
 		logf("stack at scale: %d gates, default checkpointing and PULUMI_SKIP_CHECKPOINTS=true", c.stackScale)
 		if r.engine, err = b.engineScale(ctx, c.stackScale); err != nil {
+			return err
+		}
+	}
+	if c.autoGateObjects > 0 && c.on("autogate") {
+		logf("autoGate: %d ExternalSecrets with no gate, a hand-placed gate and AutoGate", c.autoGateObjects)
+		env, err := stack.Prepare(ctx, b.dir)
+		if err != nil {
+			return err
+		}
+		if r.autoGate, err = b.autoGateComparison(ctx, env, c.autoGateObjects); err != nil {
 			return err
 		}
 	}

@@ -56,6 +56,7 @@ type report struct {
 	stack      stackResult
 	ready      []readyRow
 	engine     engineScaleResult
+	autoGate   autoGateResult
 }
 
 func row(name string, d dist) string {
@@ -148,6 +149,7 @@ func (r report) markdown() string {
 		(st.lastGate - st.lastReady).Round(time.Millisecond), (st.summary - st.lastReady).Round(time.Millisecond),
 		(st.upWall - st.lastReady).Round(time.Millisecond))
 	b.WriteString(r.engineMarkdown())
+	b.WriteString(r.autoGateMarkdown())
 	fmt.Fprintf(&b, "## Targets\n\n| target | goal | measured |\n| --- | --- | --- |\n")
 	fmt.Fprintf(&b, "| detection p50 / p99 (ResourceReady) | ≤ 20 ms / ≤ 100 ms | %s / %s |\n", ms(r.resource.gate.pct(50)), ms(r.resource.gate.pct(99)))
 	fmt.Fprintf(&b, "| detection p50 / p99 (CertificateReady) | ≤ 20 ms / ≤ 100 ms | %s / %s |\n", ms(r.certificate.gate.pct(50)), ms(r.certificate.gate.pct(99)))
@@ -178,6 +180,10 @@ func (r report) markdown() string {
 	}
 	fmt.Fprintf(&b, "| stack overhead, %d gates | ≤ 1 s | %s to the engine's summary (%s to the Automation API call returning) |\n",
 		st.gates, (st.summary - st.lastReady).Round(time.Millisecond), (st.upWall - st.lastReady).Round(time.Millisecond))
+	if hand, auto, ok := r.autoGate.handAndAuto(); ok {
+		fmt.Fprintf(&b, "| %d gated objects: `up` with `AutoGate` vs hand-placed gates | within 20%% | %.2f× (%s vs %s) |\n",
+			r.autoGate.objects, float64(auto)/float64(hand), auto.Round(time.Millisecond), hand.Round(time.Millisecond))
+	}
 	return b.String()
 }
 

@@ -10,6 +10,7 @@ export type AdmissionReady = import("./admissionReady").AdmissionReady;
 export const AdmissionReady: typeof import("./admissionReady").AdmissionReady = null as any;
 utilities.lazyLoad(exports, ["AdmissionReady"], () => require("./admissionReady"));
 
+export * from "./autoGate";
 export { AutoGatePlanArgs, AutoGatePlanResult, AutoGatePlanOutputArgs } from "./autoGatePlan";
 export const autoGatePlan: typeof import("./autoGatePlan").autoGatePlan = null as any;
 export const autoGatePlanOutput: typeof import("./autoGatePlan").autoGatePlanOutput = null as any;

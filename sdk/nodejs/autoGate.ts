@@ -1,0 +1,506 @@
+// autoGate: one call at the top of a program puts the right readiness gate in front of every
+// Kubernetes object that something else in the stack can block (issue #24). Hand-written (an
+// overlay kept beside the generated SDK): every rule lives in the provider's function
+// `readiness:index:autoGatePlan`; this file only carries registrations to it and wires the
+// gates it answers with into `dependsOn`.
+import * as pulumi from "@pulumi/pulumi";
+import * as utilities from "./utilities";
+
+/** Options of {@link autoGate}; all optional. */
+export interface AutoGateOptions {
+    /** A readiness Provider for the gates and for the plan invoke. */
+    provider?: pulumi.ProviderResource;
+    /** Passed to every gate it makes, as a Go duration (`10m`). */
+    timeout?: string;
+    /** Passed to every gate it makes, as a Go duration (`10s`). */
+    stableFor?: string;
+    /** Passed to every gate it makes, as a Go duration (`30s`). */
+    failureGrace?: string;
+    /** Only objects in these namespaces are gated. */
+    namespaces?: string[];
+    /** Only installers with these Pulumi resource names count (a CRD, a webhook configuration, a Release, ...). */
+    installers?: string[];
+    /** True: never gate this resource (type token, Pulumi name). */
+    exclude?: (type: string, name: string) => boolean;
+    /**
+     * Children of a component (a Chart v4, a ConfigGroup) are registered concurrently, in no
+     * guaranteed order: each child's decision waits until no new child of the same component
+     * arrived for this many milliseconds. Default 200.
+     */
+    settle?: number;
+}
+
+/** The annotation that opts one object out: `readiness.io/auto-gate: "false"`. */
+export const autoGateOptOutAnnotation = "readiness.io/auto-gate";
+
+/**
+ * autoGate registers a stack transform that gates every later `kubernetes:` registration on
+ * what it needs (a CRD the stack installs, a webhook that intercepts it, the Secret a
+ * Certificate or ExternalSecret produces, a Helm release): it only adds `dependsOn` entries,
+ * never changes props. Call it once, before the resources it should see.
+ */
+export function autoGate(opts?: AutoGateOptions): void {
+    const gater = new AutoGater(opts ?? {}, pulumiDeps(opts ?? {}));
+    // The legacy (in-process) transformation sees the program's own resources as they are
+    // constructed, in program order and as objects: a gate then depends on an installer the
+    // program created by its real handle.
+    pulumi.runtime.registerStackTransformation((a) => {
+        try {
+            gater.track(a.type, a.name, a.resource, a.props, a.opts);
+        } catch (e) {
+            pulumi.log.warn(`autoGate: ${a.type} ${a.name} is decided when it registers: ${e instanceof Error ? e.message : e}`);
+        }
+        return undefined; // it never changes a resource
+    });
+    // The engine calls the transform back from the SDK's gRPC server, outside the program's
+    // async context: in an Automation API inline program its run state (the resource monitor
+    // an invoke or a new resource needs) lives in that context only. Re-enter it.
+    const als = (globalThis as any).asyncLocalStorage;
+    const store = als?.getStore();
+    pulumi.runtime.registerResourceTransform((a) => (store ? als.run(store, () => gater.transform(a)) : gater.transform(a)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The contract with `readiness:index:autoGatePlan` (provider/pkg/autogate).
+
+export interface PlanResource { type: string; name: string; parentType?: string; object: any }
+export interface PlanInstaller { id: string; type: string; name: string; object: any }
+export interface PlanArgs {
+    resource: PlanResource;
+    installers: PlanInstaller[];
+    dependsOn: string[];
+    options: { timeout?: string; stableFor?: string; failureGrace?: string; namespaces?: string[] };
+}
+export interface PlannedGate {
+    key: string; name: string; type: string; args: any;
+    /** Installer ids the gate depends on. */
+    after?: string[];
+    /** Keys of gates earlier in the same answer the gate depends on (AdmissionReady after proof its webhook configuration exists). */
+    afterGates?: string[];
+    reason?: string;
+}
+export interface PlanResult { remember?: boolean; gates?: PlannedGate[]; warnings?: string[] }
+
+/** What the gater needs from Pulumi; tests give fakes. */
+export interface AutoGateDeps {
+    plan(args: PlanArgs): Promise<PlanResult>;
+    /** Registers a gate (top level, never a component's child) after the given resources. */
+    createGate(gate: PlannedGate, after: pulumi.Resource[]): pulumi.Resource;
+    /** Resolves once the resource with this URN was registered and its step finished. */
+    waitRegistered(urn: string): Promise<void>;
+    /** "urn:pulumi:<stack>::<project>::" */
+    urnPrefix(): string;
+    info(msg: string): void;
+    warn(msg: string): void;
+}
+
+// An installer: a resource the plan answered `remember: true` for; its id is its URN (as in Go).
+interface Installer extends PlanInstaller {
+    urn: string;
+    seq: number; // the order it was registered (or constructed) in: installers are sent in that order
+    handle?: pulumi.Resource; // the program's own object, when it constructed it
+}
+
+// A registration as decide needs it.
+interface Reg {
+    type: string;
+    name: string;
+    urn: string;
+    parentType?: string;
+    object: any;
+    deps: { urn?: string; handle?: pulumi.Resource; type: string }[];
+    handle?: pulumi.Resource;
+}
+
+// A resource the program constructed at the top level, decided in program order: Node sends a
+// registration only once its inputs and dependsOn resolved, so the engine's order is not the
+// program's (a Deployment without dependsOn registers before the Certificate written above it).
+interface Constructed {
+    resource: pulumi.Resource;
+    decision: Promise<{ gates: PlannedGate[]; objectKey: string; late: number }>;
+}
+
+interface Pending {
+    args: pulumi.ResourceTransformArgs;
+    parentUrn?: string;
+    resolve: (r: pulumi.ResourceTransformResult | undefined) => void;
+}
+
+/** AutoGater is autoGate's bookkeeping (exported for its tests; not a stable API). */
+export class AutoGater {
+    private installers: Installer[] = [];
+    private byUrn = new Map<string, Installer>();
+    private late = 0; // installers remembered at registration time rather than in program order
+    private gates = new Map<string, Promise<pulumi.Resource>>();
+    private constructed = new Map<string, Constructed | null>(); // null: the name is ambiguous
+    private groups = new Map<string, { timer?: NodeJS.Timeout; items: Pending[] }>();
+    private seq = 0;
+    private allRemembered: Promise<void> = Promise.resolve(); // every decision asked so far knows whether it is an installer
+    private inFlight = 0;
+    private slots: (() => void)[] = [];
+    private settleMs: number;
+
+    constructor(private opts: AutoGateOptions, private deps: AutoGateDeps) {
+        this.settleMs = opts.settle ?? 200;
+    }
+
+    /**
+     * track is called as the program constructs a resource (a legacy stack transformation, in
+     * program order): a top-level kubernetes resource is decided now, from the values known now.
+     */
+    track(type: string, name: string, resource: pulumi.Resource, props: pulumi.Inputs, opts: pulumi.ResourceOptions): void {
+        // (Inside Resource's constructor a CustomResource is not marked as one yet: ask its class.)
+        if (!type.startsWith("kubernetes:") || resource instanceof pulumi.ComponentResource || opts.parent) return;
+        const k = `${type}|${name}`;
+        if (this.constructed.has(k)) {
+            this.constructed.set(k, null);
+            return;
+        }
+        const object = plainNow(props);
+        const deps = toArray(opts.dependsOn as any).flatMap((d: any) =>
+            pulumi.Resource.isInstance(d) ? [{ handle: d, type: String((d as any).__pulumiType ?? "") }] : []);
+        const reg: Reg = { type, name, urn: childUrn(this.deps.urnPrefix(), undefined, type, name), object, deps, handle: resource };
+        const decision = this.decideInOrder(reg, false).then((d) => ({ gates: d.gates, objectKey: stableKey(object), late: this.late }));
+        decision.catch(() => undefined);
+        this.constructed.set(k, { resource, decision });
+    }
+
+    /** transform is the stack transform: never throws, never hangs on an error. */
+    async transform(a: pulumi.ResourceTransformArgs): Promise<pulumi.ResourceTransformResult | undefined> {
+        if (!a.custom || !a.type.startsWith("kubernetes:")) return undefined;
+        try {
+            const parentUrn = await urnOf(a.opts.parent);
+            if (parentUrn && isComponentChild(parentUrn)) {
+                // Children of a Chart v4 / ConfigGroup: wait until the component's registrations settle.
+                return await new Promise((resolve) => this.hold({ args: a, parentUrn, resolve }));
+            }
+            const topLevel = !parentUrn || typeOfUrn(parentUrn) === "pulumi:pulumi:Stack";
+            const c = topLevel ? this.constructed.get(`${a.type}|${a.name}`) : undefined;
+            const reg = await this.reg(a, parentUrn, c?.resource);
+            if (c) {
+                // Decided in program order; again only when its values were not all known then, or
+                // an installer appeared since that program order did not show (a component's child).
+                const d = await c.decision.catch(() => undefined);
+                if (d && d.objectKey === stableKey(reg.object) && d.late === this.late) return await this.wire(a, d.gates);
+                return await this.wire(a, (await this.decideInOrder(reg, true, true)).gates);
+            }
+            return await this.wire(a, (await this.decideInOrder(reg, true)).gates);
+        } catch (e) {
+            this.deps.warn(`autoGate: ${a.type} ${a.name} left ungated: ${errorText(e)}`);
+            return undefined;
+        }
+    }
+
+    private async reg(a: pulumi.ResourceTransformArgs, parentUrn: string | undefined, handle?: pulumi.Resource): Promise<Reg> {
+        const depUrns = await Promise.all(dependsOnOf(a).map((d) => urnOf(d)));
+        return {
+            type: a.type, name: a.name, urn: childUrn(this.deps.urnPrefix(), parentUrn, a.type, a.name),
+            ...(parentUrn && isComponentChild(parentUrn) ? { parentType: typeOfUrn(parentUrn) } : {}),
+            object: await plain(a.props),
+            deps: depUrns.flatMap((u) => (u ? [{ urn: u, type: typeOfUrn(u) }] : [])),
+            handle,
+        };
+    }
+
+    private hold(p: Pending): void {
+        const key = p.parentUrn!;
+        let g = this.groups.get(key);
+        if (!g) this.groups.set(key, (g = { items: [] }));
+        g.items.push(p);
+        if (g.timer) clearTimeout(g.timer);
+        g.timer = setTimeout(() => {
+            this.groups.delete(key);
+            void this.settle(g!.items);
+        }, this.settleMs);
+    }
+
+    // settle decides a component's children once they stopped arriving: in arrival order, then
+    // once more for those decided before an installer of the same component was remembered.
+    private async settle(items: Pending[]): Promise<void> {
+        const decided = await Promise.all(items.map(async (p) => {
+            try {
+                const reg = await this.reg(p.args, p.parentUrn);
+                return { p, reg, ...(await this.decideInOrder(reg, true)), ok: true as const };
+            } catch (e) {
+                return { p, ok: false as const, err: e };
+            }
+        }));
+        for (const d of decided) {
+            void (async () => {
+                try {
+                    if (!d.ok) throw d.err;
+                    let gates = d.gates;
+                    // An installer of the same component arrived after this child (itself aside): ask again with all of them.
+                    if (this.missing(d.sent, d.reg.urn)) gates = (await this.decide(d.reg, true, true, d.seq)).gates;
+                    d.p.resolve(await this.wire(d.p.args, gates));
+                } catch (e) {
+                    this.deps.warn(`autoGate: ${d.p.args.type} ${d.p.args.name} left ungated: ${errorText(e)}`);
+                    d.p.resolve(undefined);
+                }
+            })();
+        }
+    }
+
+    // decideInOrder asks the plan at once (calls run concurrently), then, once every decision
+    // asked before it knows whether it is an installer, asks again if one of those was not in
+    // its question: the answer is the one for everything registered before it, in order.
+    private async decideInOrder(r: Reg, registered: boolean, again = false): Promise<{ gates: PlannedGate[]; sent: Set<string>; seq: number }> {
+        const seq = this.seq++;
+        const before = this.allRemembered;
+        let remembered!: () => void;
+        const mine = new Promise<void>((resolve) => (remembered = resolve));
+        this.allRemembered = before.then(() => mine);
+        let first: { gates: PlannedGate[]; sent: Set<string> };
+        try {
+            first = await this.decide(r, again, registered, seq);
+        } finally {
+            remembered();
+        }
+        await before;
+        if (!this.missing(first.sent, r.urn, seq)) return { ...first, seq };
+        return { ...(await this.decide(r, true, registered, seq)), seq };
+    }
+
+    // missing: an installer (registered before seq, when given) that a question did not include.
+    private missing(sent: Set<string>, self: string, seq?: number): boolean {
+        return this.installers.some((i) => i.urn !== self && !sent.has(i.id) && (seq === undefined || i.seq < seq));
+    }
+
+    // slot bounds the plan calls in flight.
+    private async slot<T>(f: () => Promise<T>): Promise<T> {
+        if (this.inFlight >= 16) await new Promise<void>((resolve) => this.slots.push(resolve));
+        this.inFlight++;
+        try {
+            return await f();
+        } finally {
+            this.inFlight--;
+            this.slots.shift()?.();
+        }
+    }
+
+    // decide asks the plan about one registration, remembers it when it is an installer and
+    // returns the gates it must wait for (none when the user opted it out or gated it by hand).
+    private async decide(r: Reg, again: boolean, registered: boolean, seq: number): Promise<{ gates: PlannedGate[]; sent: Set<string> }> {
+        const depIds = r.deps.flatMap((d) => {
+            const i = d.urn ? this.byUrn.get(d.urn) : this.installers.find((x) => x.handle !== undefined && x.handle === d.handle);
+            return i ? [i.id] : [];
+        });
+        const installers = this.installers.filter((i) => i.urn !== r.urn);
+        const sent = new Set(installers.map((i) => i.id));
+        const result = await this.slot(() => this.deps.plan({
+            resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
+            installers: installers.map(({ id, type, name, object }) => ({ id, type, name, object })),
+            dependsOn: depIds,
+            options: {
+                timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
+                namespaces: this.opts.namespaces,
+            },
+        }));
+        if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
+        const known = this.byUrn.get(r.urn);
+        if (known) {
+            known.object = slim(r.object); // the values as registered: more of them are known than at construction
+        } else if (result.remember && (!this.opts.installers || this.opts.installers.includes(r.name))) {
+            const inst: Installer = { id: r.urn, seq, type: r.type, name: r.name, object: slim(r.object), urn: r.urn, handle: r.handle };
+            const at = this.installers.findIndex((i) => i.seq > seq);
+            this.installers.splice(at < 0 ? this.installers.length : at, 0, inst);
+            this.byUrn.set(r.urn, inst);
+            if (registered) this.late++;
+        }
+        const handGated = r.deps.some((d) => d.type.startsWith("readiness:"));
+        const optedOut = String(r.object?.metadata?.annotations?.[autoGateOptOutAnnotation] ?? "").toLowerCase() === "false";
+        if (handGated || optedOut || this.opts.exclude?.(r.type, r.name)) return { gates: [], sent };
+        return { gates: result.gates ?? [], sent };
+    }
+
+    // wire creates (or reuses, by batch key) the gates and adds them to the resource's dependsOn.
+    private async wire(a: pulumi.ResourceTransformArgs, planned: PlannedGate[]): Promise<pulumi.ResourceTransformResult | undefined> {
+        if (planned.length === 0) return undefined;
+        const pending: Promise<pulumi.Resource>[] = [];
+        for (const g of planned) pending.push(this.gate(g)); // in order: afterGates name earlier ones
+        const gates = await Promise.all(pending);
+        return { props: a.props, opts: { ...a.opts, dependsOn: [...dependsOnOf(a), ...gates] } };
+    }
+
+    // gate is the one gate of a batch key, created once every installer it comes after exists.
+    private gate(g: PlannedGate): Promise<pulumi.Resource> {
+        let p = this.gates.get(g.key);
+        if (!p) {
+            const after = (g.after ?? []).map((id) => {
+                const i = this.installers.find((x) => x.id === id);
+                if (!i) throw new Error(`the plan answered an unknown installer id ${id}`);
+                return i;
+            });
+            const afterGates = (g.afterGates ?? []).map((k) => {
+                const gp = this.gates.get(k);
+                if (!gp) throw new Error(`the plan answered gate ${g.key} after an unknown gate ${k}`);
+                return gp;
+            });
+            p = (async () => {
+                // A gate must never start before the installer it is about exists: the program's
+                // own objects by their handle, a component's children once the engine has them.
+                await Promise.all(after.map((i) => (i.handle ? valueOf(i.handle.urn) : this.deps.waitRegistered(i.urn))));
+                const before = await Promise.all(afterGates);
+                if (g.reason) this.deps.info(`autoGate: ${g.name}: ${g.reason}`);
+                return this.deps.createGate(g, [...after.map((i) => i.handle ?? new pulumi.DependencyResource(i.urn)), ...before]);
+            })();
+            this.gates.set(g.key, p);
+            p.catch(() => this.gates.delete(g.key));
+        }
+        return p;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pulumi glue.
+
+function pulumiDeps(o: AutoGateOptions): AutoGateDeps {
+    const invokeOpts: pulumi.InvokeOptions = { ...utilities.resourceOptsDefaults(), ...(o.provider ? { provider: o.provider } : {}) };
+    return {
+        plan: (args) => pulumi.runtime.invoke("readiness:index:autoGatePlan", args as any, invokeOpts),
+        // AdmissionReady's objects may be Secrets: secret from the start, as the provider stores them (as in Go).
+        createGate: (g, after) => new Gate(g.type, g.name, g.args?.objects ? { ...g.args, objects: pulumi.secret(g.args.objects) } : g.args ?? {},
+            pulumi.mergeOptions(utilities.resourceOptsDefaults(), { dependsOn: after, ...(o.provider ? { provider: o.provider } : {}) })),
+        waitRegistered,
+        urnPrefix: () => `urn:pulumi:${pulumi.getStack()}::${pulumi.getProject()}::`,
+        info: (m) => pulumi.log.info(m),
+        warn: (m) => pulumi.log.warn(m),
+    };
+}
+
+// waitRegistered asks the engine for the resource (its built-in getResource answers once the
+// resource's step finished) until it answers; any other error than "unknown resource" ends it.
+// No event for "that registration finished" reaches an SDK from outside the registering code.
+async function waitRegistered(urn: string): Promise<void> {
+    const deadline = Date.now() + 30 * 60_000;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+        try {
+            await pulumi.runtime.invoke("pulumi:pulumi:getResource", { urn }, {});
+            return;
+        } catch (e) {
+            if (!/unknown resource/.test(errorText(e)) || Date.now() > deadline) throw e;
+        }
+        await new Promise((r) => setTimeout(r, delay));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pure helpers.
+
+/** typeOfUrn is the resource's own type token in a URN (the last of its qualified type). */
+export function typeOfUrn(urn: string): string {
+    const q = urn.split("::")[2] ?? "";
+    return q.split("$").pop() ?? "";
+}
+
+/** isComponentChild: the parent is a pulumi-kubernetes component (Chart v4, ConfigGroup, ...). */
+export function isComponentChild(parentUrn: string): boolean {
+    return typeOfUrn(parentUrn).startsWith("kubernetes:");
+}
+
+/** childUrn is the URN the engine gives a registration (the root stack is no parent in it). */
+export function childUrn(prefix: string, parentUrn: string | undefined, type: string, name: string): string {
+    const parentType = parentUrn ? parentUrn.split("::")[2] ?? "" : "";
+    const qualified = parentType && parentType !== "pulumi:pulumi:Stack" ? `${parentType}$${type}` : type;
+    return `${prefix}${qualified}::${name}`;
+}
+
+async function urnOf(r: pulumi.Resource | pulumi.Input<pulumi.Resource> | undefined): Promise<string | undefined> {
+    if (!r) return undefined;
+    const x: any = r;
+    const res: pulumi.Resource | undefined = pulumi.Resource.isInstance(x) ? x : pulumi.Output.isInstance(x) ? await valueOf(x) : await x;
+    return res?.urn ? await valueOf(res.urn) : undefined;
+}
+
+function toArray<T>(v: T | T[] | undefined): T[] {
+    return v === undefined ? [] : Array.isArray(v) ? v : [v];
+}
+
+// dependsOnOf is a registration's dependsOn as a list (a transform gets DependencyResources).
+function dependsOnOf(a: pulumi.ResourceTransformArgs): pulumi.Input<pulumi.Resource>[] {
+    return toArray(a.opts.dependsOn as pulumi.Input<pulumi.Resource> | pulumi.Input<pulumi.Resource>[] | undefined);
+}
+
+// valueOf is an Output's value (the SDK's own internal promise; unknown values resolve undefined).
+function valueOf<T>(o: pulumi.Output<T>): Promise<T> {
+    return (o as any).promise();
+}
+
+// Gate is a readiness gate registered by token (the plan names its type and inputs).
+class Gate extends pulumi.CustomResource {
+    constructor(type: string, name: string, args: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+        super(type, name, args, opts);
+    }
+}
+
+const sigKey = "4dabf18193072939515e22adb298388d";
+
+/**
+ * plain turns props as a transform sees them into JSON for the plan: unknown values (preview)
+ * and secrets become null (the plan needs no secret value), resources and assets too. Only an
+ * Output or a Promise is waited for: a chart's CRD is a large object walked once, synchronously.
+ */
+export async function plain(v: any): Promise<any> {
+    return plainWalk(v);
+}
+
+function plainWalk(v: any): any | Promise<any> {
+    if (v === null || v === undefined) return null;
+    if (pulumi.Output.isInstance(v)) {
+        const o = v as any;
+        return Promise.all([o.isKnown, o.isSecret]).then(([known, secret]) => (!known || secret ? null : o.promise().then(plainWalk)));
+    }
+    if (v instanceof Promise) return v.then(plainWalk);
+    if (pulumi.isUnknown(v)) return null;
+    if (typeof v !== "object") return v;
+    if (Array.isArray(v)) {
+        const items = v.map(plainWalk);
+        return items.some((x) => x instanceof Promise) ? Promise.all(items) : items;
+    }
+    if (v[sigKey] !== undefined || pulumi.Resource.isInstance(v) || pulumi.asset.Asset.isInstance(v) || pulumi.asset.Archive.isInstance(v)) return null;
+    const entries = Object.entries(v).map(([k, e]) => [k, plainWalk(e)] as [string, any]);
+    const build = (es: [string, any][]) => {
+        const out: Record<string, any> = {};
+        for (const [k, p] of es) if (p !== null) out[k] = p;
+        return out;
+    };
+    if (!entries.some(([, p]) => p instanceof Promise)) return build(entries);
+    return Promise.all(entries.map(async ([k, p]) => [k, await p] as [string, any])).then(build);
+}
+
+/**
+ * slim is an installer's object as sent with every later plan call: without CRD schemas
+ * (`openAPIV3Schema`, hundreds of KB in a chart like cert-manager's: sent with each of the
+ * chart's children, they made every call take a second). No rule reads a schema.
+ */
+export function slim(v: any): any {
+    if (v === null || typeof v !== "object") return v;
+    if (Array.isArray(v)) return v.map(slim);
+    const out: Record<string, any> = {};
+    for (const [k, e] of Object.entries(v)) if (k !== "openAPIV3Schema") out[k] = slim(e);
+    return out;
+}
+
+/** plainNow is {@link plain} for values known now, without waiting: any Output or Promise is null. */
+export function plainNow(v: any): any {
+    if (v === null || v === undefined || pulumi.Output.isInstance(v) || v instanceof Promise || pulumi.isUnknown(v)) return null;
+    if (typeof v !== "object") return v;
+    if (Array.isArray(v)) return v.map(plainNow);
+    if (v[sigKey] !== undefined || pulumi.Resource.isInstance(v) || pulumi.asset.Asset.isInstance(v) || pulumi.asset.Archive.isInstance(v)) return null;
+    const out: Record<string, any> = {};
+    for (const [k, e] of Object.entries(v)) {
+        const p = plainNow(e);
+        if (p !== null) out[k] = p;
+    }
+    return out;
+}
+
+// stableKey is JSON with sorted keys: the same object whatever order its keys came in.
+function stableKey(v: any): string {
+    return JSON.stringify(v, (_k, x) => (x && typeof x === "object" && !Array.isArray(x)
+        ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
+}
+
+function errorText(e: unknown): string {
+    return e instanceof Error ? e.message : String(e);
+}

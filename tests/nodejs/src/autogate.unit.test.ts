@@ -1,0 +1,253 @@
+// autoGate's bookkeeping in the SDK, without a cluster or an engine: the transform against a fake
+// plan (the rules live in the provider; these tests only check what the SDK does with answers):
+// one gate per batch key, installers in registration order, a gate created only after the
+// installer it is about was registered, a component's children decided once they settle (a
+// webhook configuration arriving after the custom resource it validates), the opt-outs, and a
+// failing plan that leaves the registration unchanged instead of throwing or hanging.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as pulumi from "@pulumi/pulumi";
+import { AutoGateDeps, AutoGateOptions, AutoGater, PlanArgs, PlannedGate, PlanResult, childUrn, plain } from "@readiness-io/pulumi-readiness";
+
+const prefix = "urn:pulumi:dev::proj::";
+const stackUrn = `${prefix}pulumi:pulumi:Stack::proj-dev`;
+
+// fakePlan: webhook configurations and Releases are installers; an ExternalSecret waits for the
+// webhook installer (key per namespace); anything depending on a Release waits for it.
+function fakePlan(a: PlanArgs): PlanResult {
+    const kind = a.resource.object?.kind;
+    if (kind === "ValidatingWebhookConfiguration" || kind === "Certificate" || kind === "CustomResourceDefinition" || a.resource.type === "kubernetes:helm.sh/v3:Release") return { remember: true };
+    const gates: PlannedGate[] = [];
+    if (kind === "Deployment") {
+        const mounted = (a.resource.object.spec?.template?.spec?.volumes ?? []).map((v: any) => v.secret?.secretName);
+        for (const c of a.installers.filter((i) => i.object?.kind === "Certificate" && mounted.includes(i.object.spec?.secretName))) {
+            gates.push({ key: `cert-${c.id}`, name: `auto-certificate-${c.name}`, type: "readiness:index:CertificateReady", args: {}, after: [c.id] });
+        }
+    }
+    const hook = a.installers.find((i) => i.object?.kind === "ValidatingWebhookConfiguration");
+    if (kind === "ExternalSecret" && hook) {
+        const ns = a.resource.object.metadata?.namespace;
+        gates.push({ key: `exists-${hook.id}`, name: `auto-exists-${hook.name}`, type: "readiness:index:ResourceReady", args: {}, after: [hook.id] });
+        gates.push({ key: `admission-${hook.id}-${ns}`, name: `auto-admission-${ns}`, type: "readiness:index:AdmissionReady",
+            args: { objects: [a.resource.object] }, after: [hook.id], afterGates: [`exists-${hook.id}`], reason: `waits for ${hook.name}` });
+    }
+    for (const id of a.dependsOn) {
+        const rel = a.installers.find((i) => i.id === id && i.type === "kubernetes:helm.sh/v3:Release");
+        if (rel) gates.push({ key: `release-${rel.id}`, name: `auto-${rel.name}`, type: "readiness:index:HelmReleaseReady", args: { name: rel.name }, after: [rel.id] });
+    }
+    return { gates, remember: kind === "ExternalSecret" };
+}
+
+interface Fake {
+    deps: AutoGateDeps;
+    calls: PlanArgs[];
+    created: { gate: PlannedGate; after: string[] }[];
+    warnings: string[];
+    register: (urn: string) => void; // the engine finished this registration: its waitRegistered resolves
+}
+
+function fake(plan: (a: PlanArgs) => PlanResult | Promise<PlanResult> = fakePlan): Fake {
+    const waits = new Map<string, { p: Promise<void>; resolve: () => void }>();
+    const wait = (urn: string) => {
+        let w = waits.get(urn);
+        if (!w) {
+            let resolve!: () => void;
+            const p = new Promise<void>((r) => (resolve = r));
+            waits.set(urn, (w = { p, resolve }));
+        }
+        return w;
+    };
+    const f: Fake = { calls: [], created: [], warnings: [], register: (urn) => wait(urn).resolve(), deps: undefined as any };
+    f.deps = {
+        plan: async (a) => { f.calls.push(JSON.parse(JSON.stringify(a))); return plan(a); },
+        createGate: (gate, after) => {
+            f.created.push({ gate, after: [] });
+            const entry = f.created[f.created.length - 1];
+            void Promise.all(after.map((r) => (r.urn as any).promise())).then((u) => (entry.after = u));
+            return new pulumi.DependencyResource(`${prefix}${gate.type}::${gate.name}`);
+        },
+        waitRegistered: (urn) => wait(urn).p,
+        urnPrefix: () => prefix,
+        info: () => undefined,
+        warn: (m) => f.warnings.push(m),
+    };
+    return f;
+}
+
+function reg(type: string, name: string, object: any, opts: { parent?: string; dependsOn?: string[] } = {}): pulumi.ResourceTransformArgs {
+    return {
+        custom: true, type, name, props: object,
+        opts: {
+            parent: new pulumi.DependencyResource(opts.parent ?? stackUrn),
+            dependsOn: (opts.dependsOn ?? []).map((u) => new pulumi.DependencyResource(u)),
+        },
+    };
+}
+
+const es = (name: string, ns: string, extra: any = {}) => ({
+    apiVersion: "external-secrets.io/v1", kind: "ExternalSecret", metadata: { name, namespace: ns, ...extra }, spec: { target: { name } },
+});
+const vwc = { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", metadata: { name: "eso-validate" } };
+
+async function depUrns(r: pulumi.ResourceTransformResult | undefined): Promise<string[]> {
+    if (!r) return [];
+    const deps = r.opts.dependsOn as pulumi.Resource[];
+    return Promise.all(deps.map((d) => (d.urn as any).promise()));
+}
+
+function gater(f: Fake, o: AutoGateOptions = {}): AutoGater {
+    return new AutoGater({ settle: 20, ...o }, f.deps);
+}
+
+test("one gate per batch key: ExternalSecrets of one namespace behind one webhook share a gate", async () => {
+    const f = fake();
+    const g = gater(f);
+    const hookUrn = childUrn(prefix, stackUrn, "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso-validate");
+    assert.equal(await g.transform(reg("kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso-validate", vwc)), undefined);
+    const pending = ["a", "b", "c"].map((n) => g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", `es-${n}`, es(n, "team-a"))));
+    const other = g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", "es-x", es("x", "team-b")));
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(f.created.length, 0, "a gate was registered before the webhook configuration it is about");
+    f.register(hookUrn);
+    const results = await Promise.all([...pending, other]);
+    const exists = `${prefix}readiness:index:ResourceReady::auto-exists-eso-validate`;
+    assert.deepEqual(f.created.map((c) => c.gate.name), ["auto-exists-eso-validate", "auto-admission-team-a", "auto-admission-team-b"]);
+    for (const r of results.slice(0, 3)) assert.deepEqual(await depUrns(r), [exists, `${prefix}readiness:index:AdmissionReady::auto-admission-team-a`]);
+    assert.deepEqual(await depUrns(results[3]), [exists, `${prefix}readiness:index:AdmissionReady::auto-admission-team-b`]);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(f.created[0].after, [hookUrn], "the exists gate depends on the webhook configuration");
+    assert.deepEqual(f.created[1].after, [hookUrn, exists], "the admission gate depends on the configuration and on the exists gate");
+    // Installers in registration order, each ExternalSecret remembered once.
+    assert.deepEqual(f.calls[f.calls.length - 1].installers.map((i) => i.name), ["eso-validate", "es-a", "es-b", "es-c"]);
+});
+
+test("a resource that depends on a Release is gated on it; the plan sees the dependsOn as installer ids", async () => {
+    const f = fake();
+    const g = gater(f);
+    const relUrn = childUrn(prefix, stackUrn, "kubernetes:helm.sh/v3:Release", "eso");
+    await g.transform(reg("kubernetes:helm.sh/v3:Release", "eso", { chart: "external-secrets", namespace: "eso" }));
+    const cm = g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm" } }, { dependsOn: [relUrn] }));
+    await new Promise((r) => setTimeout(r, 10));
+    f.register(relUrn);
+    assert.deepEqual(await depUrns(await cm), [relUrn, `${prefix}readiness:index:HelmReleaseReady::auto-eso`], "the user's dependsOn is kept, the gate added");
+    assert.deepEqual(f.calls[1].dependsOn, [relUrn], "installer ids are their URNs, as in the Go SDK");
+});
+
+test("near misses: nothing gated gives no gate; opt-out annotation, exclude and a hand gate win, installers are still remembered", async () => {
+    const f = fake();
+    const g = gater(f, { exclude: (_t, name) => name === "es-excluded" });
+    const hookUrn = childUrn(prefix, stackUrn, "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso-validate");
+    await g.transform(reg("kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso-validate", vwc));
+    f.register(hookUrn);
+    assert.equal(await g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm" } })), undefined);
+    assert.equal(await g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", "es-out",
+        es("out", "team-a", { annotations: { "readiness.io/auto-gate": "false" } }))), undefined);
+    assert.equal(await g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", "es-excluded", es("excluded", "team-a"))), undefined);
+    assert.equal(await g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", "es-hand", es("hand", "team-a"),
+        { dependsOn: [`${prefix}readiness:index:AdmissionReady::by-hand`] })), undefined);
+    assert.equal(f.created.length, 0);
+    assert.deepEqual(f.calls[f.calls.length - 1].installers.map((i) => i.name), ["eso-validate", "es-out", "es-excluded"]);
+    // Not a kubernetes registration, or a component: the plan is not asked.
+    const n = f.calls.length;
+    assert.equal(await g.transform(reg("readiness:index:CrdReady", "x", {})), undefined);
+    assert.equal(await g.transform({ ...reg("kubernetes:helm.sh/v4:Chart", "c", {}), custom: false }), undefined);
+    assert.equal(f.calls.length, n);
+});
+
+test("installers option: only the named installers count", async () => {
+    const f = fake();
+    const g = gater(f, { installers: ["other"] });
+    await g.transform(reg("kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso-validate", vwc));
+    assert.equal(await g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", "es-a", es("a", "team-a"))), undefined);
+    assert.deepEqual(f.calls[1].installers, []);
+});
+
+test("a component's children are decided once they settle: a webhook configuration after the custom resource it validates", async () => {
+    const f = fake();
+    const g = gater(f);
+    const chart = `${prefix}kubernetes:helm.sh/v4:Chart::eso`;
+    const hookUrn = childUrn(prefix, chart, "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso:eso-validate");
+    assert.equal(hookUrn, `${prefix}kubernetes:helm.sh/v4:Chart$kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration::eso:eso-validate`);
+    const cr = g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", "eso:team-a/a", es("a", "team-a"), { parent: chart }));
+    const cm = g.transform(reg("kubernetes:core/v1:ConfigMap", "eso:cm", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm" } }, { parent: chart }));
+    const hook = g.transform(reg("kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso:eso-validate", vwc, { parent: chart }));
+    assert.equal(await hook, undefined);
+    assert.equal(await cm, undefined);
+    assert.equal(f.calls[0].resource.parentType, "kubernetes:helm.sh/v4:Chart");
+    f.register(hookUrn);
+    assert.deepEqual(await depUrns(await cr), [`${prefix}readiness:index:ResourceReady::auto-exists-eso:eso-validate`, `${prefix}readiness:index:AdmissionReady::auto-admission-team-a`]);
+    assert.deepEqual(f.created[0].after, [hookUrn]);
+});
+
+test("a failing plan leaves the registration unchanged, with a warning, and the next one still works", async () => {
+    let fail = true;
+    const f = fake((a) => { if (fail) throw new Error("plan exploded"); return fakePlan(a); });
+    const g = gater(f);
+    assert.equal(await g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" })), undefined);
+    assert.match(f.warnings[0], /cm left ungated: plan exploded/);
+    const chart = `${prefix}kubernetes:yaml/v2:ConfigGroup::g`;
+    assert.equal(await g.transform(reg("kubernetes:core/v1:ConfigMap", "g:cm", { apiVersion: "v1", kind: "ConfigMap" }, { parent: chart })), undefined);
+    fail = false;
+    assert.equal(await g.transform(reg("kubernetes:helm.sh/v3:Release", "eso", { chart: "x" })), undefined);
+    assert.equal(f.calls[f.calls.length - 1].resource.name, "eso");
+});
+
+test("top-level resources are decided in program order, not in the order Node registers them", async () => {
+    const f = fake();
+    const g = gater(f);
+    const cert = { apiVersion: "cert-manager.io/v1", kind: "Certificate", metadata: { name: "agent", namespace: "default" }, spec: { secretName: "agent-tls" } };
+    const deploy = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "agent", namespace: "default" },
+        spec: { template: { spec: { volumes: [{ name: "tls", secret: { secretName: "agent-tls" } }] } } } };
+    const certUrn = childUrn(prefix, undefined, "kubernetes:cert-manager.io/v1:Certificate", "agent-cert");
+    const certRes = new pulumi.DependencyResource(certUrn);
+    const deployRes = new pulumi.DependencyResource(`${prefix}kubernetes:apps/v1:Deployment::agent`);
+    // The program constructs the Certificate (it waits for a chart: registered later), then the Deployment.
+    g.track("kubernetes:cert-manager.io/v1:Certificate", "agent-cert", certRes, cert, { dependsOn: [] });
+    g.track("kubernetes:apps/v1:Deployment", "agent", deployRes, { ...deploy, status: pulumi.output(undefined) }, {});
+    const d = await g.transform(reg("kubernetes:apps/v1:Deployment", "agent", deploy));
+    assert.deepEqual(await depUrns(d), [`${prefix}readiness:index:CertificateReady::auto-certificate-agent-cert`]);
+    assert.deepEqual(f.created[0].after, [certUrn], "the gate depends on the Certificate's own handle");
+    assert.equal(await g.transform(reg("kubernetes:cert-manager.io/v1:Certificate", "agent-cert", cert)), undefined);
+    assert.equal(f.calls.filter((c) => c.resource.name === "agent-cert").length, 1, "decided at construction, its values all known then");
+    assert.deepEqual(f.calls.filter((c) => c.resource.name === "agent").pop()!.installers.map((i) => i.name), ["agent-cert"]);
+});
+
+test("plan calls run concurrently and every answer still counts every installer registered before it", async () => {
+    let inFlight = 0, most = 0;
+    const f = fake(async (a) => {
+        most = Math.max(most, ++inFlight);
+        await new Promise((r) => setTimeout(r, a.resource.name === "eso-validate" ? 30 : 5)); // the installer answers last
+        inFlight--;
+        return fakePlan(a);
+    });
+    const g = gater(f);
+    const hookUrn = childUrn(prefix, undefined, "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso-validate");
+    f.register(hookUrn);
+    const track = (type: string, name: string, obj: any) => g.track(type, name, new pulumi.DependencyResource(childUrn(prefix, undefined, type, name)), obj, {});
+    track("kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso-validate", vwc);
+    for (const n of ["a", "b", "c", "d"]) track("kubernetes:external-secrets.io/v1:ExternalSecret", `es-${n}`, es(n, "team-a"));
+    const results = await Promise.all(["a", "b", "c", "d"].map((n) => g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", `es-${n}`, es(n, "team-a")))));
+    assert.ok(most > 1, "the plan calls ran one at a time");
+    for (const r of results) assert.equal((await depUrns(r)).length, 2, "an ExternalSecret asked before the webhook's answer was not asked again");
+});
+
+test("installers are sent to later calls without their CRD schemas", async () => {
+    const f = fake();
+    const g = gater(f);
+    const crd = { apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name: "widgets.example.com" },
+        spec: { group: "example.com", names: { kind: "Widget", plural: "widgets" },
+            versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object" } } } } }] } };
+    await g.transform(reg("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "widgets", crd));
+    await g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" }));
+    assert.deepEqual(f.calls[0].resource.object, crd, "the registration itself is sent whole");
+    assert.deepEqual(f.calls[1].installers[0].object.spec.versions, [{ name: "v1", served: true, storage: true, schema: {} }]);
+});
+
+test("plain: unknowns, secrets and resources become null (omitted), outputs their values", async () => {
+    const v = await plain({
+        a: pulumi.output("x"), b: pulumi.secret("s"), c: [1, pulumi.output({ d: true })],
+        e: { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", value: "s" },
+        f: new pulumi.DependencyResource(`${prefix}x:y:z::n`), g: undefined,
+    });
+    assert.deepEqual(v, { a: "x", c: [1, { d: true }] });
+});
