@@ -59,9 +59,10 @@ type AutoGatePlanGate struct {
 }
 
 type AutoGatePlanResult struct {
-	Remember bool               `pulumi:"remember"`
-	Gates    []AutoGatePlanGate `pulumi:"gates"`
-	Warnings []string           `pulumi:"warnings"`
+	Remember  bool               `pulumi:"remember"`
+	Installer map[string]any     `pulumi:"installer,optional"`
+	Gates     []AutoGatePlanGate `pulumi:"gates"`
+	Warnings  []string           `pulumi:"warnings"`
 }
 
 func (f *AutoGatePlan) Annotate(a infer.Annotator) {
@@ -98,6 +99,8 @@ func (g *AutoGatePlanGate) Annotate(a infer.Annotator) {
 
 func (r *AutoGatePlanResult) Annotate(a infer.Annotator) {
 	a.Describe(&r.Remember, "The resource can block others: add it to `installers` of later calls.")
+	a.Describe(&r.Installer, "With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read "+
+		"(a CRD without its schemas, a webhook configuration without its caBundle).")
 	a.Describe(&r.Warnings, "What the plan could not gate and why.")
 }
 
@@ -125,7 +128,7 @@ func (f *AutoGatePlan) Invoke(ctx context.Context, req infer.FunctionRequest[Aut
 		cluster = discoveryCluster{ctx: ctx, clients: clients}
 	}
 	plan := autogate.Decide(input, cluster, webhookMayIntercept)
-	out := AutoGatePlanResult{Remember: plan.Remember, Gates: []AutoGatePlanGate{}, Warnings: plan.Warnings}
+	out := AutoGatePlanResult{Remember: plan.Remember, Installer: plan.Installer, Gates: []AutoGatePlanGate{}, Warnings: plan.Warnings}
 	if out.Warnings == nil {
 		out.Warnings = []string{}
 	}
