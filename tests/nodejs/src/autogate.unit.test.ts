@@ -231,16 +231,19 @@ test("plan calls run concurrently and every answer still counts every installer 
     for (const r of results) assert.equal((await depUrns(r)).length, 2, "an ExternalSecret asked before the webhook's answer was not asked again");
 });
 
-test("installers are sent to later calls without their CRD schemas", async () => {
-    const f = fake();
-    const g = gater(f);
+test("installers are sent to later calls as the plan trimmed them; whole when an older provider does not say", async () => {
     const crd = { apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name: "widgets.example.com" },
         spec: { group: "example.com", names: { kind: "Widget", plural: "widgets" },
             versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object" } } } } }] } };
-    await g.transform(reg("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "widgets", crd));
-    await g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" }));
-    assert.deepEqual(f.calls[0].resource.object, crd, "the registration itself is sent whole");
-    assert.deepEqual(f.calls[1].installers[0].object.spec.versions, [{ name: "v1", served: true, storage: true, schema: {} }]);
+    const trimmed = { apiVersion: crd.apiVersion, kind: crd.kind, metadata: crd.metadata, spec: { group: "example.com", names: crd.spec.names, versions: [{ name: "v1", served: true }] } };
+    for (const [answer, want] of [[{ remember: true, installer: trimmed }, trimmed], [{ remember: true }, crd]] as const) {
+        const f = fake((a) => (a.resource.object?.kind === "CustomResourceDefinition" ? answer : {}));
+        const g = gater(f);
+        await g.transform(reg("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "widgets", crd));
+        await g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" }));
+        assert.deepEqual(f.calls[0].resource.object, crd, "the registration itself is sent whole");
+        assert.deepEqual(f.calls[1].installers[0].object, want);
+    }
 });
 
 test("plain: unknowns, secrets and resources become null (omitted), outputs their values", async () => {
