@@ -79,7 +79,13 @@ export interface PlannedGate {
     afterGates?: string[];
     reason?: string;
 }
-export interface PlanResult { remember?: boolean; gates?: PlannedGate[]; warnings?: string[] }
+export interface PlanResult {
+    remember?: boolean;
+    /** With remember: the object to send as this installer's in later calls (trimmed to what the rules read). Absent from an older provider. */
+    installer?: any;
+    gates?: PlannedGate[];
+    warnings?: string[];
+}
 
 /** What the gater needs from Pulumi; tests give fakes. */
 export interface AutoGateDeps {
@@ -297,11 +303,13 @@ export class AutoGater {
             },
         }));
         if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
+        // What later decisions need of an installer, as the plan trimmed it (an older provider: the props).
+        const remembered = result.installer ?? r.object;
         const known = this.byUrn.get(r.urn);
         if (known) {
-            known.object = slim(r.object); // the values as registered: more of them are known than at construction
+            known.object = remembered; // the values as registered: more of them are known than at construction
         } else if (result.remember && (!this.opts.installers || this.opts.installers.includes(r.name))) {
-            const inst: Installer = { id: r.urn, seq, type: r.type, name: r.name, object: slim(r.object), urn: r.urn, handle: r.handle };
+            const inst: Installer = { id: r.urn, seq, type: r.type, name: r.name, object: remembered, urn: r.urn, handle: r.handle };
             const at = this.installers.findIndex((i) => i.seq > seq);
             this.installers.splice(at < 0 ? this.installers.length : at, 0, inst);
             this.byUrn.set(r.urn, inst);
@@ -466,19 +474,6 @@ function plainWalk(v: any): any | Promise<any> {
     };
     if (!entries.some(([, p]) => p instanceof Promise)) return build(entries);
     return Promise.all(entries.map(async ([k, p]) => [k, await p] as [string, any])).then(build);
-}
-
-/**
- * slim is an installer's object as sent with every later plan call: without CRD schemas
- * (`openAPIV3Schema`, hundreds of KB in a chart like cert-manager's: sent with each of the
- * chart's children, they made every call take a second). No rule reads a schema.
- */
-export function slim(v: any): any {
-    if (v === null || typeof v !== "object") return v;
-    if (Array.isArray(v)) return v.map(slim);
-    const out: Record<string, any> = {};
-    for (const [k, e] of Object.entries(v)) if (k !== "openAPIV3Schema") out[k] = slim(e);
-    return out;
 }
 
 /** plainNow is {@link plain} for values known now, without waiting: any Output or Promise is null. */

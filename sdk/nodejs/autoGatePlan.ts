@@ -35,6 +35,10 @@ export interface AutoGatePlanArgs {
 export interface AutoGatePlanResult {
     readonly gates: outputs.AutoGatePlanGate[];
     /**
+     * With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read (a CRD without its schemas, a webhook configuration without its caBundle).
+     */
+    readonly installer?: {[key: string]: any};
+    /**
      * The resource can block others: add it to `installers` of later calls.
      */
     readonly remember: boolean;

@@ -33,6 +33,8 @@ type AutoGatePlanArgs struct {
 
 type AutoGatePlanResult struct {
 	Gates []AutoGatePlanGate `pulumi:"gates"`
+	// With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read (a CRD without its schemas, a webhook configuration without its caBundle).
+	Installer map[string]interface{} `pulumi:"installer"`
 	// The resource can block others: add it to `installers` of later calls.
 	Remember bool `pulumi:"remember"`
 	// What the plan could not gate and why.
@@ -73,6 +75,11 @@ func (o AutoGatePlanResultOutput) ToAutoGatePlanResultOutputWithContext(ctx cont
 
 func (o AutoGatePlanResultOutput) Gates() AutoGatePlanGateArrayOutput {
 	return o.ApplyT(func(v AutoGatePlanResult) []AutoGatePlanGate { return v.Gates }).(AutoGatePlanGateArrayOutput)
+}
+
+// With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read (a CRD without its schemas, a webhook configuration without its caBundle).
+func (o AutoGatePlanResultOutput) Installer() pulumi.MapOutput {
+	return o.ApplyT(func(v AutoGatePlanResult) map[string]interface{} { return v.Installer }).(pulumi.MapOutput)
 }
 
 // The resource can block others: add it to `installers` of later calls.
