@@ -141,6 +141,7 @@ export class AutoGater {
     private constructed = new Map<string, Constructed | null>(); // null: the name is ambiguous
     private groups = new Map<string, { timer?: NodeJS.Timeout; items: Pending[] }>();
     private seq = 0;
+    private unanswered = new Map<number, Reg>(); // by seq: registrations whose first answer has not come yet
     private allRemembered: Promise<void> = Promise.resolve(); // every decision asked so far knows whether it is an installer
     private inFlight = 0;
     private slots: (() => void)[] = [];
@@ -257,9 +258,11 @@ export class AutoGater {
         const mine = new Promise<void>((resolve) => (remembered = resolve));
         this.allRemembered = before.then(() => mine);
         let first: { gates: PlannedGate[]; sent: Set<string> };
+        this.unanswered.set(seq, r);
         try {
             first = await this.decide(r, again, registered, seq);
         } finally {
+            this.unanswered.delete(seq);
             remembered();
         }
         await before;
@@ -287,21 +290,20 @@ export class AutoGater {
     // decide asks the plan about one registration, remembers it when it is an installer and
     // returns the gates it must wait for (none when the user opted it out or gated it by hand).
     private async decide(r: Reg, again: boolean, registered: boolean, seq: number): Promise<{ gates: PlannedGate[]; sent: Set<string> }> {
-        const depIds = r.deps.flatMap((d) => {
-            const i = d.urn ? this.byUrn.get(d.urn) : this.installers.find((x) => x.handle !== undefined && x.handle === d.handle);
-            return i ? [i.id] : [];
+        const sent = new Set<string>();
+        // The question is taken once a slot is free: fewer earlier answers are missing from it then.
+        const result = await this.slot(() => {
+            const installers = this.question(r, seq, sent);
+            return this.deps.plan({
+                resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
+                installers,
+                dependsOn: this.dependsOnIds(r, sent),
+                options: {
+                    timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
+                    namespaces: this.opts.namespaces,
+                },
+            });
         });
-        const installers = this.installers.filter((i) => i.urn !== r.urn);
-        const sent = new Set(installers.map((i) => i.id));
-        const result = await this.slot(() => this.deps.plan({
-            resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
-            installers: installers.map(({ id, type, name, object }) => ({ id, type, name, object })),
-            dependsOn: depIds,
-            options: {
-                timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
-                namespaces: this.opts.namespaces,
-            },
-        }));
         if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
         // What later decisions need of an installer, as the plan trimmed it (an older provider: the props).
         const remembered = result.installer ?? r.object;
@@ -319,6 +321,36 @@ export class AutoGater {
         const optedOut = String(r.object?.metadata?.annotations?.[autoGateOptOutAnnotation] ?? "").toLowerCase() === "false";
         if (handGated || optedOut || this.opts.exclude?.(r.type, r.name)) return { gates: [], sent };
         return { gates: result.gates ?? [], sent };
+    }
+
+    // question is the installers a decision is asked with (their ids added to sent): every
+    // installer but the registration itself and, in registration order among them, every earlier
+    // registration whose answer has not come yet, as it is. The plan ignores those that are no
+    // installer; without them, decisions asked concurrently would each miss the one before and
+    // all be asked twice (200 ExternalSecrets, each an installer: 401 calls).
+    private question(r: Reg, seq: number, sent: Set<string>): PlanInstaller[] {
+        const earlier: { seq: number; i: PlanInstaller }[] = this.installers
+            .filter((i) => i.urn !== r.urn)
+            .map(({ seq, id, type, name, object }) => ({ seq, i: { id, type, name, object } }));
+        const have = new Set(earlier.map((e) => e.i.id));
+        for (const [s, u] of this.unanswered) {
+            if (s >= seq || u.urn === r.urn || have.has(u.urn) || (this.opts.installers && !this.opts.installers.includes(u.name))) continue;
+            have.add(u.urn);
+            earlier.push({ seq: s, i: { id: u.urn, type: u.type, name: u.name, object: u.object } });
+        }
+        earlier.sort((a, b) => a.seq - b.seq);
+        for (const e of earlier) sent.add(e.i.id);
+        return earlier.map((e) => e.i);
+    }
+
+    // dependsOnIds: the ids, among those sent, of what the registration's dependsOn names (its
+    // handle when the program constructed it, else its URN).
+    private dependsOnIds(r: Reg, sent: Set<string>): string[] {
+        const all = [...this.installers, ...this.unanswered.values()];
+        return r.deps.flatMap((d) => {
+            const i = d.urn ? all.find((x) => x.urn === d.urn) : all.find((x) => x.handle !== undefined && x.handle === d.handle);
+            return i && sent.has(i.urn) ? [i.urn] : [];
+        });
     }
 
     // wire creates (or reuses, by batch key) the gates and adds them to the resource's dependsOn.

@@ -254,3 +254,29 @@ test("plain: unknowns, secrets and resources become null (omitted), outputs thei
     });
     assert.deepEqual(v, { a: "x", c: [1, { d: true }] });
 });
+
+test("concurrent decisions are asked once: earlier registrations not answered yet are sent as installers, a dependsOn on one among them too", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const f = fake(async (a) => {
+        if (a.resource.type === "kubernetes:helm.sh/v3:Release") await held; // the release answers last
+        return fakePlan(a);
+    });
+    const g = gater(f);
+    const relType = "kubernetes:helm.sh/v3:Release";
+    const relUrn = childUrn(prefix, undefined, relType, "eso");
+    const relRes = new pulumi.DependencyResource(relUrn);
+    g.track(relType, "eso", relRes, { chart: "x", name: "eso" }, {});
+    const names = ["a", "b", "c", "d"];
+    for (const n of names) g.track("kubernetes:external-secrets.io/v1:ExternalSecret", `es-${n}`,
+        new pulumi.DependencyResource(childUrn(prefix, undefined, "kubernetes:external-secrets.io/v1:ExternalSecret", `es-${n}`)), es(n, "team-a"), { dependsOn: [relRes] });
+    await new Promise((r) => setTimeout(r, 10));
+    release();
+    f.register(relUrn);
+    const results = await Promise.all(names.map((n) => g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", `es-${n}`, es(n, "team-a"), { dependsOn: [relUrn] }))));
+    for (const r of results) assert.deepEqual(await depUrns(r), [relUrn, `${prefix}readiness:index:HelmReleaseReady::auto-eso`]);
+    assert.equal(f.calls.length, 5, `asked again: ${f.calls.map((c) => c.resource.name)}`);
+    const last = f.calls.find((c) => c.resource.name === "es-d")!;
+    assert.deepEqual(last.installers.map((i) => i.name), ["eso", "es-a", "es-b", "es-c"]);
+    assert.deepEqual(last.dependsOn, [relUrn]);
+});
