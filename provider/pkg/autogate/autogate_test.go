@@ -461,3 +461,22 @@ func TestTrimInstaller(t *testing.T) {
 		t.Errorf("a ConfigMap is no installer: %v", got)
 	}
 }
+
+// An SDK may send, among the installers, earlier registrations whose own answer it does not have
+// yet (decisions asked concurrently): those that are no installer change nothing.
+func TestDecideIgnoresRegistrationsThatAreNoInstaller(t *testing.T) {
+	es := Resource{Type: "kubernetes:external-secrets.io/v1:ExternalSecret", Name: "es", Object: obj(t, externalSecret)}
+	crd := installer(t, "crd", "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "eso-crd", esoCRD)
+	hook := installer(t, "hook", "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso-validate", esoWebhook)
+	others := []Installer{
+		installer(t, "cm", "kubernetes:core/v1:ConfigMap", "cm", configMap),
+		installer(t, "dep", "kubernetes:apps/v1:Deployment", "web", strings.Replace(deploymentMounting, "%s", "ghcr-pull", 1)),
+		{ID: "chart", Type: "kubernetes:helm.sh/v4:Chart", Name: "eso", Object: map[string]any{"chart": "x"}},
+	}
+	want := Decide(Input{Resource: es, Installers: []Installer{crd, hook}, DependsOn: []string{"crd"}}, fakeCluster{}, testIntercepts)
+	got := Decide(Input{Resource: es, Installers: append([]Installer{others[0], crd, others[1]}, append([]Installer{hook}, others[2])...),
+		DependsOn: []string{"crd", "cm", "chart"}}, fakeCluster{}, testIntercepts)
+	if !reflect.DeepEqual(got, want) || len(want.Gates) != 2 {
+		t.Errorf("with registrations that are no installer:\n%+v\nwithout:\n%+v", got, want)
+	}
+}
