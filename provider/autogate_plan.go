@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"time"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
+	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -83,7 +85,8 @@ func (i *AutoGatePlanInstaller) Annotate(a infer.Annotator) {
 }
 
 func (a *AutoGatePlanArgs) Annotate(an infer.Annotator) {
-	an.Describe(&a.Installers, "Every earlier registration the plan answered `remember` for, in registration order.")
+	an.Describe(&a.Installers, "Every earlier registration the plan answered `remember` for (as its answer's `installer`), in registration order. "+
+		"Earlier registrations whose answer is not known yet may be added as they are: those that are no installer are ignored.")
 	an.Describe(&a.DependsOn, "The IDs of installers the resource already depends on.")
 }
 
@@ -175,6 +178,13 @@ type discoveryCluster struct {
 	clients *kube.Clients
 }
 
+// discoveryFlight joins concurrent lookups of one kind: one discovery refresh for all of them.
+// A kind not served makes each lookup reset the discovery cache and ask the API server again;
+// a TypeScript program decides its objects as it constructs them, before the Release that
+// installs their CRDs exists, so 200 ExternalSecrets re-ran discovery for each of the 16 plan
+// calls in flight at a time.
+var discoveryFlight singleflight.Group
+
 func (c discoveryCluster) mapping(gk schema.GroupKind, version string) (*meta.RESTMapping, bool, bool) {
 	type answer struct {
 		m   *meta.RESTMapping
@@ -182,13 +192,14 @@ func (c discoveryCluster) mapping(gk schema.GroupKind, version string) (*meta.RE
 	}
 	ch := make(chan answer, 1)
 	go func() {
-		var a answer
-		if version == "" {
-			a.m, a.err = c.clients.MappingAnyVersion(gk)
-		} else {
-			a.m, a.err = c.clients.Mapping(gk.WithVersion(version))
-		}
-		ch <- a
+		v, err, _ := discoveryFlight.Do(fmt.Sprintf("%p %s", c.clients, gk.WithVersion(version)), func() (any, error) {
+			if version == "" {
+				return c.clients.MappingAnyVersion(gk)
+			}
+			return c.clients.Mapping(gk.WithVersion(version))
+		})
+		m, _ := v.(*meta.RESTMapping)
+		ch <- answer{m: m, err: err}
 	}()
 	select {
 	case a := <-ch:
