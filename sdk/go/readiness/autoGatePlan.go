@@ -25,7 +25,7 @@ func AutoGatePlan(ctx *pulumi.Context, args *AutoGatePlanArgs, opts ...pulumi.In
 type AutoGatePlanArgs struct {
 	// The IDs of installers the resource already depends on.
 	DependsOn []string `pulumi:"dependsOn"`
-	// Every earlier registration the plan answered `remember` for, in registration order.
+	// Every earlier registration the plan answered `remember` for (as its answer's `installer`), in registration order. Earlier registrations whose answer is not known yet may be added as they are: those that are no installer are ignored.
 	Installers []AutoGatePlanInstaller `pulumi:"installers"`
 	Options    *AutoGatePlanOptions    `pulumi:"options"`
 	Resource   AutoGatePlanResource    `pulumi:"resource"`
@@ -49,7 +49,7 @@ func AutoGatePlanOutput(ctx *pulumi.Context, args AutoGatePlanOutputArgs, opts .
 type AutoGatePlanOutputArgs struct {
 	// The IDs of installers the resource already depends on.
 	DependsOn pulumi.StringArrayInput `pulumi:"dependsOn"`
-	// Every earlier registration the plan answered `remember` for, in registration order.
+	// Every earlier registration the plan answered `remember` for (as its answer's `installer`), in registration order. Earlier registrations whose answer is not known yet may be added as they are: those that are no installer are ignored.
 	Installers AutoGatePlanInstallerArrayInput `pulumi:"installers"`
 	Options    AutoGatePlanOptionsPtrInput     `pulumi:"options"`
 	Resource   AutoGatePlanResourceInput       `pulumi:"resource"`
