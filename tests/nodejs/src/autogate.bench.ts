@@ -11,6 +11,7 @@
 //
 // Prints each run's `up` wall time and, for autoGate runs, the plan calls: how many, the bytes
 // they sent, and their summed latency.
+import { monitorEventLoopDelay } from "perf_hooks";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as readiness from "@readiness-io/pulumi-readiness";
@@ -95,6 +96,9 @@ async function main(): Promise<void> {
             calls.n = calls.bytes = calls.ms = 0;
             let done = false;
             const serving = serveWhenAvailable(cluster, hook, "external-secrets", "external-secrets-webhook", 5_000, () => done);
+            const loop = monitorEventLoopDelay({ resolution: 10 });
+            loop.enable();
+            const cpu0 = process.cpuUsage();
             const start = Date.now();
             let err = "";
             try {
@@ -105,11 +109,14 @@ async function main(): Promise<void> {
                 done = true;
             }
             const wall = (Date.now() - start) / 1000;
+            loop.disable();
+            const cpu = process.cpuUsage(cpu0);
+            const node = `; this Node process (program and Automation API): ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s CPU, event loop delay p50 ${(loop.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(loop.percentile(99) / 1e6).toFixed(0)} ms, max ${(loop.max / 1e6).toFixed(0)} ms`;
             const served = await serving;
             const state = (await s.exportStack()).deployment.resources as { type: string }[];
             const gates = state.filter((r) => r.type.startsWith("readiness:")).length;
             const plan = label.startsWith("auto") ? ` plan calls ${calls.n}, ${(calls.bytes / 1e6).toFixed(1)} MB sent, ${(calls.ms / 1000).toFixed(1)} s summed latency` : "";
-            console.log(`RESULT ${label} n=${n}: up ${wall.toFixed(1)} s, ${gates} gates${plan}${err ? ` ERROR ${err}` : ""} (load ${require("os").loadavg()[0].toFixed(1)})`);
+            console.log(`RESULT ${label} n=${n}: up ${wall.toFixed(1)} s, ${gates} gates${plan}${node}${err ? ` ERROR ${err}` : ""} (load ${require("os").loadavg()[0].toFixed(1)})`);
             if (!served) await hook.send("start"); // the chart's webhook intercepts deletes too
             await s.destroy();
             await s.workspace.removeStack(label);
