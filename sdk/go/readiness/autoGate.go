@@ -108,14 +108,12 @@ func (g *autoGate) transform(c context.Context, args *pulumi.ResourceTransformAr
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			g.warn(fmt.Sprintf("%s %s left ungated: %v", args.Type, args.Name, r))
-			res = nil
+			res = g.fail(args, fmt.Errorf("%v", r))
 		}
 	}()
 	gates, err := g.decide(c, args)
 	if err != nil {
-		g.warn(fmt.Sprintf("%s %s left ungated: %v", args.Type, args.Name, err))
-		return nil
+		return g.fail(args, err)
 	}
 	if len(gates) == 0 {
 		return nil
@@ -123,6 +121,31 @@ func (g *autoGate) transform(c context.Context, args *pulumi.ResourceTransformAr
 	opts := args.Opts
 	opts.DependsOn = append(slices.Clone(opts.DependsOn), gates...)
 	return &pulumi.ResourceTransformResult{Props: args.Props, Opts: opts}
+}
+
+// fail makes the registration fail with err, naming the object: autoGate could not decide
+// which gates it needs, and letting it through ungated would be a false ready. A Go transform
+// returns no error, so the registration gets a dependency whose URN is that error: the SDK
+// fails to marshal it and the engine fails the registration (and `up`), with no wait.
+func (g *autoGate) fail(args *pulumi.ResourceTransformArgs, err error) *pulumi.ResourceTransformResult {
+	err = fmt.Errorf("autoGate could not decide the gates of %s %s, so it is not registered ungated: %w", args.Type, args.Name, err)
+	_ = g.ctx.Log.Error(err.Error(), nil)
+	opts := args.Opts
+	opts.DependsOn = append(slices.Clone(opts.DependsOn), autoGateFailure(err))
+	return &pulumi.ResourceTransformResult{Props: args.Props, Opts: opts}
+}
+
+// autoGateFailed is a dependency that never resolves to a URN: its URN is err.
+type autoGateFailed struct {
+	pulumi.CustomResourceState
+	urn pulumi.URNOutput
+}
+
+func (f *autoGateFailed) URN() pulumi.URNOutput { return f.urn }
+
+func autoGateFailure(err error) pulumi.Resource {
+	urn := pulumi.String("").ToStringOutput().ApplyT(func(string) (pulumi.URN, error) { return "", err }).(pulumi.URNOutput)
+	return &autoGateFailed{urn: urn}
 }
 
 func (g *autoGate) warn(msg string) {

@@ -4,10 +4,14 @@ package readiness
 
 import (
 	"context"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 )
 
 // The installer IDs are the URNs the engine gives: a dependsOn entry (read from the engine)
@@ -42,5 +46,36 @@ func TestPlainValue(t *testing.T) {
 	}
 	if !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("plainValue = %#v, want %#v", got, want)
+	}
+}
+
+type failingPlanMocks struct{}
+
+func (failingPlanMocks) NewResource(a pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	return a.Name, a.Inputs, nil
+}
+
+func (failingPlanMocks) Call(pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	return nil, errors.New("plan unavailable")
+}
+
+// F7: a plan call that fails fails the registration, naming the object and the cause; it never
+// lets the object through ungated.
+func TestTransformFailsTheRegistrationWhenThePlanFails(t *testing.T) {
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		g := &autoGate{ctx: ctx, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{}, known: map[string]pulumi.Resource{}}
+		res := g.transform(ctx.Context(), &pulumi.ResourceTransformArgs{Custom: true, Type: "kubernetes:core/v1:ConfigMap", Name: "settings",
+			Props: pulumi.Map{"apiVersion": pulumi.String("v1"), "kind": pulumi.String("ConfigMap")}})
+		if res == nil || len(res.Opts.DependsOn) == 0 {
+			t.Fatalf("transform let the object through ungated: %+v", res)
+		}
+		_, uerr := internals.UnsafeAwaitOutput(ctx.Context(), res.Opts.DependsOn[len(res.Opts.DependsOn)-1].URN())
+		if uerr == nil || !strings.Contains(uerr.Error(), "ConfigMap settings") || !strings.Contains(uerr.Error(), "plan unavailable") {
+			t.Errorf("dependency error = %v, want one naming the object and the cause", uerr)
+		}
+		return nil
+	}, pulumi.WithMocks("proj", "dev", failingPlanMocks{}))
+	if err != nil {
+		t.Fatal(err)
 	}
 }
