@@ -92,6 +92,10 @@ export interface AutoGateDeps {
     urnPrefix(): string;
     info(msg: string): void;
     warn(msg: string): void;
+    /** Logs an error (the registration it names fails). */
+    error?(msg: string): void;
+    /** How long one plan call may take before the registration fails (default 2 minutes). */
+    planTimeoutMs?: number;
 }
 
 // An installer: a resource the plan answered `remember: true` for; its id is its URN (as in Go).
@@ -124,6 +128,7 @@ interface Pending {
     args: pulumi.ResourceTransformArgs;
     parentUrn?: string;
     resolve: (r: pulumi.ResourceTransformResult | undefined) => void;
+    reject: (e: Error) => void;
 }
 
 /** AutoGater is autoGate's bookkeeping (exported for its tests; not a stable API). */
@@ -165,14 +170,19 @@ export class AutoGater {
         this.constructed.set(k, { resource, decision });
     }
 
-    /** transform is the stack transform: never throws, never hangs on an error. */
+    /**
+     * transform is the stack transform. When it cannot decide an object's gates (a failed or
+     * timed-out plan call, a gate it cannot create) it throws an error naming the object and the
+     * cause, so that registration fails: an object let through ungated would be a false ready.
+     * It never hangs on an error.
+     */
     async transform(a: pulumi.ResourceTransformArgs): Promise<pulumi.ResourceTransformResult | undefined> {
         if (!a.custom || !a.type.startsWith("kubernetes:")) return undefined;
         try {
             const parentUrn = await urnOf(a.opts.parent);
             if (parentUrn && isComponentChild(parentUrn)) {
                 // Children of a Chart v4 / ConfigGroup: wait until the component's registrations settle.
-                return await new Promise((resolve) => this.hold({ args: a, parentUrn, resolve }));
+                return await new Promise((resolve, reject) => this.hold({ args: a, parentUrn, resolve, reject }));
             }
             const topLevel = !parentUrn || typeOfUrn(parentUrn) === "pulumi:pulumi:Stack";
             const c = topLevel ? this.constructed.get(`${a.type}|${a.name}`) : undefined;
@@ -186,9 +196,15 @@ export class AutoGater {
             }
             return await this.wire(a, (await this.decideInOrder(reg, true)).gates);
         } catch (e) {
-            this.deps.warn(`autoGate: ${a.type} ${a.name} left ungated: ${errorText(e)}`);
-            return undefined;
+            throw this.failure(a, e);
         }
+    }
+
+    // failure is the error that fails a registration autoGate could not decide, logged as one.
+    private failure(a: pulumi.ResourceTransformArgs, e: unknown): Error {
+        const err = new Error(`autoGate could not decide the gates of ${a.type} ${a.name}, so it is not registered ungated: ${errorText(e)}`);
+        (this.deps.error ?? this.deps.warn)(err.message);
+        return err;
     }
 
     private async reg(a: pulumi.ResourceTransformArgs, parentUrn: string | undefined, handle?: pulumi.Resource): Promise<Reg> {
@@ -234,8 +250,7 @@ export class AutoGater {
                     if (this.missing(d.sent, d.reg.urn)) gates = (await this.decide(d.reg, true, true, d.seq)).gates;
                     d.p.resolve(await this.wire(d.p.args, gates));
                 } catch (e) {
-                    this.deps.warn(`autoGate: ${d.p.args.type} ${d.p.args.name} left ungated: ${errorText(e)}`);
-                    d.p.resolve(undefined);
+                    d.p.reject(this.failure(d.p.args, e));
                 }
             })();
         }
@@ -287,7 +302,7 @@ export class AutoGater {
         });
         const installers = this.installers.filter((i) => i.urn !== r.urn);
         const sent = new Set(installers.map((i) => i.id));
-        const result = await this.slot(() => this.deps.plan({
+        const result = await this.slot(() => withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
             resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
             installers: installers.map(({ id, type, name, object }) => ({ id, type, name, object })),
             dependsOn: depIds,
@@ -295,7 +310,7 @@ export class AutoGater {
                 timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
                 namespaces: this.opts.namespaces,
             },
-        }));
+        })));
         if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
         const known = this.byUrn.get(r.urn);
         if (known) {
@@ -365,6 +380,7 @@ function pulumiDeps(o: AutoGateOptions): AutoGateDeps {
         urnPrefix: () => `urn:pulumi:${pulumi.getStack()}::${pulumi.getProject()}::`,
         info: (m) => pulumi.log.info(m),
         warn: (m) => pulumi.log.warn(m),
+        error: (m) => pulumi.log.error(m),
     };
 }
 
@@ -386,6 +402,20 @@ async function waitRegistered(urn: string): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 // Pure helpers.
+
+// withTimeout is f's answer, or an error once ms passed: one plan call that never returns must
+// not hold its registration (and every later decision waiting on it) forever.
+async function withTimeout<T>(ms: number, what: string, f: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    });
+    try {
+        return await Promise.race([f(), expired]);
+    } finally {
+        clearTimeout(timer);
+    }
+}
 
 /** typeOfUrn is the resource's own type token in a URN (the last of its qualified type). */
 export function typeOfUrn(urn: string): string {
