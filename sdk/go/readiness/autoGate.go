@@ -82,10 +82,13 @@ type autoGateSeen struct {
 	pending bool // a component's child before its final decision (which will see later installers)
 }
 
-// autoGateFamily tracks a component's children: when the last one arrived.
+// autoGateFamily tracks a component's children: when the last one arrived, and how many are
+// still at their first plan call (an installer among them is not known to the others yet).
 type autoGateFamily struct {
-	mu   sync.Mutex
-	last time.Time
+	mu       sync.Mutex
+	last     time.Time
+	inFlight int
+	landed   chan struct{} // closed (and replaced) whenever a first plan call returns
 }
 
 // autoGateResource is a gate registered by token (its outputs are not read here).
@@ -192,6 +195,20 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 
 	seen := &autoGateSeen{res: res}
 	child := componentParent(parentType)
+	var fam *autoGateFamily
+	land := func() { // once, and on every way out (an error, a panic): siblings wait for it
+		if fam != nil {
+			fam.land()
+			fam = nil
+		}
+	}
+	defer land()
+	if child {
+		// The child counts as arrived now, not when its first plan call returns: a slow call
+		// for the chart's webhook configuration must keep its siblings' window open.
+		fam = g.arrive(parentURN)
+	}
+	family := fam
 	plan, err := g.planWith(res, g.snapshot(seen, child, true), dependsOn)
 	if err != nil {
 		return nil, err
@@ -202,14 +219,18 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		missed := g.missed(seen)
 		g.installers = append(g.installers, inst)
 		g.mu.Unlock()
-		if !child && strings.HasSuffix(args.Type, "WebhookConfiguration") {
+		land()
+		if strings.HasSuffix(args.Type, "WebhookConfiguration") {
+			// A child's missed are those decided finally without it: top-level registrations,
+			// or siblings whose group had settled before it arrived.
 			g.warnIntercepted(inst, missed)
 		}
 	}
 	if child {
+		land()
 		// A sibling registered later (the chart's webhook configuration) may block this child:
 		// decide once the component's registrations settle.
-		g.settle(parentURN)
+		g.settle(family)
 		if plan, err = g.planWith(res, g.snapshot(seen, false, false), dependsOn); err != nil {
 			return nil, err
 		}
@@ -292,22 +313,41 @@ func (g *autoGate) warnIntercepted(hook AutoGatePlanInstaller, before []AutoGate
 	}
 }
 
-// settle waits until no child of parent arrived for Settle.
-func (g *autoGate) settle(parent string) {
+// arrive records a child of parent arriving, at its first plan call.
+func (g *autoGate) arrive(parent string) *autoGateFamily {
 	g.mu.Lock()
 	f := g.families[parent]
 	if f == nil {
-		f = &autoGateFamily{}
+		f = &autoGateFamily{landed: make(chan struct{})}
 		g.families[parent] = f
 	}
 	g.mu.Unlock()
 	f.mu.Lock()
 	f.last = time.Now()
+	f.inFlight++
 	f.mu.Unlock()
+	return f
+}
+
+// land records that a child's first plan call returned (its installer, if any, is known).
+func (f *autoGateFamily) land() {
+	f.mu.Lock()
+	f.inFlight--
+	close(f.landed)
+	f.landed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// settle waits until no child of the family is at its first plan call and none arrived for Settle.
+func (g *autoGate) settle(f *autoGateFamily) {
 	for {
 		f.mu.Lock()
-		quietAt := f.last.Add(g.opts.Settle)
+		quietAt, inFlight, landed := f.last.Add(g.opts.Settle), f.inFlight, f.landed
 		f.mu.Unlock()
+		if inFlight > 0 {
+			<-landed
+			continue
+		}
 		d := time.Until(quietAt)
 		if d <= 0 {
 			return

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -78,4 +79,24 @@ func TestTransformFailsTheRegistrationWhenThePlanFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// F1: a child's settle window counts from its sibling's arrival, not from the sibling's first
+// plan answer: while a sibling's first plan call is in flight (the chart's webhook configuration,
+// whose installer the others must see), no child of the component settles.
+func TestSettleWaitsForSiblingsInFlight(t *testing.T) {
+	g := &autoGate{opts: AutoGateOptions{Settle: time.Millisecond}, families: map[string]*autoGateFamily{}}
+	const chart = "urn:pulumi:dev::proj::kubernetes:helm.sh/v4:Chart::c"
+	a := g.arrive(chart)
+	a.land()        // the custom resource's first answer came back
+	g.arrive(chart) // the webhook configuration arrived; its plan call is slow
+	settled := make(chan struct{})
+	go func() { g.settle(a); close(settled) }()
+	select {
+	case <-settled:
+		t.Fatal("a child settled while a sibling's first plan call was in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	a.land() // the webhook configuration's answer (same family)
+	<-settled
 }
