@@ -204,6 +204,22 @@ test("a plan call that never answers fails its registration after the plan timeo
     assert.equal(await g.transform(reg("kubernetes:helm.sh/v3:Release", "eso", { chart: "x" })), undefined);
 });
 
+test("a webhook configuration registered after objects it intercepts warns, naming them (top level, and a component's late child)", async () => {
+    const f = fake();
+    const g = gater(f);
+    assert.equal(await g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", "es-early", es("early", "team-a"))), undefined);
+    const chart = `${prefix}kubernetes:yaml/v2:ConfigGroup::g`;
+    assert.equal(await g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", "g:team-a/child", es("child", "team-a"), { parent: chart })), undefined);
+    assert.equal(await g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" })), undefined);
+    assert.equal(f.warnings.length, 0);
+    // The group above had settled when its sibling webhook configuration arrives.
+    assert.equal(await g.transform(reg("kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "g:eso-validate", vwc, { parent: chart })), undefined);
+    for (let i = 0; i < 20 && f.warnings.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(f.warnings.length, 2, f.warnings.join("\n"));
+    assert.match(f.warnings[0], /ExternalSecret es-early was registered before .*ValidatingWebhookConfiguration g:eso-validate, which intercepts it/);
+    assert.match(f.warnings[1], /ExternalSecret g:team-a\/child was registered before/);
+});
+
 test("top-level resources are decided in program order, not in the order Node registers them", async () => {
     const f = fake();
     const g = gater(f);
