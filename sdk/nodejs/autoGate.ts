@@ -142,6 +142,7 @@ export class AutoGater {
     private seq = 0;
     private allRemembered: Promise<void> = Promise.resolve(); // every decision asked so far knows whether it is an installer
     private inFlight = 0;
+    private finals = new Map<string, Reg>(); // registrations whose decision is final, by URN
     private slots: (() => void)[] = [];
     private settleMs: number;
 
@@ -165,7 +166,10 @@ export class AutoGater {
         const deps = toArray(opts.dependsOn as any).flatMap((d: any) =>
             pulumi.Resource.isInstance(d) ? [{ handle: d, type: String((d as any).__pulumiType ?? "") }] : []);
         const reg: Reg = { type, name, urn: childUrn(this.deps.urnPrefix(), undefined, type, name), object, deps, handle: resource };
-        const decision = this.decideInOrder(reg, false).then((d) => ({ gates: d.gates, objectKey: stableKey(object), late: this.late }));
+        const decision = this.decideInOrder(reg, false).then((d) => {
+            this.finals.set(reg.urn, reg);
+            return { gates: d.gates, objectKey: stableKey(object), late: this.late };
+        });
         decision.catch(() => undefined);
         this.constructed.set(k, { resource, decision });
     }
@@ -192,9 +196,13 @@ export class AutoGater {
                 // an installer appeared since that program order did not show (a component's child).
                 const d = await c.decision.catch(() => undefined);
                 if (d && d.objectKey === stableKey(reg.object) && d.late === this.late) return await this.wire(a, d.gates);
-                return await this.wire(a, (await this.decideInOrder(reg, true, true)).gates);
+                const again = (await this.decideInOrder(reg, true, true)).gates;
+                this.finals.set(reg.urn, reg);
+                return await this.wire(a, again);
             }
-            return await this.wire(a, (await this.decideInOrder(reg, true)).gates);
+            const gates = (await this.decideInOrder(reg, true)).gates;
+            this.finals.set(reg.urn, reg);
+            return await this.wire(a, gates);
         } catch (e) {
             throw this.failure(a, e);
         }
@@ -248,6 +256,7 @@ export class AutoGater {
                     let gates = d.gates;
                     // An installer of the same component arrived after this child (itself aside): ask again with all of them.
                     if (this.missing(d.sent, d.reg.urn)) gates = (await this.decide(d.reg, true, true, d.seq)).gates;
+                    this.finals.set(d.reg.urn, d.reg);
                     d.p.resolve(await this.wire(d.p.args, gates));
                 } catch (e) {
                     d.p.reject(this.failure(d.p.args, e));
@@ -321,11 +330,35 @@ export class AutoGater {
             this.installers.splice(at < 0 ? this.installers.length : at, 0, inst);
             this.byUrn.set(r.urn, inst);
             if (registered) this.late++;
+            if (r.type.endsWith("WebhookConfiguration")) void this.warnIntercepted(inst, [...this.finals.values()]);
         }
         const handGated = r.deps.some((d) => d.type.startsWith("readiness:"));
         const optedOut = String(r.object?.metadata?.annotations?.[autoGateOptOutAnnotation] ?? "").toLowerCase() === "false";
         if (handGated || optedOut || this.opts.exclude?.(r.type, r.name)) return { gates: [], sent };
         return { gates: result.gates ?? [], sent };
+    }
+
+    // warnIntercepted warns about registrations decided before a webhook configuration installer
+    // that it intercepts (top-level ones before it, or a component's children whose group had
+    // settled before it arrived): nothing held them for it.
+    private async warnIntercepted(hook: Installer, before: Reg[]): Promise<void> {
+        for (const r of before) {
+            if (r.urn === hook.urn) continue;
+            try {
+                const result = await this.slot(() => withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
+                    resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
+                    installers: [{ id: hook.id, type: hook.type, name: hook.name, object: hook.object }],
+                    dependsOn: [],
+                    options: {},
+                })));
+                if ((result.gates ?? []).some((g) => g.type === "readiness:index:AdmissionReady" && (g.after ?? []).includes(hook.id))) {
+                    this.deps.warn(`autoGate: ${r.type} ${r.name} was registered before ${hook.type} ${hook.name}, which intercepts it: it was not held for that webhook. ` +
+                        "Register the webhook configuration (or what installs it) first, or give it a dependsOn on a readiness.AdmissionReady of it by hand");
+                }
+            } catch {
+                // a warning only: the registration itself was decided already
+            }
+        }
     }
 
     // wire creates (or reuses, by batch key) the gates and adds them to the resource's dependsOn.
