@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"time"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
+	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -59,9 +61,10 @@ type AutoGatePlanGate struct {
 }
 
 type AutoGatePlanResult struct {
-	Remember bool               `pulumi:"remember"`
-	Gates    []AutoGatePlanGate `pulumi:"gates"`
-	Warnings []string           `pulumi:"warnings"`
+	Remember  bool               `pulumi:"remember"`
+	Installer map[string]any     `pulumi:"installer,optional"`
+	Gates     []AutoGatePlanGate `pulumi:"gates"`
+	Warnings  []string           `pulumi:"warnings"`
 }
 
 func (f *AutoGatePlan) Annotate(a infer.Annotator) {
@@ -82,7 +85,8 @@ func (i *AutoGatePlanInstaller) Annotate(a infer.Annotator) {
 }
 
 func (a *AutoGatePlanArgs) Annotate(an infer.Annotator) {
-	an.Describe(&a.Installers, "Every earlier registration the plan answered `remember` for, in registration order.")
+	an.Describe(&a.Installers, "Every earlier registration the plan answered `remember` for (as its answer's `installer`), in registration order. "+
+		"Earlier registrations whose answer is not known yet may be added as they are: those that are no installer are ignored.")
 	an.Describe(&a.DependsOn, "The IDs of installers the resource already depends on.")
 }
 
@@ -98,6 +102,8 @@ func (g *AutoGatePlanGate) Annotate(a infer.Annotator) {
 
 func (r *AutoGatePlanResult) Annotate(a infer.Annotator) {
 	a.Describe(&r.Remember, "The resource can block others: add it to `installers` of later calls.")
+	a.Describe(&r.Installer, "With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read "+
+		"(a CRD without its schemas, a webhook configuration without its caBundle).")
 	a.Describe(&r.Warnings, "What the plan could not gate and why.")
 }
 
@@ -125,7 +131,7 @@ func (f *AutoGatePlan) Invoke(ctx context.Context, req infer.FunctionRequest[Aut
 		cluster = discoveryCluster{ctx: ctx, clients: clients}
 	}
 	plan := autogate.Decide(input, cluster, webhookMayIntercept)
-	out := AutoGatePlanResult{Remember: plan.Remember, Gates: []AutoGatePlanGate{}, Warnings: plan.Warnings}
+	out := AutoGatePlanResult{Remember: plan.Remember, Installer: plan.Installer, Gates: []AutoGatePlanGate{}, Warnings: plan.Warnings}
 	if out.Warnings == nil {
 		out.Warnings = []string{}
 	}
@@ -189,6 +195,13 @@ type discoveryCluster struct {
 	clients *kube.Clients
 }
 
+// discoveryFlight joins concurrent lookups of one kind: one discovery refresh for all of them.
+// A kind not served makes each lookup reset the discovery cache and ask the API server again;
+// a TypeScript program decides its objects as it constructs them, before the Release that
+// installs their CRDs exists, so 200 ExternalSecrets re-ran discovery for each of the 16 plan
+// calls in flight at a time.
+var discoveryFlight singleflight.Group
+
 func (c discoveryCluster) mapping(gk schema.GroupKind, version string) (*meta.RESTMapping, bool, bool) {
 	type answer struct {
 		m   *meta.RESTMapping
@@ -196,13 +209,14 @@ func (c discoveryCluster) mapping(gk schema.GroupKind, version string) (*meta.RE
 	}
 	ch := make(chan answer, 1)
 	go func() {
-		var a answer
-		if version == "" {
-			a.m, a.err = c.clients.MappingAnyVersion(gk)
-		} else {
-			a.m, a.err = c.clients.Mapping(gk.WithVersion(version))
-		}
-		ch <- a
+		v, err, _ := discoveryFlight.Do(fmt.Sprintf("%p %s", c.clients, gk.WithVersion(version)), func() (any, error) {
+			if version == "" {
+				return c.clients.MappingAnyVersion(gk)
+			}
+			return c.clients.Mapping(gk.WithVersion(version))
+		})
+		m, _ := v.(*meta.RESTMapping)
+		ch <- answer{m: m, err: err}
 	}()
 	select {
 	case a := <-ch:

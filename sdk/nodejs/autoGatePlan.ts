@@ -25,7 +25,7 @@ export interface AutoGatePlanArgs {
      */
     dependsOn?: string[];
     /**
-     * Every earlier registration the plan answered `remember` for, in registration order.
+     * Every earlier registration the plan answered `remember` for (as its answer's `installer`), in registration order. Earlier registrations whose answer is not known yet may be added as they are: those that are no installer are ignored.
      */
     installers?: inputs.AutoGatePlanInstaller[];
     options?: inputs.AutoGatePlanOptions;
@@ -34,6 +34,10 @@ export interface AutoGatePlanArgs {
 
 export interface AutoGatePlanResult {
     readonly gates: outputs.AutoGatePlanGate[];
+    /**
+     * With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read (a CRD without its schemas, a webhook configuration without its caBundle).
+     */
+    readonly installer?: {[key: string]: any};
     /**
      * The resource can block others: add it to `installers` of later calls.
      */
@@ -62,7 +66,7 @@ export interface AutoGatePlanOutputArgs {
      */
     dependsOn?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     /**
-     * Every earlier registration the plan answered `remember` for, in registration order.
+     * Every earlier registration the plan answered `remember` for (as its answer's `installer`), in registration order. Earlier registrations whose answer is not known yet may be added as they are: those that are no installer are ignored.
      */
     installers?: pulumi.Input<pulumi.Input<inputs.AutoGatePlanInstallerArgs>[] | undefined>;
     options?: pulumi.Input<inputs.AutoGatePlanOptionsArgs | undefined>;

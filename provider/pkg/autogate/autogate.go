@@ -78,8 +78,11 @@ type Gate struct {
 // Plan is the answer for one registration.
 type Plan struct {
 	Remember bool
-	Gates    []Gate
-	Warnings []string
+	// Installer is what the SDK remembers when Remember is set: the object trimmed to what the
+	// rules read (TrimInstaller).
+	Installer map[string]any
+	Gates     []Gate
+	Warnings  []string
 }
 
 // Cluster is what the plan may ask the cluster (discovery). Every answer may be "unknown"
@@ -201,6 +204,9 @@ func Decide(in Input, cluster Cluster, intercepts Intercepts) Plan {
 	}
 	kind := kindOf(r.Type, r.Object)
 	plan := Plan{Remember: kind != notInstaller}
+	if plan.Remember {
+		plan.Installer = TrimInstaller(r.Type, r.Object)
+	}
 	if optedOut(r.Object) {
 		return plan
 	}

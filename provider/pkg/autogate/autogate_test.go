@@ -2,6 +2,7 @@ package autogate
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -83,6 +84,11 @@ spec:
   group: external-secrets.io
   scope: Namespaced
   names: {kind: ExternalSecret, plural: externalsecrets}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}
 `
 	esoWebhook = `
 apiVersion: admissionregistration.k8s.io/v1
@@ -91,6 +97,10 @@ metadata: {name: externalsecret-validate}
 webhooks:
 - name: validate.externalsecret.external-secrets.io
   rules: [{apiGroups: [external-secrets.io], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [externalsecrets]}]
+  clientConfig: {caBundle: Y2EK, service: {name: external-secrets-webhook, namespace: external-secrets, path: /validate}}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  failurePolicy: Fail
 `
 	selectiveWebhook = `
 apiVersion: admissionregistration.k8s.io/v1
@@ -104,14 +114,14 @@ webhooks:
 	externalSecret = `
 apiVersion: external-secrets.io/v1
 kind: ExternalSecret
-metadata: {name: ghcr, namespace: team-a}
-spec: {target: {name: ghcr-pull}}
+metadata: {name: ghcr, namespace: team-a, labels: {team: a}}
+spec: {refreshInterval: 1h, secretStoreRef: {name: vault, kind: ClusterSecretStore}, target: {name: ghcr-pull, template: {type: kubernetes.io/dockerconfigjson}}, data: [{secretKey: x, remoteRef: {key: y}}]}
 `
 	certificate = `
 apiVersion: cert-manager.io/v1
 kind: Certificate
 metadata: {name: web-tls, namespace: web}
-spec: {secretName: web-tls-secret}
+spec: {secretName: web-tls-secret, dnsNames: [web.example.com], issuerRef: {name: ca, kind: ClusterIssuer}}
 `
 	configMap = `
 apiVersion: v1
@@ -339,6 +349,19 @@ spec: {template: {spec: {containers: [{name: a, image: x, envFrom: [{secretRef: 
 				in.Installers = c.installers(t)
 			}
 			p := Decide(in, c.cluster, testIntercepts)
+			// The same decision from the installers as the SDKs remember them (trimmed).
+			trimmed := in
+			trimmed.Installers = nil
+			for _, i := range in.Installers {
+				i.Object = TrimInstaller(i.Type, i.Object)
+				trimmed.Installers = append(trimmed.Installers, i)
+			}
+			if pt := Decide(trimmed, c.cluster, testIntercepts); !reflect.DeepEqual(pt, p) {
+				t.Errorf("plan from trimmed installers differs:\n%+v\nfrom full ones:\n%+v", pt, p)
+			}
+			if p.Remember != (p.Installer != nil) {
+				t.Errorf("remember = %v with installer %v", p.Remember, p.Installer)
+			}
 			if p.Remember != c.want.remember {
 				t.Errorf("remember = %v, want %v", p.Remember, c.want.remember)
 			}
@@ -511,14 +534,65 @@ spec: {template: {spec: {containers: [{name: c, image: x}]}}}
 			if c.withCRD {
 				installers = append([]Installer{installer(t, "crd", "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "mesh:externalsecrets.external-secrets.io", esoCRD)}, installers...)
 			}
-			p := Decide(Input{Resource: Resource{Type: c.typ, Name: c.objName, ParentType: c.parentType, Object: obj(t, c.y)}, Installers: installers}, fakeCluster{}, testIntercepts)
-			admission := false
-			for _, g := range p.Gates {
-				admission = admission || g.Type == TypeAdmissionReady
-			}
-			if admission != c.gated {
-				t.Errorf("gated by admission = %v, want %v: %+v", admission, c.gated, p.Gates)
+			for _, trimmed := range []bool{false, true} {
+				ins := slices.Clone(installers)
+				for i := range ins {
+					if trimmed {
+						ins[i].Object = TrimInstaller(ins[i].Type, ins[i].Object)
+					}
+				}
+				p := Decide(Input{Resource: Resource{Type: c.typ, Name: c.objName, ParentType: c.parentType, Object: obj(t, c.y)}, Installers: ins}, fakeCluster{}, testIntercepts)
+				admission := false
+				for _, g := range p.Gates {
+					admission = admission || g.Type == TypeAdmissionReady
+				}
+				if admission != c.gated {
+					t.Errorf("trimmed %v: gated by admission = %v, want %v: %+v", trimmed, admission, c.gated, p.Gates)
+				}
 			}
 		})
+	}
+}
+
+// What an installer's trim drops: what no rule reads (a CRD's schema, a webhook's caBundle, an
+// ExternalSecret's data); a non-installer comes back as it is.
+func TestTrimInstaller(t *testing.T) {
+	crd := TrimInstaller("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", obj(t, esoCRD))
+	b, _ := json.Marshal(crd)
+	if strings.Contains(string(b), "openAPIV3Schema") || !strings.Contains(string(b), `"served":true`) {
+		t.Errorf("CRD trimmed = %s", b)
+	}
+	hook := TrimInstaller("kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", obj(t, esoWebhook))
+	b, _ = json.Marshal(hook)
+	if strings.Contains(string(b), "caBundle") || !strings.Contains(string(b), `"failurePolicy":"Fail"`) || !strings.Contains(string(b), "external-secrets-webhook") {
+		t.Errorf("webhook configuration trimmed = %s", b)
+	}
+	es := TrimInstaller("kubernetes:external-secrets.io/v1:ExternalSecret", obj(t, externalSecret))
+	b, _ = json.Marshal(es)
+	if strings.Contains(string(b), "remoteRef") || strings.Contains(string(b), "labels") || !strings.Contains(string(b), "ghcr-pull") {
+		t.Errorf("ExternalSecret trimmed = %s", b)
+	}
+	cm := obj(t, configMap)
+	if got := TrimInstaller("kubernetes:core/v1:ConfigMap", cm); !reflect.DeepEqual(got, cm) {
+		t.Errorf("a ConfigMap is no installer: %v", got)
+	}
+}
+
+// An SDK may send, among the installers, earlier registrations whose own answer it does not have
+// yet (decisions asked concurrently): those that are no installer change nothing.
+func TestDecideIgnoresRegistrationsThatAreNoInstaller(t *testing.T) {
+	es := Resource{Type: "kubernetes:external-secrets.io/v1:ExternalSecret", Name: "es", Object: obj(t, externalSecret)}
+	crd := installer(t, "crd", "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "eso-crd", esoCRD)
+	hook := installer(t, "hook", "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "eso-validate", esoWebhook)
+	others := []Installer{
+		installer(t, "cm", "kubernetes:core/v1:ConfigMap", "cm", configMap),
+		installer(t, "dep", "kubernetes:apps/v1:Deployment", "web", strings.Replace(deploymentMounting, "%s", "ghcr-pull", 1)),
+		{ID: "chart", Type: "kubernetes:helm.sh/v4:Chart", Name: "eso", Object: map[string]any{"chart": "x"}},
+	}
+	want := Decide(Input{Resource: es, Installers: []Installer{crd, hook}, DependsOn: []string{"crd"}}, fakeCluster{}, testIntercepts)
+	got := Decide(Input{Resource: es, Installers: append([]Installer{others[0], crd, others[1]}, append([]Installer{hook}, others[2])...),
+		DependsOn: []string{"crd", "cm", "chart"}}, fakeCluster{}, testIntercepts)
+	if !reflect.DeepEqual(got, want) || len(want.Gates) != 2 {
+		t.Errorf("with registrations that are no installer:\n%+v\nwithout:\n%+v", got, want)
 	}
 }

@@ -25,7 +25,7 @@ func AutoGatePlan(ctx *pulumi.Context, args *AutoGatePlanArgs, opts ...pulumi.In
 type AutoGatePlanArgs struct {
 	// The IDs of installers the resource already depends on.
 	DependsOn []string `pulumi:"dependsOn"`
-	// Every earlier registration the plan answered `remember` for, in registration order.
+	// Every earlier registration the plan answered `remember` for (as its answer's `installer`), in registration order. Earlier registrations whose answer is not known yet may be added as they are: those that are no installer are ignored.
 	Installers []AutoGatePlanInstaller `pulumi:"installers"`
 	Options    *AutoGatePlanOptions    `pulumi:"options"`
 	Resource   AutoGatePlanResource    `pulumi:"resource"`
@@ -33,6 +33,8 @@ type AutoGatePlanArgs struct {
 
 type AutoGatePlanResult struct {
 	Gates []AutoGatePlanGate `pulumi:"gates"`
+	// With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read (a CRD without its schemas, a webhook configuration without its caBundle).
+	Installer map[string]interface{} `pulumi:"installer"`
 	// The resource can block others: add it to `installers` of later calls.
 	Remember bool `pulumi:"remember"`
 	// What the plan could not gate and why.
@@ -47,7 +49,7 @@ func AutoGatePlanOutput(ctx *pulumi.Context, args AutoGatePlanOutputArgs, opts .
 type AutoGatePlanOutputArgs struct {
 	// The IDs of installers the resource already depends on.
 	DependsOn pulumi.StringArrayInput `pulumi:"dependsOn"`
-	// Every earlier registration the plan answered `remember` for, in registration order.
+	// Every earlier registration the plan answered `remember` for (as its answer's `installer`), in registration order. Earlier registrations whose answer is not known yet may be added as they are: those that are no installer are ignored.
 	Installers AutoGatePlanInstallerArrayInput `pulumi:"installers"`
 	Options    AutoGatePlanOptionsPtrInput     `pulumi:"options"`
 	Resource   AutoGatePlanResourceInput       `pulumi:"resource"`
@@ -73,6 +75,11 @@ func (o AutoGatePlanResultOutput) ToAutoGatePlanResultOutputWithContext(ctx cont
 
 func (o AutoGatePlanResultOutput) Gates() AutoGatePlanGateArrayOutput {
 	return o.ApplyT(func(v AutoGatePlanResult) []AutoGatePlanGate { return v.Gates }).(AutoGatePlanGateArrayOutput)
+}
+
+// With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read (a CRD without its schemas, a webhook configuration without its caBundle).
+func (o AutoGatePlanResultOutput) Installer() pulumi.MapOutput {
+	return o.ApplyT(func(v AutoGatePlanResult) map[string]interface{} { return v.Installer }).(pulumi.MapOutput)
 }
 
 // The resource can block others: add it to `installers` of later calls.

@@ -214,7 +214,13 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		return nil, err
 	}
 	if plan.Remember && (len(g.opts.Installers) == 0 || slices.Contains(g.opts.Installers, args.Name)) {
-		inst := AutoGatePlanInstaller{Id: self, Type: args.Type, Name: args.Name, Object: obj}
+		// The plan says what later decisions need of it (a CRD without its schemas); an older
+		// provider does not: then the props, whole.
+		remembered := obj
+		if plan.Installer != nil {
+			remembered = plan.Installer
+		}
+		inst := AutoGatePlanInstaller{Id: self, Type: args.Type, Name: args.Name, Object: remembered}
 		g.mu.Lock()
 		missed := g.missed(seen)
 		g.installers = append(g.installers, inst)

@@ -79,7 +79,13 @@ export interface PlannedGate {
     afterGates?: string[];
     reason?: string;
 }
-export interface PlanResult { remember?: boolean; gates?: PlannedGate[]; warnings?: string[] }
+export interface PlanResult {
+    remember?: boolean;
+    /** With remember: the object to send as this installer's in later calls (trimmed to what the rules read). Absent from an older provider. */
+    installer?: any;
+    gates?: PlannedGate[];
+    warnings?: string[];
+}
 
 /** What the gater needs from Pulumi; tests give fakes. */
 export interface AutoGateDeps {
@@ -140,6 +146,7 @@ export class AutoGater {
     private constructed = new Map<string, Constructed | null>(); // null: the name is ambiguous
     private groups = new Map<string, { timer?: NodeJS.Timeout; items: Pending[] }>();
     private seq = 0;
+    private unanswered = new Map<number, Reg>(); // by seq: registrations whose first answer has not come yet
     private allRemembered: Promise<void> = Promise.resolve(); // every decision asked so far knows whether it is an installer
     private inFlight = 0;
     private finals = new Map<string, Reg>(); // registrations whose decision is final, by URN
@@ -275,9 +282,11 @@ export class AutoGater {
         const mine = new Promise<void>((resolve) => (remembered = resolve));
         this.allRemembered = before.then(() => mine);
         let first: { gates: PlannedGate[]; sent: Set<string> };
+        this.unanswered.set(seq, r);
         try {
             first = await this.decide(r, again, registered, seq);
         } finally {
+            this.unanswered.delete(seq);
             remembered();
         }
         await before;
@@ -305,27 +314,28 @@ export class AutoGater {
     // decide asks the plan about one registration, remembers it when it is an installer and
     // returns the gates it must wait for (none when the user opted it out or gated it by hand).
     private async decide(r: Reg, again: boolean, registered: boolean, seq: number): Promise<{ gates: PlannedGate[]; sent: Set<string> }> {
-        const depIds = r.deps.flatMap((d) => {
-            const i = d.urn ? this.byUrn.get(d.urn) : this.installers.find((x) => x.handle !== undefined && x.handle === d.handle);
-            return i ? [i.id] : [];
+        const sent = new Set<string>();
+        // The question is taken once a slot is free: fewer earlier answers are missing from it then.
+        const result = await this.slot(() => {
+            const installers = this.question(r, seq, sent);
+            return withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
+                resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
+                installers,
+                dependsOn: this.dependsOnIds(r, sent),
+                options: {
+                    timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
+                    namespaces: this.opts.namespaces,
+                },
+            }));
         });
-        const installers = this.installers.filter((i) => i.urn !== r.urn);
-        const sent = new Set(installers.map((i) => i.id));
-        const result = await this.slot(() => withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
-            resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
-            installers: installers.map(({ id, type, name, object }) => ({ id, type, name, object })),
-            dependsOn: depIds,
-            options: {
-                timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
-                namespaces: this.opts.namespaces,
-            },
-        })));
         if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
+        // What later decisions need of an installer, as the plan trimmed it (an older provider: the props).
+        const remembered = result.installer ?? r.object;
         const known = this.byUrn.get(r.urn);
         if (known) {
-            known.object = slim(r.object); // the values as registered: more of them are known than at construction
+            known.object = remembered; // the values as registered: more of them are known than at construction
         } else if (result.remember && (!this.opts.installers || this.opts.installers.includes(r.name))) {
-            const inst: Installer = { id: r.urn, seq, type: r.type, name: r.name, object: slim(r.object), urn: r.urn, handle: r.handle };
+            const inst: Installer = { id: r.urn, seq, type: r.type, name: r.name, object: remembered, urn: r.urn, handle: r.handle };
             const at = this.installers.findIndex((i) => i.seq > seq);
             this.installers.splice(at < 0 ? this.installers.length : at, 0, inst);
             this.byUrn.set(r.urn, inst);
@@ -359,6 +369,36 @@ export class AutoGater {
                 // a warning only: the registration itself was decided already
             }
         }
+    }
+
+    // question is the installers a decision is asked with (their ids added to sent): every
+    // installer but the registration itself and, in registration order among them, every earlier
+    // registration whose answer has not come yet, as it is. The plan ignores those that are no
+    // installer; without them, decisions asked concurrently would each miss the one before and
+    // all be asked twice (200 ExternalSecrets, each an installer: 401 calls).
+    private question(r: Reg, seq: number, sent: Set<string>): PlanInstaller[] {
+        const earlier: { seq: number; i: PlanInstaller }[] = this.installers
+            .filter((i) => i.urn !== r.urn)
+            .map(({ seq, id, type, name, object }) => ({ seq, i: { id, type, name, object } }));
+        const have = new Set(earlier.map((e) => e.i.id));
+        for (const [s, u] of this.unanswered) {
+            if (s >= seq || u.urn === r.urn || have.has(u.urn) || (this.opts.installers && !this.opts.installers.includes(u.name))) continue;
+            have.add(u.urn);
+            earlier.push({ seq: s, i: { id: u.urn, type: u.type, name: u.name, object: u.object } });
+        }
+        earlier.sort((a, b) => a.seq - b.seq);
+        for (const e of earlier) sent.add(e.i.id);
+        return earlier.map((e) => e.i);
+    }
+
+    // dependsOnIds: the ids, among those sent, of what the registration's dependsOn names (its
+    // handle when the program constructed it, else its URN).
+    private dependsOnIds(r: Reg, sent: Set<string>): string[] {
+        const all = [...this.installers, ...this.unanswered.values()];
+        return r.deps.flatMap((d) => {
+            const i = d.urn ? all.find((x) => x.urn === d.urn) : all.find((x) => x.handle !== undefined && x.handle === d.handle);
+            return i && sent.has(i.urn) ? [i.urn] : [];
+        });
     }
 
     // wire creates (or reuses, by batch key) the gates and adds them to the resource's dependsOn.
@@ -529,19 +569,6 @@ function plainWalk(v: any): any | Promise<any> {
     };
     if (!entries.some(([, p]) => p instanceof Promise)) return build(entries);
     return Promise.all(entries.map(async ([k, p]) => [k, await p] as [string, any])).then(build);
-}
-
-/**
- * slim is an installer's object as sent with every later plan call: without CRD schemas
- * (`openAPIV3Schema`, hundreds of KB in a chart like cert-manager's: sent with each of the
- * chart's children, they made every call take a second). No rule reads a schema.
- */
-export function slim(v: any): any {
-    if (v === null || typeof v !== "object") return v;
-    if (Array.isArray(v)) return v.map(slim);
-    const out: Record<string, any> = {};
-    for (const [k, e] of Object.entries(v)) if (k !== "openAPIV3Schema") out[k] = slim(e);
-    return out;
 }
 
 /** plainNow is {@link plain} for values known now, without waiting: any Output or Promise is null. */

@@ -259,16 +259,19 @@ test("plan calls run concurrently and every answer still counts every installer 
     for (const r of results) assert.equal((await depUrns(r)).length, 2, "an ExternalSecret asked before the webhook's answer was not asked again");
 });
 
-test("installers are sent to later calls without their CRD schemas", async () => {
-    const f = fake();
-    const g = gater(f);
+test("installers are sent to later calls as the plan trimmed them; whole when an older provider does not say", async () => {
     const crd = { apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name: "widgets.example.com" },
         spec: { group: "example.com", names: { kind: "Widget", plural: "widgets" },
             versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object" } } } } }] } };
-    await g.transform(reg("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "widgets", crd));
-    await g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" }));
-    assert.deepEqual(f.calls[0].resource.object, crd, "the registration itself is sent whole");
-    assert.deepEqual(f.calls[1].installers[0].object.spec.versions, [{ name: "v1", served: true, storage: true, schema: {} }]);
+    const trimmed = { apiVersion: crd.apiVersion, kind: crd.kind, metadata: crd.metadata, spec: { group: "example.com", names: crd.spec.names, versions: [{ name: "v1", served: true }] } };
+    for (const [answer, want] of [[{ remember: true, installer: trimmed }, trimmed], [{ remember: true }, crd]] as const) {
+        const f = fake((a) => (a.resource.object?.kind === "CustomResourceDefinition" ? answer : {}));
+        const g = gater(f);
+        await g.transform(reg("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "widgets", crd));
+        await g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" }));
+        assert.deepEqual(f.calls[0].resource.object, crd, "the registration itself is sent whole");
+        assert.deepEqual(f.calls[1].installers[0].object, want);
+    }
 });
 
 test("plain: unknowns, secrets and resources become null (omitted), outputs their values", async () => {
@@ -278,4 +281,30 @@ test("plain: unknowns, secrets and resources become null (omitted), outputs thei
         f: new pulumi.DependencyResource(`${prefix}x:y:z::n`), g: undefined,
     });
     assert.deepEqual(v, { a: "x", c: [1, { d: true }] });
+});
+
+test("concurrent decisions are asked once: earlier registrations not answered yet are sent as installers, a dependsOn on one among them too", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const f = fake(async (a) => {
+        if (a.resource.type === "kubernetes:helm.sh/v3:Release") await held; // the release answers last
+        return fakePlan(a);
+    });
+    const g = gater(f);
+    const relType = "kubernetes:helm.sh/v3:Release";
+    const relUrn = childUrn(prefix, undefined, relType, "eso");
+    const relRes = new pulumi.DependencyResource(relUrn);
+    g.track(relType, "eso", relRes, { chart: "x", name: "eso" }, {});
+    const names = ["a", "b", "c", "d"];
+    for (const n of names) g.track("kubernetes:external-secrets.io/v1:ExternalSecret", `es-${n}`,
+        new pulumi.DependencyResource(childUrn(prefix, undefined, "kubernetes:external-secrets.io/v1:ExternalSecret", `es-${n}`)), es(n, "team-a"), { dependsOn: [relRes] });
+    await new Promise((r) => setTimeout(r, 10));
+    release();
+    f.register(relUrn);
+    const results = await Promise.all(names.map((n) => g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", `es-${n}`, es(n, "team-a"), { dependsOn: [relUrn] }))));
+    for (const r of results) assert.deepEqual(await depUrns(r), [relUrn, `${prefix}readiness:index:HelmReleaseReady::auto-eso`]);
+    assert.equal(f.calls.length, 5, `asked again: ${f.calls.map((c) => c.resource.name)}`);
+    const last = f.calls.find((c) => c.resource.name === "es-d")!;
+    assert.deepEqual(last.installers.map((i) => i.name), ["eso", "es-a", "es-b", "es-c"]);
+    assert.deepEqual(last.dependsOn, [relUrn]);
 });
