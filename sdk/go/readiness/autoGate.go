@@ -59,8 +59,9 @@ func AutoGate(ctx *pulumi.Context, opts *AutoGateOptions) error {
 }
 
 type autoGate struct {
-	ctx  *pulumi.Context
-	opts AutoGateOptions
+	ctx         *pulumi.Context
+	opts        AutoGateOptions
+	planTimeout time.Duration // 0: autoGatePlanTimeout
 
 	mu         sync.Mutex
 	installers []AutoGatePlanInstaller
@@ -297,8 +298,31 @@ func (g *autoGate) planWith(res AutoGatePlanResource, installers []AutoGatePlanI
 	if g.opts.Provider != nil {
 		invokeOpts = append(invokeOpts, pulumi.Provider(g.opts.Provider))
 	}
-	return AutoGatePlan(g.ctx, &AutoGatePlanArgs{Resource: res, Installers: installers, DependsOn: dependsOn, Options: opts}, invokeOpts...)
+	type answer struct {
+		plan *AutoGatePlanResult
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		p, err := AutoGatePlan(g.ctx, &AutoGatePlanArgs{Resource: res, Installers: installers, DependsOn: dependsOn, Options: opts}, invokeOpts...)
+		ch <- answer{p, err}
+	}()
+	timeout := g.planTimeout
+	if timeout == 0 {
+		timeout = autoGatePlanTimeout
+	}
+	select {
+	case a := <-ch:
+		return a.plan, a.err
+	case <-time.After(timeout):
+		// A plan call that never answers must not hold the registration (and a component's
+		// siblings) forever: the registration fails instead.
+		return nil, fmt.Errorf("the plan call for %s %s did not answer within %s", res.Type, res.Name, timeout)
+	}
 }
+
+// autoGatePlanTimeout bounds one plan call (as in TypeScript).
+const autoGatePlanTimeout = 2 * time.Minute
 
 // warnIntercepted warns about registrations made before a top-level webhook configuration that
 // it intercepts: they were decided without it, so nothing held them for it.

@@ -100,3 +100,36 @@ func TestSettleWaitsForSiblingsInFlight(t *testing.T) {
 	a.land() // the webhook configuration's answer (same family)
 	<-settled
 }
+
+type silentPlanMocks struct{ release chan struct{} }
+
+func (silentPlanMocks) NewResource(a pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	return a.Name, a.Inputs, nil
+}
+
+func (m silentPlanMocks) Call(pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	<-m.release
+	return nil, errors.New("too late")
+}
+
+// D2 in Go: a plan call that never answers fails the registration after the plan timeout.
+func TestTransformFailsTheRegistrationWhenThePlanNeverAnswers(t *testing.T) {
+	m := silentPlanMocks{release: make(chan struct{})}
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		defer close(m.release)
+		g := &autoGate{ctx: ctx, planTimeout: 20 * time.Millisecond, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{}, known: map[string]pulumi.Resource{}}
+		res := g.transform(ctx.Context(), &pulumi.ResourceTransformArgs{Custom: true, Type: "kubernetes:core/v1:ConfigMap", Name: "settings",
+			Props: pulumi.Map{"apiVersion": pulumi.String("v1"), "kind": pulumi.String("ConfigMap")}})
+		if res == nil || len(res.Opts.DependsOn) == 0 {
+			t.Fatalf("transform let the object through ungated: %+v", res)
+		}
+		_, uerr := internals.UnsafeAwaitOutput(ctx.Context(), res.Opts.DependsOn[len(res.Opts.DependsOn)-1].URN())
+		if uerr == nil || !strings.Contains(uerr.Error(), "ConfigMap settings") || !strings.Contains(uerr.Error(), "did not answer") {
+			t.Errorf("dependency error = %v, want one naming the object and the timeout", uerr)
+		}
+		return nil
+	}, pulumi.WithMocks("proj", "dev", m))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
