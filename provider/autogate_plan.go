@@ -164,8 +164,25 @@ func webhookMayIntercept(hook map[string]any, req autogate.Request) bool {
 		return true // unreadable: fail closed, gate
 	}
 	q := admission.Request{GVR: req.GVR, Namespace: req.Namespace, Labels: req.Labels,
-		NSErr: "the namespace's labels are not known when the program registers the object"}
+		NSErr:       "the namespace's labels are not known when the program registers the object",
+		Equivalents: ruleVersions(m, req.GVR)}
 	return m.Excludes(q) == ""
+}
+
+// ruleVersions are gvr's group and resource at every version the webhook's rules name: with
+// matchPolicy Equivalent (the default) the API server converts a request for another served
+// version of the same resource and calls the webhook, and which versions the cluster will serve
+// is not known at plan time, so any version counts as served (fail closed: gate).
+func ruleVersions(m admission.Match, gvr schema.GroupVersionResource) []schema.GroupVersionResource {
+	var out []schema.GroupVersionResource
+	for _, r := range m.Rules {
+		for _, v := range r.APIVersions {
+			if v != gvr.Version {
+				out = append(out, gvr.GroupResource().WithVersion(v))
+			}
+		}
+	}
+	return out
 }
 
 // discoveryTimeout bounds one discovery answer: past it the kind counts as unknown.

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -96,6 +97,9 @@ installers:
 		{"objectSelector not matched", "{name: a, objectSelector: {matchLabels: {inject: 'yes'}}, " + fmt.Sprintf(rules, "CREATE", "*") + "}", "", nil},
 		{"objectSelector matched", "{name: a, objectSelector: {matchLabels: {inject: 'yes'}}, " + fmt.Sprintf(rules, "CREATE", "*") + "}", "inject: 'yes'", gated},
 		{"namespaceSelector by name, another namespace", "{name: a, namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: team-b}}, " + fmt.Sprintf(rules, "CREATE", "*") + "}", "", nil},
+		{"matchPolicy unset (Equivalent): a rule for another version of the resource", "{name: a, " + strings.Replace(fmt.Sprintf(rules, "CREATE", "*"), "[v1]", "[v1beta1]", 1) + "}", "", gated},
+		{"matchPolicy Equivalent: a rule for another version", "{name: a, matchPolicy: Equivalent, " + strings.Replace(fmt.Sprintf(rules, "CREATE", "*"), "[v1]", "[v1beta1]", 1) + "}", "", gated},
+		{"near miss: Exact, a rule for another version", "{name: a, matchPolicy: Exact, " + strings.Replace(fmt.Sprintf(rules, "CREATE", "*"), "[v1]", "[v1beta1]", 1) + "}", "", nil},
 		{"namespaceSelector over unknown labels", "{name: a, namespaceSelector: {matchLabels: {team: a}}, " + fmt.Sprintf(rules, "CREATE", "*") + "}", "", gated},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -98,6 +98,10 @@ export interface AutoGateDeps {
     urnPrefix(): string;
     info(msg: string): void;
     warn(msg: string): void;
+    /** Logs an error (the registration it names fails). */
+    error?(msg: string): void;
+    /** How long one plan call may take before the registration fails (default 2 minutes). */
+    planTimeoutMs?: number;
 }
 
 // An installer: a resource the plan answered `remember: true` for; its id is its URN (as in Go).
@@ -130,6 +134,7 @@ interface Pending {
     args: pulumi.ResourceTransformArgs;
     parentUrn?: string;
     resolve: (r: pulumi.ResourceTransformResult | undefined) => void;
+    reject: (e: Error) => void;
 }
 
 /** AutoGater is autoGate's bookkeeping (exported for its tests; not a stable API). */
@@ -144,6 +149,7 @@ export class AutoGater {
     private unanswered = new Map<number, Reg>(); // by seq: registrations whose first answer has not come yet
     private allRemembered: Promise<void> = Promise.resolve(); // every decision asked so far knows whether it is an installer
     private inFlight = 0;
+    private finals = new Map<string, Reg>(); // registrations whose decision is final, by URN
     private slots: (() => void)[] = [];
     private settleMs: number;
 
@@ -167,19 +173,27 @@ export class AutoGater {
         const deps = toArray(opts.dependsOn as any).flatMap((d: any) =>
             pulumi.Resource.isInstance(d) ? [{ handle: d, type: String((d as any).__pulumiType ?? "") }] : []);
         const reg: Reg = { type, name, urn: childUrn(this.deps.urnPrefix(), undefined, type, name), object, deps, handle: resource };
-        const decision = this.decideInOrder(reg, false).then((d) => ({ gates: d.gates, objectKey: stableKey(object), late: this.late }));
+        const decision = this.decideInOrder(reg, false).then((d) => {
+            this.finals.set(reg.urn, reg);
+            return { gates: d.gates, objectKey: stableKey(object), late: this.late };
+        });
         decision.catch(() => undefined);
         this.constructed.set(k, { resource, decision });
     }
 
-    /** transform is the stack transform: never throws, never hangs on an error. */
+    /**
+     * transform is the stack transform. When it cannot decide an object's gates (a failed or
+     * timed-out plan call, a gate it cannot create) it throws an error naming the object and the
+     * cause, so that registration fails: an object let through ungated would be a false ready.
+     * It never hangs on an error.
+     */
     async transform(a: pulumi.ResourceTransformArgs): Promise<pulumi.ResourceTransformResult | undefined> {
         if (!a.custom || !a.type.startsWith("kubernetes:")) return undefined;
         try {
             const parentUrn = await urnOf(a.opts.parent);
             if (parentUrn && isComponentChild(parentUrn)) {
                 // Children of a Chart v4 / ConfigGroup: wait until the component's registrations settle.
-                return await new Promise((resolve) => this.hold({ args: a, parentUrn, resolve }));
+                return await new Promise((resolve, reject) => this.hold({ args: a, parentUrn, resolve, reject }));
             }
             const topLevel = !parentUrn || typeOfUrn(parentUrn) === "pulumi:pulumi:Stack";
             const c = topLevel ? this.constructed.get(`${a.type}|${a.name}`) : undefined;
@@ -189,13 +203,23 @@ export class AutoGater {
                 // an installer appeared since that program order did not show (a component's child).
                 const d = await c.decision.catch(() => undefined);
                 if (d && d.objectKey === stableKey(reg.object) && d.late === this.late) return await this.wire(a, d.gates);
-                return await this.wire(a, (await this.decideInOrder(reg, true, true)).gates);
+                const again = (await this.decideInOrder(reg, true, true)).gates;
+                this.finals.set(reg.urn, reg);
+                return await this.wire(a, again);
             }
-            return await this.wire(a, (await this.decideInOrder(reg, true)).gates);
+            const gates = (await this.decideInOrder(reg, true)).gates;
+            this.finals.set(reg.urn, reg);
+            return await this.wire(a, gates);
         } catch (e) {
-            this.deps.warn(`autoGate: ${a.type} ${a.name} left ungated: ${errorText(e)}`);
-            return undefined;
+            throw this.failure(a, e);
         }
+    }
+
+    // failure is the error that fails a registration autoGate could not decide, logged as one.
+    private failure(a: pulumi.ResourceTransformArgs, e: unknown): Error {
+        const err = new Error(`autoGate could not decide the gates of ${a.type} ${a.name}, so it is not registered ungated: ${errorText(e)}`);
+        (this.deps.error ?? this.deps.warn)(err.message);
+        return err;
     }
 
     private async reg(a: pulumi.ResourceTransformArgs, parentUrn: string | undefined, handle?: pulumi.Resource): Promise<Reg> {
@@ -239,10 +263,10 @@ export class AutoGater {
                     let gates = d.gates;
                     // An installer of the same component arrived after this child (itself aside): ask again with all of them.
                     if (this.missing(d.sent, d.reg.urn)) gates = (await this.decide(d.reg, true, true, d.seq)).gates;
+                    this.finals.set(d.reg.urn, d.reg);
                     d.p.resolve(await this.wire(d.p.args, gates));
                 } catch (e) {
-                    this.deps.warn(`autoGate: ${d.p.args.type} ${d.p.args.name} left ungated: ${errorText(e)}`);
-                    d.p.resolve(undefined);
+                    d.p.reject(this.failure(d.p.args, e));
                 }
             })();
         }
@@ -294,7 +318,7 @@ export class AutoGater {
         // The question is taken once a slot is free: fewer earlier answers are missing from it then.
         const result = await this.slot(() => {
             const installers = this.question(r, seq, sent);
-            return this.deps.plan({
+            return withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
                 resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
                 installers,
                 dependsOn: this.dependsOnIds(r, sent),
@@ -302,7 +326,7 @@ export class AutoGater {
                     timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
                     namespaces: this.opts.namespaces,
                 },
-            });
+            }));
         });
         if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
         // What later decisions need of an installer, as the plan trimmed it (an older provider: the props).
@@ -316,11 +340,35 @@ export class AutoGater {
             this.installers.splice(at < 0 ? this.installers.length : at, 0, inst);
             this.byUrn.set(r.urn, inst);
             if (registered) this.late++;
+            if (r.type.endsWith("WebhookConfiguration")) void this.warnIntercepted(inst, [...this.finals.values()]);
         }
         const handGated = r.deps.some((d) => d.type.startsWith("readiness:"));
         const optedOut = String(r.object?.metadata?.annotations?.[autoGateOptOutAnnotation] ?? "").toLowerCase() === "false";
         if (handGated || optedOut || this.opts.exclude?.(r.type, r.name)) return { gates: [], sent };
         return { gates: result.gates ?? [], sent };
+    }
+
+    // warnIntercepted warns about registrations decided before a webhook configuration installer
+    // that it intercepts (top-level ones before it, or a component's children whose group had
+    // settled before it arrived): nothing held them for it.
+    private async warnIntercepted(hook: Installer, before: Reg[]): Promise<void> {
+        for (const r of before) {
+            if (r.urn === hook.urn) continue;
+            try {
+                const result = await this.slot(() => withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
+                    resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
+                    installers: [{ id: hook.id, type: hook.type, name: hook.name, object: hook.object }],
+                    dependsOn: [],
+                    options: {},
+                })));
+                if ((result.gates ?? []).some((g) => g.type === "readiness:index:AdmissionReady" && (g.after ?? []).includes(hook.id))) {
+                    this.deps.warn(`autoGate: ${r.type} ${r.name} was registered before ${hook.type} ${hook.name}, which intercepts it: it was not held for that webhook. ` +
+                        "Register the webhook configuration (or what installs it) first, or give it a dependsOn on a readiness.AdmissionReady of it by hand");
+                }
+            } catch {
+                // a warning only: the registration itself was decided already
+            }
+        }
     }
 
     // question is the installers a decision is asked with (their ids added to sent): every
@@ -405,6 +453,7 @@ function pulumiDeps(o: AutoGateOptions): AutoGateDeps {
         urnPrefix: () => `urn:pulumi:${pulumi.getStack()}::${pulumi.getProject()}::`,
         info: (m) => pulumi.log.info(m),
         warn: (m) => pulumi.log.warn(m),
+        error: (m) => pulumi.log.error(m),
     };
 }
 
@@ -426,6 +475,20 @@ async function waitRegistered(urn: string): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 // Pure helpers.
+
+// withTimeout is f's answer, or an error once ms passed: one plan call that never returns must
+// not hold its registration (and every later decision waiting on it) forever.
+async function withTimeout<T>(ms: number, what: string, f: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    });
+    try {
+        return await Promise.race([f(), expired]);
+    } finally {
+        clearTimeout(timer);
+    }
+}
 
 /** typeOfUrn is the resource's own type token in a URN (the last of its qualified type). */
 export function typeOfUrn(urn: string): string {

@@ -296,8 +296,8 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 	if _, err := gated.Preview(context.Background(), optpreview.ProgressStreams(&prev)); err != nil {
 		t.Fatalf("preview: %v\n%s", err, prev.String())
 	}
-	for _, name := range []string{"auto-helmrelease-external-secrets-external-secrets", "auto-admission-externalsecrets-hello-world-external-secrets",
-		"auto-exists-ingress-nginx-ingress-nginx-admission", "auto-admission-ingresses-default-ingress-nginx-ingress-nginx-admission"} {
+	for _, name := range []string{"auto-helmrelease-external-secrets-external-secrets", "auto-admission-externalsecrets.external-secrets.io-hello-world-external-secrets",
+		"auto-exists-ingress-nginx-ingress-nginx-admission", "auto-admission-ingresses.networking.k8s.io-default-ingress-nginx-ingress-nginx-admission"} {
 		if !strings.Contains(prev.String(), name) {
 			t.Errorf("preview does not show gate %s:\n%s", name, prev.String())
 		}
@@ -334,11 +334,11 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 		gates := gatesOf(t, gated)
 		t.Logf("rebuild %d gates: %s", i, strings.Join(gates, ", "))
 		want := []string{
-			"AdmissionReady auto-admission-certificates-" + aiOps + "-cert-manager",
-			"AdmissionReady auto-admission-externalsecrets-default-external-secrets",
-			"AdmissionReady auto-admission-externalsecrets-hello-world-external-secrets",
-			"AdmissionReady auto-admission-externalsecrets-nodejs-demo-external-secrets",
-			"AdmissionReady auto-admission-ingresses-default-ingress-nginx-ingress-nginx-admission",
+			"AdmissionReady auto-admission-certificates.cert-manager.io-" + aiOps + "-cert-manager",
+			"AdmissionReady auto-admission-externalsecrets.external-secrets.io-default-external-secrets",
+			"AdmissionReady auto-admission-externalsecrets.external-secrets.io-hello-world-external-secrets",
+			"AdmissionReady auto-admission-externalsecrets.external-secrets.io-nodejs-demo-external-secrets",
+			"AdmissionReady auto-admission-ingresses.networking.k8s.io-default-ingress-nginx-ingress-nginx-admission",
 			"CertificateReady auto-certificate-" + aiOps + "-ai-ops-agent",
 			"HelmReleaseReady auto-helmrelease-cert-manager-cert-manager",
 			"HelmReleaseReady auto-helmrelease-external-secrets-external-secrets",
@@ -402,7 +402,7 @@ func TestAutoGateConfigGroupWebhookAndCustomResourceInEitherOrder(t *testing.T) 
 			}
 			gates := gatesOf(t, s)
 			t.Logf("gates: %s", strings.Join(gates, ", "))
-			if len(gates) != 2 || !strings.HasPrefix(gates[0], "AdmissionReady auto-admission-widgets-default-") || !strings.HasPrefix(gates[1], "ResourceReady auto-exists-") {
+			if len(gates) != 2 || !strings.HasPrefix(gates[0], "AdmissionReady auto-admission-widgets."+group+"-default-") || !strings.HasPrefix(gates[1], "ResourceReady auto-exists-") {
 				t.Errorf("gates = %v, want the configuration's existence and one AdmissionReady", gates)
 			}
 			destroy(t, s)
@@ -507,7 +507,7 @@ func TestAutoGateFailingGateFailsTheStack(t *testing.T) {
 		return err
 	})
 	_, err := upErr(s)
-	requireFailure(t, err, "readiness:index:AdmissionReady", "auto-admission-widgets-default-")
+	requireFailure(t, err, "readiness:index:AdmissionReady", "auto-admission-widgets."+group+"-default-")
 	w := testenv.Object(t, "apiVersion: "+group+"/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}")
 	if _, gerr := testenv.Resource(t, w).Get(context.Background(), "w1", metav1.GetOptions{}); !apierrors.IsNotFound(gerr) {
 		t.Fatalf("the Widget behind the failed gate exists (or could not be read: %v)", gerr)

@@ -348,17 +348,18 @@ func (d *decider) crdAndAdmission() {
 		if kindOf(inst.Type, inst.Object) != webhookInstaller {
 			continue
 		}
-		hook := d.interceptingHook(inst, req)
-		if hook == "" {
+		hooks := d.interceptingHooks(inst, req)
+		if len(hooks) == 0 {
 			continue
 		}
+		hook := hooks[0]
 		intercepted = true
 		existsKey := d.configExists(inst)
 		after := []string{inst.ID}
 		if d.crd != nil {
 			after = append(after, d.crd.ID)
 		}
-		key := fmt.Sprintf("auto-admission-%s-%s-%s", slug(d.resource), slugOr(d.namespace, "cluster"), slug(inst.Name))
+		key := fmt.Sprintf("auto-admission-%s-%s-%s%s", slug(d.groupResource()), slugOr(d.namespace, "cluster"), slug(inst.Name), hookSuffix(inst, hooks))
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
 			Args:       map[string]any{"objects": []any{d.in.Resource.Object}},
@@ -441,10 +442,11 @@ func (d *decider) podAdmission() {
 		if kindOf(inst.Type, inst.Object) != webhookInstaller {
 			continue
 		}
-		hook := d.interceptingHook(inst, req)
-		if hook == "" {
+		hooks := d.interceptingHooks(inst, req)
+		if len(hooks) == 0 {
 			continue
 		}
+		hook := hooks[0]
 		existsKey := d.configExists(inst)
 		md := map[string]any{"name": podName(d.objectName()), "namespace": d.namespace}
 		for _, k := range []string{"labels", "annotations"} {
@@ -453,7 +455,7 @@ func (d *decider) podAdmission() {
 			}
 		}
 		pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": podSpec}
-		key := fmt.Sprintf("auto-admission-pods-%s-%s", slugOr(d.namespace, "cluster"), slug(inst.Name))
+		key := fmt.Sprintf("auto-admission-pods-%s-%s%s", slugOr(d.namespace, "cluster"), slug(inst.Name), hookSuffix(inst, hooks))
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
 			Args:       map[string]any{"objects": []any{pod}},
@@ -473,23 +475,72 @@ func podName(workload string) string {
 	return name
 }
 
-// interceptingHook is the name of the first webhook of a configuration installer that may be
-// called for req; "" when none.
-func (d *decider) interceptingHook(inst *Installer, req Request) string {
+// interceptingHooks are the names of a configuration installer's webhooks that may be called
+// for req, in order; none when no webhook may. A failurePolicy Ignore webhook of the same
+// component as the object is left out (see ownIgnoredHook).
+func (d *decider) interceptingHooks(inst *Installer, req Request) []string {
+	var names []string
 	hooks, _ := inst.Object["webhooks"].([]any)
 	for _, h := range hooks {
 		hm, ok := h.(map[string]any)
-		if !ok {
+		if !ok || !d.intercepts(hm, req) || d.ownIgnoredHook(inst, hm) {
 			continue
 		}
-		if d.intercepts(hm, req) {
-			if n := str(hm, "name"); n != "" {
-				return n
-			}
-			return "(unnamed)"
+		n := str(hm, "name")
+		if n == "" {
+			n = "(unnamed)"
 		}
+		names = append(names, n)
 	}
-	return ""
+	return names
+}
+
+// ownIgnoredHook says whether hook is a failurePolicy Ignore webhook of the same component
+// (Chart, ConfigGroup...) as the object: the webhook's own Deployment, RBAC and ServiceAccount
+// must exist before its server can answer, so gating them on it would hang until the timeout,
+// and an Ignore webhook that cannot answer lets them through anyway. Custom resources of a kind
+// the component's own CRD installs are still gated (field report 002): the component serves
+// them and means its webhook to see them.
+func (d *decider) ownIgnoredHook(inst *Installer, hook map[string]any) bool {
+	if str(hook, "failurePolicy") != "Ignore" || !componentTypes[d.in.Resource.ParentType] {
+		return false
+	}
+	component := componentOf(d.in.Resource.Name)
+	if component == "" || componentOf(inst.Name) != component {
+		return false
+	}
+	return d.crd == nil || componentOf(d.crd.Name) != component
+}
+
+// componentOf is the component part of a component child's Pulumi name ("chart:ns/name" ->
+// "chart"); "" for a name without one.
+func componentOf(name string) string {
+	c, _, ok := strings.Cut(name, ":")
+	if !ok {
+		return ""
+	}
+	return c
+}
+
+// hookSuffix names, in a batch key, which webhooks of the configuration intercept the object
+// when not all of them do: objects that different webhooks intercept are proven by different
+// representatives (a team=b object must not ride on the gate of a team=a one).
+func hookSuffix(inst *Installer, matched []string) string {
+	hooks, _ := inst.Object["webhooks"].([]any)
+	if len(matched) == len(hooks) {
+		return ""
+	}
+	return "-" + slug(strings.Join(matched, "-"))
+}
+
+// groupResource is the object's resource.group ("configmaps" for the core group): batch keys
+// carry the group, since gateways.gateway.networking.k8s.io and gateways.networking.istio.io
+// are different kinds served at different times.
+func (d *decider) groupResource() string {
+	if d.gvk.Group == "" {
+		return d.resource
+	}
+	return d.resource + "." + d.gvk.Group
 }
 
 func configName(inst *Installer) string {
@@ -630,7 +681,7 @@ func (d *decider) afterReleases() {
 		if d.gvk.Kind == "" || IsBuiltin(d.gvk.Group) {
 			continue
 		}
-		key := fmt.Sprintf("auto-admission-%s-%s-%s", slug(d.resource), slugOr(d.namespace, "cluster"), slug(inst.Name))
+		key := fmt.Sprintf("auto-admission-%s-%s-%s", slug(d.groupResource()), slugOr(d.namespace, "cluster"), slug(inst.Name))
 		g := Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
 			Args:   map[string]any{"objects": []any{d.in.Resource.Object}},

@@ -438,6 +438,122 @@ containers:
 	}
 }
 
+const twoTeamWebhook = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: teams}
+webhooks:
+- name: a.teams.example.com
+  objectSelector: {matchLabels: {team: a}}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+- name: b.teams.example.com
+  objectSelector: {matchLabels: {team: b}}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+`
+
+// F3: one configuration, two webhooks with different objectSelectors (and services): an object
+// only hook B intercepts must not join the gate of an object only hook A intercepts.
+func TestDecideBatchKeyNamesTheInterceptingWebhooks(t *testing.T) {
+	installers := []Installer{installer(t, "hook", "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "teams", twoTeamWebhook)}
+	keyOf := func(name, team string) string {
+		o := obj(t, configMap)
+		o["metadata"] = map[string]any{"name": name, "namespace": "team-a", "labels": map[string]any{"team": team}}
+		p := Decide(Input{Resource: Resource{Type: "kubernetes:core/v1:ConfigMap", Name: name, Object: o}, Installers: installers}, fakeCluster{}, testIntercepts)
+		return p.Gates[len(p.Gates)-1].Key
+	}
+	if a, b := keyOf("one", "a"), keyOf("two", "b"); a == b {
+		t.Errorf("objects of hooks a and b share key %q", a)
+	}
+	if a, b := keyOf("one", "a"), keyOf("two", "a"); a != b {
+		t.Errorf("same webhook: keys %q and %q differ", a, b)
+	}
+}
+
+// F4: two kinds with the same plural in different groups never share a gate.
+func TestDecideBatchKeyNamesTheGroup(t *testing.T) {
+	const hook = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: gw}
+webhooks:
+- name: gw.example.com
+  rules: [{apiGroups: ["*"], apiVersions: ["*"], operations: [CREATE], resources: ["*"]}]
+`
+	installers := []Installer{installer(t, "hook", "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "gw", hook)}
+	keyOf := func(apiVersion string) string {
+		o := map[string]any{"apiVersion": apiVersion, "kind": "Gateway", "metadata": map[string]any{"name": "g", "namespace": "default"}}
+		p := Decide(Input{Resource: Resource{Type: "kubernetes:" + apiVersion + ":Gateway", Name: "g", Object: o}, Installers: installers}, fakeCluster{}, testIntercepts)
+		if g := p.Gates[len(p.Gates)-1]; !strings.HasSuffix(g.Key, "-gw") {
+			t.Fatalf("not gated by the webhook: %+v", p.Gates)
+		}
+		return p.Gates[len(p.Gates)-1].Key
+	}
+	if a, b := keyOf("gateway.networking.k8s.io/v1"), keyOf("networking.istio.io/v1"); a == b {
+		t.Errorf("Gateway API and Istio gateways share key %q", a)
+	}
+}
+
+// D1: a chart's own failurePolicy Ignore webhook never gates the chart's own objects (its
+// server needs them to start); a Fail webhook of the chart for the chart's own custom resource,
+// or an Ignore one for a custom resource of the chart's own CRD, still does.
+func TestDecideOwnIgnoreWebhook(t *testing.T) {
+	hookOf := func(policy string) string {
+		return `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: injector}
+webhooks:
+- name: all.mesh.example.com
+  failurePolicy: ` + policy + `
+  rules: [{apiGroups: ["*"], apiVersions: ["*"], operations: [CREATE], resources: ["*"]}]
+`
+	}
+	const chart = "kubernetes:helm.sh/v4:Chart"
+	deployment := `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: mesh, namespace: mesh}
+spec: {template: {spec: {containers: [{name: c, image: x}]}}}
+`
+	cases := []struct {
+		name, policy, parentType, objName, hookName, typ, y string
+		withCRD                                             bool
+		gated                                               bool
+	}{
+		{"own Deployment, Ignore", "Ignore", chart, "mesh:mesh/mesh", "mesh:injector", "kubernetes:apps/v1:Deployment", deployment, false, false},
+		{"own ServiceAccount, Ignore", "Ignore", chart, "mesh:mesh/sa", "mesh:injector", "kubernetes:core/v1:ServiceAccount", "{apiVersion: v1, kind: ServiceAccount, metadata: {name: sa, namespace: mesh}}", false, false},
+		{"near miss: own Deployment, Fail", "Fail", chart, "mesh:mesh/mesh", "mesh:injector", "kubernetes:apps/v1:Deployment", deployment, false, true},
+		{"near miss: own custom resource of its own CRD, Ignore", "Ignore", chart, "mesh:default/ghcr", "mesh:injector", "kubernetes:external-secrets.io/v1:ExternalSecret", externalSecret, true, true},
+		{"near miss: own custom resource, Fail", "Fail", chart, "mesh:default/ghcr", "mesh:injector", "kubernetes:external-secrets.io/v1:ExternalSecret", externalSecret, true, true},
+		{"near miss: another chart's Deployment, Ignore", "Ignore", chart, "app:web/web", "mesh:injector", "kubernetes:apps/v1:Deployment", deployment, false, true},
+		{"near miss: top-level Deployment, Ignore", "Ignore", "", "mesh:mesh/mesh", "mesh:injector", "kubernetes:apps/v1:Deployment", deployment, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			installers := []Installer{installer(t, "hook", "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration", c.hookName, hookOf(c.policy))}
+			if c.withCRD {
+				installers = append([]Installer{installer(t, "crd", "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "mesh:externalsecrets.external-secrets.io", esoCRD)}, installers...)
+			}
+			for _, trimmed := range []bool{false, true} {
+				ins := slices.Clone(installers)
+				for i := range ins {
+					if trimmed {
+						ins[i].Object = TrimInstaller(ins[i].Type, ins[i].Object)
+					}
+				}
+				p := Decide(Input{Resource: Resource{Type: c.typ, Name: c.objName, ParentType: c.parentType, Object: obj(t, c.y)}, Installers: ins}, fakeCluster{}, testIntercepts)
+				admission := false
+				for _, g := range p.Gates {
+					admission = admission || g.Type == TypeAdmissionReady
+				}
+				if admission != c.gated {
+					t.Errorf("trimmed %v: gated by admission = %v, want %v: %+v", trimmed, admission, c.gated, p.Gates)
+				}
+			}
+		})
+	}
+}
+
 // What an installer's trim drops: what no rule reads (a CRD's schema, a webhook's caBundle, an
 // ExternalSecret's data); a non-installer comes back as it is.
 func TestTrimInstaller(t *testing.T) {
@@ -448,7 +564,7 @@ func TestTrimInstaller(t *testing.T) {
 	}
 	hook := TrimInstaller("kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", obj(t, esoWebhook))
 	b, _ = json.Marshal(hook)
-	if strings.Contains(string(b), "caBundle") || strings.Contains(string(b), "failurePolicy") || !strings.Contains(string(b), "external-secrets-webhook") {
+	if strings.Contains(string(b), "caBundle") || !strings.Contains(string(b), `"failurePolicy":"Fail"`) || !strings.Contains(string(b), "external-secrets-webhook") {
 		t.Errorf("webhook configuration trimmed = %s", b)
 	}
 	es := TrimInstaller("kubernetes:external-secrets.io/v1:ExternalSecret", obj(t, externalSecret))

@@ -36,7 +36,7 @@ func TrimInstaller(typ string, obj map[string]any) map[string]any {
 				if !ok {
 					continue
 				}
-				t := pick(hm, "name", "rules", "matchPolicy", "namespaceSelector", "objectSelector", "matchConditions")
+				t := pick(hm, "name", "rules", "matchPolicy", "failurePolicy", "namespaceSelector", "objectSelector", "matchConditions")
 				if cc, ok := mapAt(hm, "clientConfig"); ok {
 					c := pick(cc, "url", "service")
 					t["clientConfig"] = c // without caBundle: no rule reads a certificate

@@ -4,10 +4,15 @@ package readiness
 
 import (
 	"context"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 )
 
 // The installer IDs are the URNs the engine gives: a dependsOn entry (read from the engine)
@@ -42,5 +47,89 @@ func TestPlainValue(t *testing.T) {
 	}
 	if !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("plainValue = %#v, want %#v", got, want)
+	}
+}
+
+type failingPlanMocks struct{}
+
+func (failingPlanMocks) NewResource(a pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	return a.Name, a.Inputs, nil
+}
+
+func (failingPlanMocks) Call(pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	return nil, errors.New("plan unavailable")
+}
+
+// F7: a plan call that fails fails the registration, naming the object and the cause; it never
+// lets the object through ungated.
+func TestTransformFailsTheRegistrationWhenThePlanFails(t *testing.T) {
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		g := &autoGate{ctx: ctx, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{}, known: map[string]pulumi.Resource{}}
+		res := g.transform(ctx.Context(), &pulumi.ResourceTransformArgs{Custom: true, Type: "kubernetes:core/v1:ConfigMap", Name: "settings",
+			Props: pulumi.Map{"apiVersion": pulumi.String("v1"), "kind": pulumi.String("ConfigMap")}})
+		if res == nil || len(res.Opts.DependsOn) == 0 {
+			t.Fatalf("transform let the object through ungated: %+v", res)
+		}
+		_, uerr := internals.UnsafeAwaitOutput(ctx.Context(), res.Opts.DependsOn[len(res.Opts.DependsOn)-1].URN())
+		if uerr == nil || !strings.Contains(uerr.Error(), "ConfigMap settings") || !strings.Contains(uerr.Error(), "plan unavailable") {
+			t.Errorf("dependency error = %v, want one naming the object and the cause", uerr)
+		}
+		return nil
+	}, pulumi.WithMocks("proj", "dev", failingPlanMocks{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// F1: a child's settle window counts from its sibling's arrival, not from the sibling's first
+// plan answer: while a sibling's first plan call is in flight (the chart's webhook configuration,
+// whose installer the others must see), no child of the component settles.
+func TestSettleWaitsForSiblingsInFlight(t *testing.T) {
+	g := &autoGate{opts: AutoGateOptions{Settle: time.Millisecond}, families: map[string]*autoGateFamily{}}
+	const chart = "urn:pulumi:dev::proj::kubernetes:helm.sh/v4:Chart::c"
+	a := g.arrive(chart)
+	a.land()        // the custom resource's first answer came back
+	g.arrive(chart) // the webhook configuration arrived; its plan call is slow
+	settled := make(chan struct{})
+	go func() { g.settle(a); close(settled) }()
+	select {
+	case <-settled:
+		t.Fatal("a child settled while a sibling's first plan call was in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	a.land() // the webhook configuration's answer (same family)
+	<-settled
+}
+
+type silentPlanMocks struct{ release chan struct{} }
+
+func (silentPlanMocks) NewResource(a pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	return a.Name, a.Inputs, nil
+}
+
+func (m silentPlanMocks) Call(pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	<-m.release
+	return nil, errors.New("too late")
+}
+
+// D2 in Go: a plan call that never answers fails the registration after the plan timeout.
+func TestTransformFailsTheRegistrationWhenThePlanNeverAnswers(t *testing.T) {
+	m := silentPlanMocks{release: make(chan struct{})}
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		defer close(m.release)
+		g := &autoGate{ctx: ctx, planTimeout: 20 * time.Millisecond, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{}, known: map[string]pulumi.Resource{}}
+		res := g.transform(ctx.Context(), &pulumi.ResourceTransformArgs{Custom: true, Type: "kubernetes:core/v1:ConfigMap", Name: "settings",
+			Props: pulumi.Map{"apiVersion": pulumi.String("v1"), "kind": pulumi.String("ConfigMap")}})
+		if res == nil || len(res.Opts.DependsOn) == 0 {
+			t.Fatalf("transform let the object through ungated: %+v", res)
+		}
+		_, uerr := internals.UnsafeAwaitOutput(ctx.Context(), res.Opts.DependsOn[len(res.Opts.DependsOn)-1].URN())
+		if uerr == nil || !strings.Contains(uerr.Error(), "ConfigMap settings") || !strings.Contains(uerr.Error(), "did not answer") {
+			t.Errorf("dependency error = %v, want one naming the object and the timeout", uerr)
+		}
+		return nil
+	}, pulumi.WithMocks("proj", "dev", m))
+	if err != nil {
+		t.Fatal(err)
 	}
 }

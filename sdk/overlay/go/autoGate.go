@@ -59,8 +59,9 @@ func AutoGate(ctx *pulumi.Context, opts *AutoGateOptions) error {
 }
 
 type autoGate struct {
-	ctx  *pulumi.Context
-	opts AutoGateOptions
+	ctx         *pulumi.Context
+	opts        AutoGateOptions
+	planTimeout time.Duration // 0: autoGatePlanTimeout
 
 	mu         sync.Mutex
 	installers []AutoGatePlanInstaller
@@ -82,10 +83,13 @@ type autoGateSeen struct {
 	pending bool // a component's child before its final decision (which will see later installers)
 }
 
-// autoGateFamily tracks a component's children: when the last one arrived.
+// autoGateFamily tracks a component's children: when the last one arrived, and how many are
+// still at their first plan call (an installer among them is not known to the others yet).
 type autoGateFamily struct {
-	mu   sync.Mutex
-	last time.Time
+	mu       sync.Mutex
+	last     time.Time
+	inFlight int
+	landed   chan struct{} // closed (and replaced) whenever a first plan call returns
 }
 
 // autoGateResource is a gate registered by token (its outputs are not read here).
@@ -108,14 +112,12 @@ func (g *autoGate) transform(c context.Context, args *pulumi.ResourceTransformAr
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			g.warn(fmt.Sprintf("%s %s left ungated: %v", args.Type, args.Name, r))
-			res = nil
+			res = g.fail(args, fmt.Errorf("%v", r))
 		}
 	}()
 	gates, err := g.decide(c, args)
 	if err != nil {
-		g.warn(fmt.Sprintf("%s %s left ungated: %v", args.Type, args.Name, err))
-		return nil
+		return g.fail(args, err)
 	}
 	if len(gates) == 0 {
 		return nil
@@ -123,6 +125,31 @@ func (g *autoGate) transform(c context.Context, args *pulumi.ResourceTransformAr
 	opts := args.Opts
 	opts.DependsOn = append(slices.Clone(opts.DependsOn), gates...)
 	return &pulumi.ResourceTransformResult{Props: args.Props, Opts: opts}
+}
+
+// fail makes the registration fail with err, naming the object: autoGate could not decide
+// which gates it needs, and letting it through ungated would be a false ready. A Go transform
+// returns no error, so the registration gets a dependency whose URN is that error: the SDK
+// fails to marshal it and the engine fails the registration (and `up`), with no wait.
+func (g *autoGate) fail(args *pulumi.ResourceTransformArgs, err error) *pulumi.ResourceTransformResult {
+	err = fmt.Errorf("autoGate could not decide the gates of %s %s, so it is not registered ungated: %w", args.Type, args.Name, err)
+	_ = g.ctx.Log.Error(err.Error(), nil)
+	opts := args.Opts
+	opts.DependsOn = append(slices.Clone(opts.DependsOn), autoGateFailure(err))
+	return &pulumi.ResourceTransformResult{Props: args.Props, Opts: opts}
+}
+
+// autoGateFailed is a dependency that never resolves to a URN: its URN is err.
+type autoGateFailed struct {
+	pulumi.CustomResourceState
+	urn pulumi.URNOutput
+}
+
+func (f *autoGateFailed) URN() pulumi.URNOutput { return f.urn }
+
+func autoGateFailure(err error) pulumi.Resource {
+	urn := pulumi.String("").ToStringOutput().ApplyT(func(string) (pulumi.URN, error) { return "", err }).(pulumi.URNOutput)
+	return &autoGateFailed{urn: urn}
 }
 
 func (g *autoGate) warn(msg string) {
@@ -169,6 +196,20 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 
 	seen := &autoGateSeen{res: res}
 	child := componentParent(parentType)
+	var fam *autoGateFamily
+	land := func() { // once, and on every way out (an error, a panic): siblings wait for it
+		if fam != nil {
+			fam.land()
+			fam = nil
+		}
+	}
+	defer land()
+	if child {
+		// The child counts as arrived now, not when its first plan call returns: a slow call
+		// for the chart's webhook configuration must keep its siblings' window open.
+		fam = g.arrive(parentURN)
+	}
+	family := fam
 	plan, err := g.planWith(res, g.snapshot(seen, child, true), dependsOn)
 	if err != nil {
 		return nil, err
@@ -185,14 +226,18 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		missed := g.missed(seen)
 		g.installers = append(g.installers, inst)
 		g.mu.Unlock()
-		if !child && strings.HasSuffix(args.Type, "WebhookConfiguration") {
+		land()
+		if strings.HasSuffix(args.Type, "WebhookConfiguration") {
+			// A child's missed are those decided finally without it: top-level registrations,
+			// or siblings whose group had settled before it arrived.
 			g.warnIntercepted(inst, missed)
 		}
 	}
 	if child {
+		land()
 		// A sibling registered later (the chart's webhook configuration) may block this child:
 		// decide once the component's registrations settle.
-		g.settle(parentURN)
+		g.settle(family)
 		if plan, err = g.planWith(res, g.snapshot(seen, false, false), dependsOn); err != nil {
 			return nil, err
 		}
@@ -253,8 +298,31 @@ func (g *autoGate) planWith(res AutoGatePlanResource, installers []AutoGatePlanI
 	if g.opts.Provider != nil {
 		invokeOpts = append(invokeOpts, pulumi.Provider(g.opts.Provider))
 	}
-	return AutoGatePlan(g.ctx, &AutoGatePlanArgs{Resource: res, Installers: installers, DependsOn: dependsOn, Options: opts}, invokeOpts...)
+	type answer struct {
+		plan *AutoGatePlanResult
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		p, err := AutoGatePlan(g.ctx, &AutoGatePlanArgs{Resource: res, Installers: installers, DependsOn: dependsOn, Options: opts}, invokeOpts...)
+		ch <- answer{p, err}
+	}()
+	timeout := g.planTimeout
+	if timeout == 0 {
+		timeout = autoGatePlanTimeout
+	}
+	select {
+	case a := <-ch:
+		return a.plan, a.err
+	case <-time.After(timeout):
+		// A plan call that never answers must not hold the registration (and a component's
+		// siblings) forever: the registration fails instead.
+		return nil, fmt.Errorf("the plan call for %s %s did not answer within %s", res.Type, res.Name, timeout)
+	}
 }
+
+// autoGatePlanTimeout bounds one plan call (as in TypeScript).
+const autoGatePlanTimeout = 2 * time.Minute
 
 // warnIntercepted warns about registrations made before a top-level webhook configuration that
 // it intercepts: they were decided without it, so nothing held them for it.
@@ -275,22 +343,41 @@ func (g *autoGate) warnIntercepted(hook AutoGatePlanInstaller, before []AutoGate
 	}
 }
 
-// settle waits until no child of parent arrived for Settle.
-func (g *autoGate) settle(parent string) {
+// arrive records a child of parent arriving, at its first plan call.
+func (g *autoGate) arrive(parent string) *autoGateFamily {
 	g.mu.Lock()
 	f := g.families[parent]
 	if f == nil {
-		f = &autoGateFamily{}
+		f = &autoGateFamily{landed: make(chan struct{})}
 		g.families[parent] = f
 	}
 	g.mu.Unlock()
 	f.mu.Lock()
 	f.last = time.Now()
+	f.inFlight++
 	f.mu.Unlock()
+	return f
+}
+
+// land records that a child's first plan call returned (its installer, if any, is known).
+func (f *autoGateFamily) land() {
+	f.mu.Lock()
+	f.inFlight--
+	close(f.landed)
+	f.landed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// settle waits until no child of the family is at its first plan call and none arrived for Settle.
+func (g *autoGate) settle(f *autoGateFamily) {
 	for {
 		f.mu.Lock()
-		quietAt := f.last.Add(g.opts.Settle)
+		quietAt, inFlight, landed := f.last.Add(g.opts.Settle), f.inFlight, f.landed
 		f.mu.Unlock()
+		if inFlight > 0 {
+			<-landed
+			continue
+		}
 		d := time.Until(quietAt)
 		if d <= 0 {
 			return

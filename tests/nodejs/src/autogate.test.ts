@@ -169,10 +169,10 @@ test("autoGate: field reports 000, 001 and 002 as one gate-free program", { time
         const state = (await auto.exportStack()).deployment.resources as { urn: string; type: string }[];
         const gates = state.filter((r) => r.type.startsWith("readiness:")).map((r) => r.urn.split("::").pop()).sort();
         assert.deepEqual(gates, [
-            "auto-admission-certificates-default-cert-manager-cert-manager-webhook",
-            "auto-admission-clusterissuers-cluster-cert-manager-cert-manager-webhook",
-            "auto-admission-externalsecrets-default-external-secrets",
-            "auto-admission-externalsecrets-team-a-external-secrets",
+            "auto-admission-certificates.cert-manager.io-default-cert-manager-cert-manager-webhook",
+            "auto-admission-clusterissuers.cert-manager.io-cluster-cert-manager-cert-manager-webhook",
+            "auto-admission-externalsecrets.external-secrets.io-default-external-secrets",
+            "auto-admission-externalsecrets.external-secrets.io-team-a-external-secrets",
             "auto-certificate-default-ai-ops-agent",
             "auto-exists-cert-manager-cert-manager-webhook",
             "auto-helmrelease-external-secrets-external-secrets",

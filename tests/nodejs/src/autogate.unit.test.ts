@@ -3,7 +3,7 @@
 // one gate per batch key, installers in registration order, a gate created only after the
 // installer it is about was registered, a component's children decided once they settle (a
 // webhook configuration arriving after the custom resource it validates), the opt-outs, and a
-// failing plan that leaves the registration unchanged instead of throwing or hanging.
+// failing or silent plan that fails the registration (never lets it through ungated) without hanging.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
@@ -179,17 +179,45 @@ test("a component's children are decided once they settle: a webhook configurati
     assert.deepEqual(f.created[0].after, [hookUrn]);
 });
 
-test("a failing plan leaves the registration unchanged, with a warning, and the next one still works", async () => {
+test("a failing plan fails the registration, naming the object and the cause (never ungated), and the next one still works", async () => {
     let fail = true;
     const f = fake((a) => { if (fail) throw new Error("plan exploded"); return fakePlan(a); });
     const g = gater(f);
-    assert.equal(await g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" })), undefined);
-    assert.match(f.warnings[0], /cm left ungated: plan exploded/);
+    await assert.rejects(g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" })),
+        /kubernetes:core\/v1:ConfigMap cm, so it is not registered ungated: plan exploded/);
     const chart = `${prefix}kubernetes:yaml/v2:ConfigGroup::g`;
-    assert.equal(await g.transform(reg("kubernetes:core/v1:ConfigMap", "g:cm", { apiVersion: "v1", kind: "ConfigMap" }, { parent: chart })), undefined);
+    await assert.rejects(g.transform(reg("kubernetes:core/v1:ConfigMap", "g:cm", { apiVersion: "v1", kind: "ConfigMap" }, { parent: chart })),
+        /ConfigMap g:cm, so it is not registered ungated: plan exploded/);
     fail = false;
     assert.equal(await g.transform(reg("kubernetes:helm.sh/v3:Release", "eso", { chart: "x" })), undefined);
     assert.equal(f.calls[f.calls.length - 1].resource.name, "eso");
+});
+
+test("a plan call that never answers fails its registration after the plan timeout, and does not stall later ones", async () => {
+    let hang = true;
+    const f = fake((a) => (hang ? new Promise<PlanResult>(() => undefined) : fakePlan(a)));
+    f.deps.planTimeoutMs = 30;
+    const g = gater(f);
+    await assert.rejects(g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" })),
+        /ConfigMap cm, so it is not registered ungated: the plan call for kubernetes:core\/v1:ConfigMap cm did not answer/);
+    hang = false;
+    assert.equal(await g.transform(reg("kubernetes:helm.sh/v3:Release", "eso", { chart: "x" })), undefined);
+});
+
+test("a webhook configuration registered after objects it intercepts warns, naming them (top level, and a component's late child)", async () => {
+    const f = fake();
+    const g = gater(f);
+    assert.equal(await g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", "es-early", es("early", "team-a"))), undefined);
+    const chart = `${prefix}kubernetes:yaml/v2:ConfigGroup::g`;
+    assert.equal(await g.transform(reg("kubernetes:external-secrets.io/v1:ExternalSecret", "g:team-a/child", es("child", "team-a"), { parent: chart })), undefined);
+    assert.equal(await g.transform(reg("kubernetes:core/v1:ConfigMap", "cm", { apiVersion: "v1", kind: "ConfigMap" })), undefined);
+    assert.equal(f.warnings.length, 0);
+    // The group above had settled when its sibling webhook configuration arrives.
+    assert.equal(await g.transform(reg("kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", "g:eso-validate", vwc, { parent: chart })), undefined);
+    for (let i = 0; i < 20 && f.warnings.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(f.warnings.length, 2, f.warnings.join("\n"));
+    assert.match(f.warnings[0], /ExternalSecret es-early was registered before .*ValidatingWebhookConfiguration g:eso-validate, which intercepts it/);
+    assert.match(f.warnings[1], /ExternalSecret g:team-a\/child was registered before/);
 });
 
 test("top-level resources are decided in program order, not in the order Node registers them", async () => {
