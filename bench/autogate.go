@@ -10,6 +10,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optremove"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
@@ -59,6 +61,9 @@ func (b *bench) autoGateComparison(ctx context.Context, env *stack.Env, n int) (
 		return res, err
 	}
 	if _, err := b.cp.Apply(ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: bench-es}"); err != nil {
+		return res, err
+	}
+	if err := b.dropCRDs(ctx, crds); err != nil {
 		return res, err
 	}
 	for _, label := range []string{autoGateNone, autoGateHand, autoGateAuto} {
@@ -229,4 +234,31 @@ func (a autoGateResult) handAndAuto() (hand, auto time.Duration, ok bool) {
 		}
 	}
 	return hand, auto, hand > 0 && auto > 0
+}
+
+// dropCRDs deletes the chart's CRDs when an earlier section created them outside Helm: Helm
+// refuses to install over objects it does not own ("invalid ownership metadata").
+func (b *bench) dropCRDs(ctx context.Context, crds []*unstructured.Unstructured) error {
+	for _, crd := range crds {
+		ri, err := b.cp.ResourceFor(ctx, crd)
+		if err != nil {
+			return err
+		}
+		if err := ri.Delete(ctx, crd.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting CRD %s: %w", crd.GetName(), err)
+		}
+		// Setup, not a measured wait: poll until the CRD is gone (its instances are removed first).
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			_, err := ri.Get(ctx, crd.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("CRD %s still there after 2m (last error: %v)", crd.GetName(), err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
 }
