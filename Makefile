@@ -74,9 +74,11 @@ lint-workflows:
 lint:
 	@test -z "$$(gofmt -l provider internal tests demo bench examples tools/pulumi/sdkgen)" || (gofmt -l provider internal tests demo bench examples tools/pulumi/sdkgen; echo "gofmt needed"; exit 1)
 	go vet ./...
+	go vet -tags cluster ./provider/pkg/kube
 
+# -tags cluster: provider/pkg/kube's tests against the API server (the rest of provider/pkg needs none).
 test-go: build tools k8s-plugin
-	go test -count=1 -timeout 40m $$(go list ./... | grep -v '/tests/install$$')
+	go test -tags cluster -count=1 -timeout 40m $$(go list ./... | grep -v '/tests/install$$')
 
 # The release and a user's install paths end to end on this machine (tests/install): a release
 # build at a throwaway tag in a snapshot of the tree, its tarball served on 127.0.0.1, `pulumi
