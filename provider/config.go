@@ -84,3 +84,11 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
+
+// derefOr is *p, or def when p is nil or empty.
+func derefOr(p *string, def string) string {
+	if p == nil || *p == "" {
+		return def
+	}
+	return *p
+}

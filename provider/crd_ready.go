@@ -77,8 +77,6 @@ var (
 	_ = (infer.CustomRead[CrdReadyArgs, CrdReadyState])((*CrdReady)(nil))
 )
 
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
 func (*CrdReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[CrdReadyArgs], error) {
 	return checkGate(ctx, req, func(args CrdReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
 		if isKnown(req.NewInputs, "names") && isKnown(req.NewInputs, "group") &&

@@ -171,13 +171,6 @@ func httpBuilder(a HttpReadyArgs) builder[HttpReadyState] {
 	}
 }
 
-func derefOr(p *string, def string) string {
-	if p == nil || *p == "" {
-		return def
-	}
-	return *p
-}
-
 type httpEval struct {
 	r        *run
 	args     HttpReadyArgs

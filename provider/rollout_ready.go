@@ -8,7 +8,6 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
@@ -61,16 +60,6 @@ var (
 	_ = (infer.CustomCheck[RolloutReadyArgs])((*RolloutReady)(nil))
 	_ = (infer.CustomRead[RolloutReadyArgs, RolloutReadyState])((*RolloutReady)(nil))
 )
-
-var rolloutKinds = map[string]struct {
-	gv   schema.GroupVersion
-	eval func(*unstructured.Unstructured) status.Rollout
-}{
-	"Deployment":  {schema.GroupVersion{Group: "apps", Version: "v1"}, status.DeploymentRollout},
-	"StatefulSet": {schema.GroupVersion{Group: "apps", Version: "v1"}, status.StatefulSetRollout},
-	"DaemonSet":   {schema.GroupVersion{Group: "apps", Version: "v1"}, status.DaemonSetRollout},
-	"Job":         {schema.GroupVersion{Group: "batch", Version: "v1"}, status.JobDone},
-}
 
 func (*RolloutReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[RolloutReadyArgs], error) {
 	return checkGate(ctx, req, func(args RolloutReadyArgs, failures []p.CheckFailure) []p.CheckFailure {

@@ -10,10 +10,7 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
-	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -72,21 +69,6 @@ func (*SecretReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Ch
 	})
 }
 
-// keyFailures validates Secret key names (letters, digits, '-', '_', '.').
-func keyFailures(inputs property.Map, field string, keys []string) []p.CheckFailure {
-	if !isKnown(inputs, field) {
-		return nil
-	}
-	var out []p.CheckFailure
-	for i, k := range keys {
-		if errs := validation.IsConfigMapKey(k); len(errs) > 0 {
-			out = append(out, p.CheckFailure{Property: fmt.Sprintf("%s[%d]", field, i),
-				Reason: fmt.Sprintf("%q is not a valid Secret key: %s", k, strings.Join(errs, "; "))})
-		}
-	}
-	return out
-}
-
 func (g *SecretReady) Create(ctx context.Context, req infer.CreateRequest[SecretReadyArgs]) (infer.CreateResponse[SecretReadyState], error) {
 	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, SecretReadyState{SecretReadyArgs: req.Inputs}, "secret", secretBuilder(req.Inputs))
 }
@@ -103,8 +85,6 @@ func secretBuilder(a SecretReadyArgs) builder[SecretReadyState] {
 		}, nil
 	}
 }
-
-var secretGVK = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 
 // secretEval checks one Secret's presence, type and keys; CertificateReady reuses it.
 type secretEval struct {

@@ -104,10 +104,7 @@ type endpointsEval struct {
 	ports           []string
 }
 
-var (
-	serviceGVK       = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
-	endpointSliceGVK = schema.GroupVersionKind{Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice"}
-)
+var endpointSliceGVK = schema.GroupVersionKind{Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice"}
 
 func (e *endpointsEval) what() string {
 	return fmt.Sprintf("service %s/%s", e.namespace, e.name)

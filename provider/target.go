@@ -227,3 +227,36 @@ func nameFailures(inputs property.Map, nameKey, name, nsKey string, ns *string) 
 	}
 	return out
 }
+
+// keyFailures validates Secret key names (letters, digits, '-', '_', '.').
+func keyFailures(inputs property.Map, field string, keys []string) []p.CheckFailure {
+	if !isKnown(inputs, field) {
+		return nil
+	}
+	var out []p.CheckFailure
+	for i, k := range keys {
+		if errs := validation.IsConfigMapKey(k); len(errs) > 0 {
+			out = append(out, p.CheckFailure{Property: fmt.Sprintf("%s[%d]", field, i),
+				Reason: fmt.Sprintf("%q is not a valid Secret key: %s", k, strings.Join(errs, "; "))})
+		}
+	}
+	return out
+}
+
+// The built-in types several gates read.
+var (
+	secretGVK   = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	serviceGVK  = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
+	crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+// rolloutKinds: the kinds RolloutReady (and HelmReleaseReady's rollouts) judge, and how each one's rollout is read.
+var rolloutKinds = map[string]struct {
+	gv   schema.GroupVersion
+	eval func(*unstructured.Unstructured) status.Rollout
+}{
+	"Deployment":  {schema.GroupVersion{Group: "apps", Version: "v1"}, status.DeploymentRollout},
+	"StatefulSet": {schema.GroupVersion{Group: "apps", Version: "v1"}, status.StatefulSetRollout},
+	"DaemonSet":   {schema.GroupVersion{Group: "apps", Version: "v1"}, status.DaemonSetRollout},
+	"Job":         {schema.GroupVersion{Group: "batch", Version: "v1"}, status.JobDone},
+}
