@@ -1,35 +1,18 @@
 package admission
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/internal/fixtures"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
 // Table tests over YAML fixtures in testdata/ (as kstatus's): each file is a list of cases, what
 // the gate gathered and what must be decided, the near misses beside the states that pass.
-
-func loadCases[T any](t *testing.T, file string) []T {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []T
-	if err := yaml.UnmarshalStrict(b, &cases); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	if len(cases) == 0 {
-		t.Fatalf("%s: no cases", file)
-	}
-	return cases
-}
 
 func objectOf(m map[string]any) *unstructured.Unstructured {
 	if m == nil {
@@ -90,7 +73,7 @@ func TestCheckConfigurationFixtures(t *testing.T) {
 		Services map[string]serviceState `json:"services"`
 		decided  `json:",inline"`
 	}
-	for _, c := range loadCases[tc](t, "configurations.yaml") {
+	for _, c := range fixtures.Load[tc](t, "configurations.yaml") {
 		t.Run(c.Name, func(t *testing.T) {
 			snap := Configuration{Kind: c.Kind, Name: "", Object: objectOf(c.Config), Want: c.Want, Services: map[string]wait.Result{}}
 			if snap.Object != nil {
@@ -119,7 +102,7 @@ func TestCheckServiceFixtures(t *testing.T) {
 		}
 		return out
 	}
-	for _, c := range loadCases[tc](t, "services.yaml") {
+	for _, c := range fixtures.Load[tc](t, "services.yaml") {
 		t.Run(c.Name, func(t *testing.T) {
 			got := CheckService(ServiceTarget{Namespace: "web", Name: "hook", Port: 443, Want: c.Want,
 				Mutating: objects(c.Mutating), Validating: objects(c.Validating)})
@@ -149,7 +132,7 @@ func TestDecideRoundFixtures(t *testing.T) {
 		Mutated    []string `json:"mutated"`
 		Deniers    []string `json:"deniers"`
 	}
-	for _, c := range loadCases[tc](t, "rounds.yaml") {
+	for _, c := range fixtures.Load[tc](t, "rounds.yaml") {
 		t.Run(c.Name, func(t *testing.T) {
 			r := Round{Total: c.Total, Need: c.Need, Good: c.GoodBefore}
 			for _, a := range c.Answers {

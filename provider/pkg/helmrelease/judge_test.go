@@ -2,34 +2,16 @@ package helmrelease
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/internal/fixtures"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
 // Table tests over YAML fixtures in testdata/ (as kstatus's): what HelmReleaseReady gathered and
 // what must be decided, the near misses beside the states that pass.
-
-func loadCases[T any](t *testing.T, file string) []T {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []T
-	if err := yaml.UnmarshalStrict(b, &cases); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	if len(cases) == 0 {
-		t.Fatalf("%s: no cases", file)
-	}
-	return cases
-}
 
 func TestJudgeRevisionFixtures(t *testing.T) {
 	type tc struct {
@@ -42,7 +24,7 @@ func TestJudgeRevisionFixtures(t *testing.T) {
 		Failed   string `json:"failed"`
 		Message  string `json:"message"`
 	}
-	for _, c := range loadCases[tc](t, "revisions.yaml") {
+	for _, c := range fixtures.Load[tc](t, "revisions.yaml") {
 		t.Run(c.Name, func(t *testing.T) {
 			rel := &Release{Name: "app", Namespace: "web", Revision: c.Release.Revision, Status: c.Release.Status, Description: c.Release.Description}
 			ok, res := JudgeRevision(rel, "web", "app")
@@ -77,7 +59,7 @@ func TestJudgeObjectsFixtures(t *testing.T) {
 		Confirming bool    `json:"confirming"`
 		RetryInMs  int     `json:"retryInMs"`
 	}
-	for _, c := range loadCases[tc](t, "objects.yaml") {
+	for _, c := range fixtures.Load[tc](t, "objects.yaml") {
 		t.Run(c.Name, func(t *testing.T) {
 			o := Objects{What: "Helm release web/app", Revision: 3, Total: c.Total}
 			if o.Total == 0 {
