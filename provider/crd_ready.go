@@ -203,7 +203,7 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 		if res != nil {
 			return *res
 		}
-		o, err := sub.Read(ctx, n)
+		o, err := e.r.read(sub, n)
 		if err != nil {
 			return *e.r.readErr("CRD "+n, err)
 		}
@@ -216,7 +216,7 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 		if res != nil {
 			return *res
 		}
-		all, err := sub.ReadList(ctx, nil)
+		all, err := e.r.readList(sub, nil)
 		if err != nil {
 			return *e.r.readErr("CRDs", err)
 		}

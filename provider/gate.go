@@ -14,6 +14,8 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/inputdiff"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
@@ -152,7 +154,20 @@ type run struct {
 	// an ExternalName Service (see externalNameFor); dialers are the URL dialers (see url_wake.go).
 	externalNames map[string]string
 	dialers       map[string]*urlDialer
+
+	// seen is what the running check judged from informer copies (see read), proven only
+	// when its verdict would end the gate; proving makes every read consistent instead, once
+	// a copy judged turned out stale, and in refresh (a "not ready" there drops the gate).
+	seen    []kube.Seen
+	proving bool
+	// awaited is when a verdict first waited for its watch to pass a newer revision instead
+	// of reading (see kube.Seen.Covered); proven once one verdict of the run was proven.
+	awaited time.Time
+	proven  bool
 }
+
+// coverWait bounds how long a verdict waits for its busy watch to prove it before reading.
+const coverWait = 100 * time.Millisecond
 
 // newRun gets the shared clients. It does not call the cluster (see reach).
 func newRun(ctx context.Context) (*run, error) {
@@ -243,14 +258,68 @@ func (r *run) wait(ctx context.Context, spec wait.Spec) (wait.Result, error) {
 }
 
 // checking runs check with r.ctx set to the check's context, so that the reads a check makes
-// end with the gate (its timeout, a cancel) rather than run on after it.
+// end with the gate (its timeout, a cancel) rather than run on after it. A verdict that ends
+// the gate is kept only once what it judged is proven current (see read); if a copy judged was
+// stale, the check runs again at once on consistent reads.
 func (r *run) checking(check func(context.Context) wait.Result) func(context.Context) wait.Result {
 	return func(ctx context.Context) wait.Result {
 		outer := r.ctx
 		r.ctx = ctx
-		defer func() { r.ctx = outer }()
-		return check(ctx)
+		defer func() { r.ctx, r.seen = outer, nil }()
+		r.seen = nil
+		res := check(ctx)
+		if !res.Ready && res.Failed == nil {
+			return res
+		}
+		var reads []kube.Seen
+		for _, v := range r.seen {
+			ok, soon := v.Covered()
+			if ok {
+				continue
+			}
+			if soon && !r.proven && (r.awaited.IsZero() || time.Since(r.awaited) < coverWait) {
+				// Its watch is busy: wait for it to pass the revision rather than read now.
+				if r.awaited.IsZero() {
+					r.awaited = time.Now()
+				}
+				return wait.Result{Message: "confirming that the state judged is current (its watch is catching up)", Confirming: true, RetryIn: coverWait - time.Since(r.awaited)}
+			}
+			reads = append(reads, v)
+		}
+		for _, v := range reads {
+			ok, err := v.Prove(ctx)
+			if err != nil {
+				return *r.readErr("the state judged", err)
+			}
+			if !ok {
+				r.proving, r.seen = true, nil
+				return check(ctx)
+			}
+		}
+		r.proven = true
+		return res
 	}
+}
+
+// read returns the object name as the check should judge it: the informer's copy, noted to be
+// proven if the verdict ends the gate (see checking), or, once proving, a consistent read.
+func (r *run) read(sub *kube.Subscription, name string) (*unstructured.Unstructured, error) {
+	if r.proving {
+		return sub.Read(r.ctx, name)
+	}
+	o, seen := sub.Peek(name)
+	r.seen = append(r.seen, seen)
+	return o, nil
+}
+
+// readList is read for every object matching sel (nil: all).
+func (r *run) readList(sub *kube.Subscription, sel labels.Selector) ([]*unstructured.Unstructured, error) {
+	if r.proving {
+		return sub.ReadList(r.ctx, sel)
+	}
+	objs, seen := sub.PeekList(sel)
+	r.seen = append(r.seen, seen)
+	return objs, nil
 }
 
 // gateID is the ID a created gate gets: stable for its inputs' target, unique per creation.
@@ -266,6 +335,7 @@ const refreshBound = time.Minute
 // two good probes says nothing yet). Refresh uses it, so a ready gate is never dropped for
 // lack of patience.
 func (r *run) judge(ctx context.Context, e evaluation) (wait.Result, error) {
+	r.proving = true // every verdict counts here, "not ready" too
 	var verdict wait.Result
 	_, err := wait.Until(ctx, wait.Spec{
 		What:       e.what(),

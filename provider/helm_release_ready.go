@@ -282,7 +282,7 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 		if res := e.recordWatch(next); res != nil {
 			return res
 		}
-		nextRec, err := next.Read(ctx, helmrelease.RecordName(e.name, e.newest+1))
+		nextRec, err := e.r.read(next, helmrelease.RecordName(e.name, e.newest+1))
 		if err != nil {
 			return e.recordsErr("read", e.store, err)
 		}
@@ -300,7 +300,7 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 			if res := e.recordWatch(cur); res != nil {
 				return res
 			}
-			if obj, err = cur.Read(ctx, helmrelease.RecordName(e.name, e.newest)); err != nil {
+			if obj, err = e.r.read(cur, helmrelease.RecordName(e.name, e.newest)); err != nil {
 				return e.recordsErr("read", e.store, err)
 			}
 			moved = moved || obj == nil

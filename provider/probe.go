@@ -285,7 +285,7 @@ func (r *run) namespaceLabels(ns string, hooks []*admission.Hook) (lbls map[stri
 	if !sub.Synced() {
 		return nil, "", "", &wait.Result{Message: "reading namespace " + ns + " (its labels decide which webhooks intercept the request)", Unsynced: true}
 	}
-	o, err := sub.Read(r.ctx, ns)
+	o, err := r.read(sub, ns)
 	if err != nil {
 		return nil, "", "", r.readErr("namespace "+ns, err)
 	}

@@ -359,7 +359,7 @@ func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, 
 	if !sub.Synced() {
 		return "", &wait.Result{Message: "listing storage classes", Unsynced: true}
 	}
-	o, err := sub.Read(e.r.ctx, sc)
+	o, err := e.r.read(sub, sc)
 	if err != nil {
 		return "", e.r.readErr("StorageClass "+sc, err)
 	}

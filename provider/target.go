@@ -86,7 +86,7 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 		return nil, &wait.Result{Message: "listing " + m.Resource.Resource, Unsynced: true}
 	}
 	if t.name != "" {
-		o, err := sub.Read(r.ctx, t.name)
+		o, err := r.read(sub, t.name)
 		if err != nil {
 			return nil, r.readErr(m.Resource.Resource+" "+t.name, err)
 		}
@@ -98,7 +98,7 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 	if t.hint {
 		return sub.List(t.selector), nil
 	}
-	objs, err = sub.ReadList(r.ctx, t.selector)
+	objs, err = r.readList(sub, t.selector)
 	if err != nil {
 		return nil, r.readErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), err)
 	}

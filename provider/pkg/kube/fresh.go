@@ -12,7 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// A gate's first verdict must judge state at least as new as the gate's start. A shared
+// A verdict that ends a gate must judge state at least as new as the gate's start (a check
+// judges the informer's copy and proves it only then: see proof.go, which comes to Read here). A shared
 // informer that another gate started earlier may not have seen a write made just before this
 // gate started (a rollout the previous step began, a Helm upgrade): its watch stream can lag.
 // So every subscription is served one consistent read of what it asks for (a GET of a named
@@ -22,8 +23,8 @@ import (
 // The reads are shared: a watch makes one consistent read at a time (see readGroup), and every
 // subscription that asks while one is in flight waits for the next, which begins after it asked
 // and so is at least as new as its start; a read that began before a subscription asked never
-// serves it. A lone subscription's read is a GET of its one name; a read several wait for is
-// one consistent list of the watch's whole scope. A subscription drops the read it was served
+// serves it. A lone subscription's read is a GET of its one name; a read on a watch other
+// subscriptions share is one consistent list of the watch's whole scope, which serves them all. A subscription drops the read it was served
 // as soon as the informer's store has caught up with it: from then on the store is the truth.
 
 // freshRead is one consistent read: the objects found (by store key, see storeKey) and the
@@ -293,6 +294,10 @@ func (s *Subscription) ReadList(ctx context.Context, sel labels.Selector) ([]*un
 // handful of reads, not a thousand.
 type readGroup struct {
 	read func(ctx context.Context, n readNeed) (*freshRead, error)
+	// shared reports whether other subscriptions use the watch: then a read is a list of the
+	// scope even for one name, so that it proves every subscription begun before it at once
+	// (caughtSince), and other watches' too (revisionClock), instead of one GET each.
+	shared func() bool
 
 	mu       sync.Mutex
 	inflight *sharedRead // nil when no read is in flight
@@ -411,6 +416,9 @@ func (g *readGroup) join(ctx context.Context, since uint64, name string, list bo
 // start begins the next read (g.mu held); when it ends, the one queued meanwhile begins.
 func (g *readGroup) start() {
 	r := g.next
+	if g.shared != nil && g.shared() {
+		r.need.list = true
+	}
 	g.started++
 	r.seq = g.started
 	g.next, g.inflight = nil, r
@@ -508,6 +516,7 @@ func (c *WatchCache) readList(ctx context.Context, key WatchKey) (*freshRead, er
 // readListOpts is a consistent list (resourceVersion ""): the current state, never older.
 func (c *WatchCache) readListOpts(ctx context.Context, key WatchKey, o metav1.ListOptions) (*freshRead, error) {
 	var list *unstructured.UnstructuredList
+	seq := c.clock.begin()
 	err := retryAuthOnce(func() (err error) {
 		list, err = c.client.Resource(key.Resource).Namespace(key.Namespace).List(ctx, o)
 		return err
@@ -516,6 +525,9 @@ func (c *WatchCache) readListOpts(ctx context.Context, key WatchKey, o metav1.Li
 		return nil, err
 	}
 	floor, ok := rv(list.GetResourceVersion())
+	if ok {
+		c.clock.served(seq, floor)
+	}
 	f := &freshRead{objs: map[string]*unstructured.Unstructured{}, floor: floor, ok: ok}
 	for i := range list.Items {
 		it := c.trim(key, &list.Items[i])

@@ -43,6 +43,8 @@ type WatchCache struct {
 
 	// Opened counts informers started over the cache's life (one list+watch each).
 	Opened atomic.Int64
+
+	clock revisionClock // etcd's revision after each consistent list (proof.go)
 }
 
 // NewWatchCache returns an empty cache over client.
@@ -68,6 +70,9 @@ type watchEntry struct {
 	// given (after the store was updated, in the order of the watch): the store reflects every
 	// write up to it. A deleted object's last state carries the deletion's resourceVersion.
 	seenRV atomic.Uint64
+	// lastEvent is when the handlers were last given an object (unix nanoseconds): a watch
+	// that keeps delivering is about to pass a revision it has not reached yet (proof.go).
+	lastEvent atomic.Int64
 
 	mu     sync.Mutex
 	synced bool
@@ -103,7 +108,8 @@ type Subscription struct {
 	cache *WatchCache
 	once  sync.Once
 
-	since uint64 // the watch's consistent reads begun before this subscription (fresh.go)
+	since  uint64 // the watch's consistent reads begun before this subscription (fresh.go)
+	gsince uint64 // the consistent lists of any watch begun before it (proof.go)
 	// The consistent read this subscription was served (see fresh.go), until the store caught up.
 	mu         sync.Mutex
 	reads      map[string]*freshRead // by store key (listKey: ReadList's)
@@ -122,7 +128,7 @@ func (c *WatchCache) Subscribe(key WatchKey, wake chan<- struct{}) *Subscription
 		c.entries[key] = e
 	}
 	e.refs++
-	s := &Subscription{key: key, entry: e, cache: c, since: e.reads.now()}
+	s := &Subscription{key: key, entry: e, cache: c, since: e.reads.now(), gsince: c.clock.now()}
 	e.mu.Lock()
 	e.wakes[s] = wake
 	synced := e.synced
@@ -141,6 +147,11 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 	}
 	e := &watchEntry{stop: make(chan struct{}), done: make(chan struct{}), wakes: map[*Subscription]chan<- struct{}{}}
 	e.reads.read = func(ctx context.Context, n readNeed) (*freshRead, error) { return c.consistentRead(ctx, key, n) }
+	e.reads.shared = func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.wakes) > 1
+	}
 	res := c.client.Resource(key.Resource).Namespace(key.Namespace)
 	// dynamicinformer's list-watch, and one thing more: the cache counts as synced only once its
 	// watch is established too, so a watch the API server refuses (RBAC without `watch`) fails
@@ -218,6 +229,7 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 
 // saw notes an object the handlers were given (see seenRV).
 func (e *watchEntry) saw(o any) {
+	e.lastEvent.Store(time.Now().UnixNano())
 	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
 	}
