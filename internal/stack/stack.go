@@ -72,6 +72,8 @@ func Prepare(ctx context.Context, dir string) (*Env, error) {
 		"PULUMI_HOME":                          filepath.Join(dir, "home"),
 		"PULUMI_SKIP_UPDATE_CHECK":             "true",
 		"PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
+		// A plugin missing here must fail the test, never be fetched from the internet.
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 	}
 	e.command, err = auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: filepath.Dir(toolsBin), SkipVersionCheck: true})
 	if err != nil {

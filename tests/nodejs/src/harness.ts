@@ -110,6 +110,8 @@ export async function preparePulumi(): Promise<PulumiEnv> {
             PULUMI_HOME: path.join(dir, "home"),
             PULUMI_SKIP_UPDATE_CHECK: "true",
             PULUMI_DIY_BACKEND_NO_LEGACY_WARNING: "true",
+            // A plugin missing here must fail the test, never be fetched from the internet.
+            PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
         },
     };
 }
