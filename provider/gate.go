@@ -303,6 +303,8 @@ func (r *run) checking(check func(context.Context) wait.Result) func(context.Con
 
 // read returns the object name as the check should judge it: the informer's copy, noted to be
 // proven if the verdict ends the gate (see checking), or, once proving, a consistent read.
+// (Reading at once when alone on a watch would save a GET when the gate passes, but costs one
+// per watch when a thousand gates arrive one by one: BENCHMARKS.md, Scale.)
 func (r *run) read(sub *kube.Subscription, name string) (*unstructured.Unstructured, error) {
 	if r.proving {
 		return sub.Read(r.ctx, name)

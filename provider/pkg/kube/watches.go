@@ -147,11 +147,7 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 	}
 	e := &watchEntry{stop: make(chan struct{}), done: make(chan struct{}), wakes: map[*Subscription]chan<- struct{}{}}
 	e.reads.read = func(ctx context.Context, n readNeed) (*freshRead, error) { return c.consistentRead(ctx, key, n) }
-	e.reads.shared = func() bool {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		return len(e.wakes) > 1
-	}
+	e.reads.shared = e.shared
 	res := c.client.Resource(key.Resource).Namespace(key.Namespace)
 	// dynamicinformer's list-watch, and one thing more: the cache counts as synced only once its
 	// watch is established too, so a watch the API server refuses (RBAC without `watch`) fails
@@ -244,6 +240,13 @@ func (e *watchEntry) saw(o any) {
 			return
 		}
 	}
+}
+
+// shared reports whether more than one subscription uses the watch.
+func (e *watchEntry) shared() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.wakes) > 1
 }
 
 // markSynced records the initial sync (list loaded and watch established) once and wakes
