@@ -305,12 +305,16 @@ for (const order of ["webhook-first", "resource-first"]) {
             assert.ok(servedAt, "the webhook configuration never existed");
             await assertCreatedAfter(widgetPath, servedAt!, "its webhook served");
             assert.ok(await hook.calls() > 0, "the Widget was created without the webhook answering");
-            const state = (await s.exportStack()).deployment.resources as { urn: string; type: string }[];
+            const state = (await s.exportStack()).deployment.resources as { urn: string; type: string; dependencies?: string[] }[];
             const gates = state.filter((r) => r.type.startsWith("readiness:"))
                 .map((r) => `${r.type.replace("readiness:index:", "")} ${r.urn.split("::").pop()}`).sort();
             assert.equal(gates.length, 2, `gates: ${gates}`);
             assert.ok(gates[0].startsWith(`AdmissionReady auto-admission-widgets.${group}-default-`), `gates: ${gates}`);
             assert.ok(gates[1].startsWith("ResourceReady auto-exists-"), `gates: ${gates}`);
+            // The exists gate depends on the configuration itself (a child known only by URN).
+            const hookUrn = state.find((r) => r.type === "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration")?.urn;
+            const exists = state.find((r) => r.type === "readiness:index:ResourceReady");
+            assert.ok(hookUrn && exists?.dependencies?.includes(hookUrn), `the exists gate's dependencies ${exists?.dependencies} lack ${hookUrn}`);
             await s.destroy();
             await s.workspace.removeStack(`cg-${order}`);
         } finally {
