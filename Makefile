@@ -79,6 +79,8 @@ lint:
 # -tags cluster: provider/pkg/kube's tests against the API server (the rest of provider/pkg needs none).
 test-go: build tools k8s-plugin
 	go test -tags cluster -count=1 -timeout 40m $$(go list ./... | grep -v '/tests/install$$')
+	@# The SDK is its own module (go list ./... above leaves it out): its overlay's unit tests.
+	cd sdk && go test -count=1 ./...
 
 # The release and a user's install paths end to end on this machine (tests/install): a release
 # build at a throwaway tag in a snapshot of the tree, its tarball served on 127.0.0.1, `pulumi

@@ -100,6 +100,31 @@ func gatesOf(t *testing.T, s auto.Stack) []string {
 	return out
 }
 
+// dependenciesOf is the state's dependencies of the stack's one resource of type typ.
+func dependenciesOf(t *testing.T, s auto.Stack, typ string) []string {
+	t.Helper()
+	dep, err := s.Export(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Resources []struct {
+			Type         string   `json:"type"`
+			Dependencies []string `json:"dependencies"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(dep.Deployment, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range d.Resources {
+		if r.Type == typ {
+			return r.Dependencies
+		}
+	}
+	t.Fatalf("no %s in the stack", typ)
+	return nil
+}
+
 func TestAutoGateFieldReportsInOneProgram(t *testing.T) {
 	ctx := context.Background()
 	env := prepare(t)
@@ -404,6 +429,12 @@ func TestAutoGateConfigGroupWebhookAndCustomResourceInEitherOrder(t *testing.T) 
 			t.Logf("gates: %s", strings.Join(gates, ", "))
 			if len(gates) != 2 || !strings.HasPrefix(gates[0], "AdmissionReady auto-admission-widgets."+group+"-default-") || !strings.HasPrefix(gates[1], "ResourceReady auto-exists-") {
 				t.Errorf("gates = %v, want the configuration's existence and one AdmissionReady", gates)
+			}
+			// F9: the exists gate depends on the configuration itself (a child the transform knows
+			// only by URN), so on an update it cannot see the configuration's old state.
+			hookURN := "urn:pulumi:dev::autogatecg::kubernetes:yaml/v2:ConfigGroup$kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration::app:" + hookName
+			if deps := dependenciesOf(t, s, "readiness:index:ResourceReady"); !slices.Contains(deps, hookURN) {
+				t.Errorf("the exists gate's dependencies %q lack the webhook configuration %s", deps, hookURN)
 			}
 			destroy(t, s)
 		})

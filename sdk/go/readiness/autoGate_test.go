@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,5 +133,91 @@ func TestTransformFailsTheRegistrationWhenThePlanNeverAnswers(t *testing.T) {
 	}, pulumi.WithMocks("proj", "dev", m))
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// chartMocks plays a Chart v4 whose webhook configuration validates its own custom resource: the
+// plan remembers the configuration and gates the custom resource by `ResourceReady exists` on it.
+// It records each registration the engine finished, in order, with its dependencies.
+type chartMocks struct {
+	mu   sync.Mutex
+	done []chartRegistration
+}
+
+type chartRegistration struct {
+	typ, name string
+	deps      []string
+}
+
+func (m *chartMocks) NewResource(a pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.done = append(m.done, chartRegistration{a.TypeToken, a.Name, a.RegisterRPC.GetDependencies()})
+	return a.Name, a.Inputs, nil
+}
+
+func (m *chartMocks) Call(a pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	res := a.Args["resource"].ObjectValue()
+	if res["type"].StringValue() == chartHookType {
+		return resource.NewPropertyMapFromMap(map[string]any{"remember": true}), nil
+	}
+	var hook string
+	for _, i := range a.Args["installers"].ArrayValue() {
+		hook = i.ObjectValue()["id"].StringValue()
+	}
+	if hook == "" {
+		return resource.PropertyMap{}, nil
+	}
+	return resource.NewPropertyMapFromMap(map[string]any{"gates": []any{map[string]any{
+		"key": "exists", "name": "auto-exists-c-hook", "type": "readiness:index:ResourceReady", "args": map[string]any{}, "after": []any{hook},
+	}}}), nil
+}
+
+const chartHookType = "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration"
+
+// F9: a chart's child installer is known to the transform only by URN; the gate after it still
+// depends on it, and registers only once the engine has registered the installer (on an update,
+// `ResourceReady exists` must not see the configuration's old state and pass early).
+func TestGateAfterAChartChildInstallerDependsOnIt(t *testing.T) {
+	m := &chartMocks{}
+	const hookURN = "urn:pulumi:dev::proj::kubernetes:helm.sh/v4:Chart$" + chartHookType + "::c:hook"
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		var chart pulumi.ResourceState
+		if err := ctx.RegisterComponentResource("kubernetes:helm.sh/v4:Chart", "c", &chart); err != nil {
+			return err
+		}
+		g := &autoGate{ctx: ctx, opts: AutoGateOptions{Settle: time.Millisecond}, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{}, known: map[string]pulumi.Resource{}}
+		child := func(typ, name string) *pulumi.ResourceTransformResult {
+			return g.transform(ctx.Context(), &pulumi.ResourceTransformArgs{Custom: true, Type: typ, Name: name,
+				Props: pulumi.Map{"kind": pulumi.String(name)}, Opts: pulumi.ResourceOptions{Parent: &chart}})
+		}
+		if res := child(chartHookType, "c:hook"); res != nil {
+			t.Fatalf("the webhook configuration got gates: %+v", res)
+		}
+		res := child("kubernetes:example.test/v1:Widget", "c:default/w1")
+		if res == nil || len(res.Opts.DependsOn) != 1 {
+			t.Fatalf("the custom resource was not gated: %+v", res)
+		}
+		// The plugin registers the configuration only now, after the transform returned.
+		var hook pulumi.CustomResourceState
+		return ctx.RegisterResource(chartHookType, "c:hook", pulumi.Map{}, &hook, pulumi.Parent(&chart))
+	}, pulumi.WithMocks("proj", "dev", m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hookAt, gateAt := -1, -1
+	for i, r := range m.done {
+		switch r.name {
+		case "c:hook":
+			hookAt = i
+		case "auto-exists-c-hook":
+			gateAt = i
+			if !slices.Contains(r.deps, hookURN) {
+				t.Errorf("the gate's dependencies %q lack the webhook configuration %s", r.deps, hookURN)
+			}
+		}
+	}
+	if hookAt < 0 || gateAt < 0 || gateAt < hookAt {
+		t.Errorf("registrations %+v: want the webhook configuration registered, then its gate", m.done)
 	}
 }

@@ -402,9 +402,12 @@ func (g *autoGate) gate(spec AutoGatePlanGate) (pulumi.Resource, error) {
 	}
 	for _, id := range spec.After {
 		// Installers the program passed as dependsOn are known resources; the others (a
-		// chart's children) are known only by URN: their gates prove them in the cluster.
+		// chart's children) are known only by URN: a dependency on that URN once the engine
+		// has registered it (as TypeScript does).
 		if r, ok := g.known[id]; ok {
 			deps = append(deps, r)
+		} else {
+			deps = append(deps, g.registered(id))
 		}
 	}
 	opts := []pulumi.ResourceOption{pulumi.DependsOn(deps)}
@@ -424,6 +427,51 @@ func (g *autoGate) gate(spec AutoGatePlanGate) (pulumi.Resource, error) {
 		_ = g.ctx.Log.Info("autoGate: "+spec.Name+": "+spec.Reason, nil)
 	}
 	return e.res, e.err
+}
+
+// autoGateInstaller is an installer known only by its URN (a component's child) as a dependency.
+type autoGateInstaller struct {
+	pulumi.CustomResourceState
+	urn pulumi.URNOutput
+}
+
+func (i *autoGateInstaller) URN() pulumi.URNOutput { return i.urn }
+
+// registered is the installer of URN urn as a dependency whose URN resolves once the engine has
+// finished registering it in this deployment: the SDK sends a gate's registration only after its
+// dependencies' URNs resolve, so the gate starts after the installer exists (on an update, after
+// its new state: `ResourceReady exists` must not see the old configuration and pass early).
+func (g *autoGate) registered(urn string) pulumi.Resource {
+	out := pulumi.String(urn).ToStringOutput().ApplyT(func(u string) (pulumi.URN, error) {
+		return pulumi.URN(u), g.waitRegistered(u)
+	}).(pulumi.URNOutput)
+	return &autoGateInstaller{urn: out}
+}
+
+// autoGateRegisteredWait bounds waitRegistered (as in TypeScript).
+const autoGateRegisteredWait = 30 * time.Minute
+
+// waitRegistered asks the engine for the resource (its built-in getResource answers once the
+// resource's step finished in this deployment) until it answers; any other error than
+// "unknown resource" ends it. No event for "that registration finished" reaches the SDK from
+// outside the code that registers it (here, the kubernetes plugin's Construct).
+func (g *autoGate) waitRegistered(urn string) error {
+	deadline := time.Now().Add(autoGateRegisteredWait)
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		var got struct {
+			URN string `pulumi:"urn"`
+		}
+		err := g.ctx.Invoke("pulumi:pulumi:getResource", struct {
+			URN string `pulumi:"urn"`
+		}{urn}, &got)
+		if err == nil {
+			return nil
+		}
+		if !strings.Contains(err.Error(), "unknown resource") || time.Now().After(deadline) {
+			return fmt.Errorf("waiting for the engine to register %s: %w", urn, err)
+		}
+		time.Sleep(delay)
+	}
 }
 
 // urnOf is r's URN ("" for nil), and remembers r under it.

@@ -200,5 +200,22 @@ export class FakeWebhook {
         const ans = await this.lines.next();
         assert.equal(ans.value, "ok", `fakewebhook: ${cmd}`);
     }
+    // calls is the number of admission requests the server has answered so far.
+    async calls(): Promise<number> {
+        this.child.stdin!.write("calls\n");
+        return Number((await this.lines.next()).value);
+    }
+    // configuration is a ValidatingWebhookConfiguration named name that sends CREATE and UPDATE
+    // of group's widgets to this server, failurePolicy Fail (as fakes.Webhook.Configuration).
+    configuration(name: string, group: string): object {
+        return {
+            apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", metadata: { name },
+            webhooks: [{
+                name: `validating.${name}.${group}`, admissionReviewVersions: ["v1"], sideEffects: "None", failurePolicy: "Fail", timeoutSeconds: 3,
+                clientConfig: { url: this.url, caBundle: this.caBundle },
+                rules: [{ apiGroups: [group], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["widgets"] }],
+            }],
+        };
+    }
     stop(): void { this.child.stdin!.end(); }
 }

@@ -1,7 +1,8 @@
 // Command fakewebhook serves fakes.Webhook for tests in other languages (the TypeScript stack
 // tests): it reserves a port on 127.0.0.1, prints {"url": ..., "convertUrl": ..., "caBundle": ...} as one JSON line,
 // then obeys one command per line on stdin, answering "ok" to each: `start`, `stop`,
-// `mode <mode>` (see fakes.Webhook.Mode), `refuse-direct true|false`. It exits when stdin closes.
+// `mode <mode>` (see fakes.Webhook.Mode), `refuse-direct true|false`; to `calls` it answers the number of
+// admission requests served so far instead. It exits when stdin closes.
 package main
 
 import (
@@ -35,6 +36,9 @@ func main() {
 			wh.Mode.Store(arg)
 		case "refuse-direct":
 			wh.RefuseDirect.Store(arg == "true")
+		case "calls":
+			fmt.Println(wh.Calls.Load())
+			continue
 		default:
 			err = fmt.Errorf("unknown command %q", cmd)
 		}
