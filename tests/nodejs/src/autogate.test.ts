@@ -166,8 +166,8 @@ test("autoGate: field reports 000, 001 and 002 as one gate-free program, rebuilt
         const upGated = async (s: Awaited<ReturnType<typeof stack>>, round: number) => {
             const at = `round ${round}`;
             let done = false;
-            const esoServing = serveWhenAvailable(esoHook, "external-secrets", "external-secrets-webhook", 10_000, () => done);
-            const cmServing = serveWhenAvailable(cmHook, "cert-manager", "cert-manager-webhook", 10_000, () => done);
+            const esoServing = serveWhenAvailable(esoHook, "external-secrets", "external-secrets-webhook", 5_000, () => done);
+            const cmServing = serveWhenAvailable(cmHook, "cert-manager", "cert-manager-webhook", 5_000, () => done);
             const issuer = play("issue", "default", "ai-ops-agent", "ai-ops-agent-tls", "3s");
             let res;
             try {
