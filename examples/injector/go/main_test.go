@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -70,8 +71,7 @@ func TestProgram(t *testing.T) {
 }
 
 // serveAfterRelease plays Linkerd's injector pod: it starts serving `after` Linkerd's control
-// plane release is deployed. First it checks that the gate mattered: the release is done but
-// `web` does not exist, and a Pod in apps is admitted without a proxy.
+// plane release is deployed, after checking that the gate mattered (gateHeld).
 func serveAfterRelease(ctx context.Context, wh *testenv.Webhook, after time.Duration) error {
 	client := testenv.CP.Client
 	for {
@@ -90,6 +90,15 @@ func serveAfterRelease(ctx context.Context, wh *testenv.Webhook, after time.Dura
 		return fmt.Errorf("up ended before the injector served")
 	case <-time.After(after):
 	}
+	// Whatever the checks find, the injector then serves, so that `up` ends and the test reports.
+	err := gateHeld(ctx)
+	return errors.Join(err, wh.Webhook.Start())
+}
+
+// gateHeld checks, while the injector is down and Linkerd's release is deployed, that only the
+// gate holds `web` back and that a Pod created now would run without a proxy.
+func gateHeld(ctx context.Context) error {
+	client := testenv.CP.Client
 	if _, err := client.AppsV1().Deployments("apps").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		return fmt.Errorf("web exists (or cannot be read: %v) before the injector serves: the gate did not hold it", err)
 	}
@@ -102,7 +111,7 @@ func serveAfterRelease(ctx context.Context, wh *testenv.Webhook, after time.Dura
 	if hasContainer(got.Spec.Containers, "linkerd-proxy") {
 		return fmt.Errorf("a Pod was injected before the injector served: the test's injector is not what the gate waited for")
 	}
-	return wh.Webhook.Start()
+	return nil
 }
 
 // releaseDeployed says whether Helm's records hold a deployed revision of a release whose name
