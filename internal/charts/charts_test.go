@@ -49,3 +49,29 @@ func TestWriteEscapesTemplateActions(t *testing.T) {
 		t.Errorf("template action not escaped:\n%s", b)
 	}
 }
+
+// The injector example's charts: the two chart folders a mirror holds, the injector's webhook
+// Ignore and sent to the server by URL (no Service for the API server to dial).
+func TestLinkerdShaped(t *testing.T) {
+	root, err := LinkerdShaped(t.TempDir(), fixedWebhook{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "linkerd-crds", "Chart.yaml")); err != nil {
+		t.Error(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "linkerd-control-plane", "templates", "objects.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, want := range []string{"name: linkerd-proxy-injector-webhook-config", "failurePolicy: Ignore",
+		"url: https://127.0.0.1:4443/", "caBundle: Q0E=", "kind: Deployment", "kind: Service"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "service:\n") {
+		t.Errorf("the webhook still names a Service:\n%s", text)
+	}
+}

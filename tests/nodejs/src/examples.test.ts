@@ -16,6 +16,7 @@ import admission = require("../../../examples/admission/ts/index");
 import certManager = require("../../../examples/cert-manager/ts/index");
 import externalSecrets = require("../../../examples/external-secrets/ts/index");
 import image = require("../../../examples/image/ts/index");
+import injector = require("../../../examples/injector/ts/index");
 import { Cluster, FakeWebhook, localChart, preparePulumi, PulumiEnv, request, repoRoot, stack, startCluster, startRegistry } from "./harness";
 
 let cluster: Cluster;
@@ -54,6 +55,17 @@ async function serveWhenAvailable(webhook: FakeWebhook, ns: string, name: string
     if (cancelled()) return;
     await sleep(ms);
     if (!cancelled()) await webhook.send("start");
+}
+
+// podContainers dry-runs a Pod in ns and returns its containers' names as the API server would
+// store it (after mutating webhooks): what a Pod created now would run.
+async function podContainers(ns: string): Promise<string[]> {
+    const r = await request(cluster, "POST", `/api/v1/namespaces/${ns}/pods?dryRun=All`, {
+        apiVersion: "v1", kind: "Pod", metadata: { generateName: "uninjected-", namespace: ns },
+        spec: { containers: [{ name: "web", image: "registry.local/web:1" }] },
+    });
+    assert.equal(r.status, 201, `dry-run of a Pod in ${ns}: ${JSON.stringify(r.body)}`);
+    return r.body.spec.containers.map((c: { name: string }) => c.name);
 }
 
 async function namespace(name: string): Promise<void> {
@@ -111,16 +123,74 @@ test("example external-secrets (TypeScript) runs", { timeout: 600_000 }, async (
     }
 });
 
+test("example injector (TypeScript) runs", { timeout: 600_000 }, async () => {
+    // Linkerd's charts are not among the rendered charts: chartPath holds charts shaped as
+    // Linkerd's proxy injector (internal/charts.LinkerdShaped), its webhook (failurePolicy
+    // Ignore) sent to this server, which injects a linkerd-proxy container. It serves 3 s after
+    // Linkerd's release is deployed, as the injector pod does; at that moment only the gate holds
+    // `web` back, and a Pod created then would run without a proxy, silently. It runs before the
+    // tests that create the namespace apps themselves (the example creates it).
+    const webhook = await FakeWebhook.start();
+    try {
+        await webhook.send("mode inject:linkerd-proxy");
+        const s = await stack(env, cluster, { stackName: "dev", projectName: "readiness-example-injector-ts", program: async () => injector() });
+        await s.setConfig("chartPath", { value: localChart("linkerd", webhook) });
+        // Placeholders: the charts shaped as Linkerd's do not read them.
+        for (const key of ["trustAnchorPEM", "issuerCrtPEM", "issuerKeyPEM"]) {
+            await s.setConfig(key, { value: `test ${key}`, secret: key === "issuerKeyPEM" });
+        }
+        let done = false;
+        const serving = (async () => {
+            while (!done) {
+                const r = await request(cluster, "GET", "/api/v1/namespaces/linkerd/secrets?labelSelector=owner%3Dhelm%2Cstatus%3Ddeployed");
+                if ((r.body?.items ?? []).some((i: any) => (i.metadata.labels?.name ?? "").startsWith("linkerd-control-plane"))) break;
+                await sleep(200);
+            }
+            if (done) return "up ended before Linkerd's release was deployed";
+            await sleep(3000);
+            // Whatever the checks find, the injector then serves, so that `up` ends and the test reports.
+            let found = "served";
+            const web = await request(cluster, "GET", "/apis/apps/v1/namespaces/apps/deployments/web");
+            if (web.status !== 404) found = `web exists (${web.status}) before the injector serves: the gate did not hold it`;
+            else if ((await podContainers("apps")).includes("linkerd-proxy")) found = "a Pod was injected before the injector served";
+            await webhook.send("start");
+            return found;
+        })();
+        let res;
+        try {
+            res = await s.up();
+        } finally {
+            done = true;
+        }
+        assert.equal(await serving, "served");
+        assert.equal(res.outputs.injectorFailurePolicy?.value, "Ignore");
+        const pods = await request(cluster, "GET", "/api/v1/namespaces/apps/pods?labelSelector=app%3Dweb");
+        assert.ok(pods.body.items.length > 0, "web has no Pods");
+        for (const p of pods.body.items) {
+            assert.ok(p.spec.containers.some((c: { name: string }) => c.name === "linkerd-proxy"),
+                `Pod ${p.metadata.name} runs without linkerd-proxy: the gate let web through before the injector served`);
+        }
+        await s.destroy();
+        await s.workspace.removeStack("dev");
+    } finally {
+        // After a failure the stack stays: its Ignore webhook, left pointing at a server gone,
+        // would hold every later gate on Pods (they wait for such a webhook to answer).
+        await request(cluster, "DELETE", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/linkerd-proxy-injector-webhook-config");
+        webhook.stop();
+    }
+});
+
 test("example admission (TypeScript) runs", { timeout: 600_000 }, async () => {
     for (const ns of ["hello-world", "nodejs-demo", "storage-validator", "apps"]) await namespace(ns);
     // The sidecar injector the example's second gate proves by its mutation: failurePolicy
-    // Ignore, Pods in apps, serving (as an istiod that is up).
+    // Ignore, Pods in apps. It plays an istiod that comes up late: it serves 3 s after the gate
+    // began (the engine's event for it), once a dry-run showed that a Pod created then would
+    // run without the sidecar, silently.
     const injector = await FakeWebhook.start();
     const webhook = await FakeWebhook.start();
     const mwc = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
     try {
         await injector.send("mode inject:istio-proxy");
-        await injector.send("start");
         const r = await request(cluster, "POST", mwc, {
             apiVersion: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration", metadata: { name: "examples-istio-injector" },
             webhooks: [{ name: "sidecar-injector.istio.io", admissionReviewVersions: ["v1"], sideEffects: "None", failurePolicy: "Ignore",
@@ -133,13 +203,31 @@ test("example admission (TypeScript) runs", { timeout: 600_000 }, async () => {
         await s.setConfig("chartPath", { value: localChart("external-secrets", webhook) });
         let done = false;
         const serving = serveWhenAvailable(webhook, "external-secrets", "external-secrets-webhook", 8000, () => done);
+        const order: string[] = [];
+        let injectorServing: Promise<void> | undefined;
+        const gate = "::web-injected";
         let res;
         try {
-            res = await s.up();
+            res = await s.up({ onEvent: (e) => {
+                if (e.resourcePreEvent?.metadata.urn.endsWith(gate) && !injectorServing) {
+                    order.push("gate began");
+                    injectorServing = sleep(3000).then(async () => {
+                        try {
+                            assert.deepEqual(await podContainers("apps"), ["web"], "a Pod was injected before the injector served");
+                        } finally {
+                            await injector.send("start"); // so that `up` ends whatever the check found
+                            order.push("injector serves");
+                        }
+                    });
+                }
+                if (e.resOutputsEvent?.metadata.urn.endsWith(gate)) order.push("gate passed");
+            } });
         } finally {
             done = true;
             await serving;
         }
+        await injectorServing;
+        assert.deepEqual(order, ["gate began", "injector serves", "gate passed"], "the gate did not wait for the injector");
         assert.deepEqual(res.outputs.injected?.value, ["Pod/apps/web"]);
         assert.ok((res.outputs.webhooksThatWereDown?.value ?? []).length > 0,
             "the gate never met External Secrets' webhook down, so it proved nothing here");

@@ -3,7 +3,8 @@
 //
 //	localchart <fixture> <dir> <webhook url> <caBundle>
 //
-// It prints the chart's path.
+// It prints the chart's path. Fixture `linkerd` is charts.LinkerdShaped: it prints the folder
+// holding Linkerd's two charts.
 package main
 
 import (
@@ -25,6 +26,15 @@ func main() {
 	if len(os.Args) != 5 {
 		fmt.Fprintln(os.Stderr, "usage: localchart <fixture> <dir> <webhook url> <caBundle>")
 		os.Exit(2)
+	}
+	if os.Args[1] == "linkerd" {
+		path, err := charts.LinkerdShaped(os.Args[2], webhook{os.Args[3], os.Args[4]})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(path)
+		return
 	}
 	// External Secrets' CRDs come with the release (`installCRDs: true`), as in the Go runs.
 	var crds []*unstructured.Unstructured
