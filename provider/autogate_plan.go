@@ -173,8 +173,12 @@ type AutoGatePlanBatchArgs struct {
 }
 
 type AutoGatePlanBatchResult struct {
-	Results []AutoGatePlanResult `pulumi:"results"`
+	Results []AutoGatePlanAnswer `pulumi:"results"`
 }
+
+// AutoGatePlanAnswer is AutoGatePlanResult as a batch's element (a type of its own: the SDKs
+// name the function's result type AutoGatePlanResult already).
+type AutoGatePlanAnswer AutoGatePlanResult
 
 func (f *AutoGatePlanBatch) Annotate(a infer.Annotator) {
 	a.Describe(f, "`autoGatePlan` for many registrations in one call: each of `plans` is answered as `autoGatePlan` answers it alone. "+
@@ -194,7 +198,12 @@ func (a *AutoGatePlanBatchArgs) Annotate(an infer.Annotator) {
 }
 
 func (r *AutoGatePlanBatchResult) Annotate(a infer.Annotator) {
-	a.Describe(&r.Results, "One answer per plan, in order.")
+	a.Describe(&r.Results, "One answer per plan, in order, as `autoGatePlan` answers it.")
+}
+
+func (r *AutoGatePlanAnswer) Annotate(a infer.Annotator) {
+	a.Describe(r, "`autoGatePlan`'s answer for one plan of a batch.")
+	(*AutoGatePlanResult)(r).Annotate(a)
 }
 
 // Invoke answers every plan. Discovery answers are shared within the batch: a kind not served
@@ -208,8 +217,8 @@ func (f *AutoGatePlanBatch) Invoke(ctx context.Context, req infer.FunctionReques
 }
 
 // decideBatch answers each plan of a batch alone, with its installers resolved from their indexes.
-func decideBatch(in AutoGatePlanBatchArgs, cluster autogate.Cluster) ([]AutoGatePlanResult, error) {
-	results := make([]AutoGatePlanResult, 0, len(in.Plans))
+func decideBatch(in AutoGatePlanBatchArgs, cluster autogate.Cluster) ([]AutoGatePlanAnswer, error) {
+	results := make([]AutoGatePlanAnswer, 0, len(in.Plans))
 	for n, item := range in.Plans {
 		args := AutoGatePlanArgs{Resource: item.Resource, DependsOn: item.DependsOn, Options: item.Options}
 		for _, i := range item.Installers {
@@ -218,7 +227,7 @@ func decideBatch(in AutoGatePlanBatchArgs, cluster autogate.Cluster) ([]AutoGate
 			}
 			args.Installers = append(args.Installers, in.Installers[i])
 		}
-		results = append(results, decidePlan(args, cluster))
+		results = append(results, AutoGatePlanAnswer(decidePlan(args, cluster)))
 	}
 	return results, nil
 }
