@@ -299,9 +299,10 @@ export class AutoGater {
         return this.installers.some((i) => i.urn !== self && !sent.has(i.id) && (seq === undefined || i.seq < seq));
     }
 
-    // slot bounds the plan calls in flight.
+    // slot bounds the plan calls in flight: the calls made together go as one batch invoke
+    // (planBatcher), so this bounds a batch's size.
     private async slot<T>(f: () => Promise<T>): Promise<T> {
-        if (this.inFlight >= 16) await new Promise<void>((resolve) => this.slots.push(resolve));
+        if (this.inFlight >= maxPlansInFlight) await new Promise<void>((resolve) => this.slots.push(resolve));
         this.inFlight++;
         try {
             return await f();
@@ -438,6 +439,9 @@ export class AutoGater {
         return p;
     }
 }
+
+// maxPlansInFlight: 200 top-level ExternalSecrets a program's loop makes are decided in one batch.
+const maxPlansInFlight = 256;
 
 // ---------------------------------------------------------------------------------------------
 // Pulumi glue.
