@@ -5,6 +5,25 @@ import * as pulumi from "@pulumi/pulumi";
 import * as inputs from "../types/input";
 import * as outputs from "../types/output";
 
+/**
+ * `autoGatePlan`'s answer for one plan of a batch.
+ */
+export interface AutoGatePlanAnswer {
+    gates: outputs.AutoGatePlanGate[];
+    /**
+     * With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read (a CRD without its schemas, a webhook configuration without its caBundle).
+     */
+    installer?: {[key: string]: any};
+    /**
+     * The resource can block others: add it to `installers` of later calls.
+     */
+    remember: boolean;
+    /**
+     * What the plan could not gate and why.
+     */
+    warnings: string[];
+}
+
 export interface AutoGatePlanGate {
     /**
      * IDs of the installers the gate must depend on.
