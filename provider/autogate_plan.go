@@ -173,12 +173,18 @@ type AutoGatePlanBatchArgs struct {
 }
 
 type AutoGatePlanBatchResult struct {
+	Gates   []AutoGatePlanGate   `pulumi:"gates"`
 	Results []AutoGatePlanAnswer `pulumi:"results"`
 }
 
-// AutoGatePlanAnswer is AutoGatePlanResult as a batch's element (a type of its own: the SDKs
-// name the function's result type AutoGatePlanResult already).
-type AutoGatePlanAnswer AutoGatePlanResult
+// AutoGatePlanAnswer is autoGatePlan's answer for one plan of a batch, its gates named by their
+// index into the batch's gates (one per key: 200 ExternalSecrets behind one gate carry it once).
+type AutoGatePlanAnswer struct {
+	Remember  bool           `pulumi:"remember"`
+	Installer map[string]any `pulumi:"installer,optional"`
+	Gates     []int          `pulumi:"gates"`
+	Warnings  []string       `pulumi:"warnings"`
+}
 
 func (f *AutoGatePlanBatch) Annotate(a infer.Annotator) {
 	a.Describe(f, "`autoGatePlan` for many registrations in one call: each of `plans` is answered as `autoGatePlan` answers it alone. "+
@@ -198,38 +204,56 @@ func (a *AutoGatePlanBatchArgs) Annotate(an infer.Annotator) {
 }
 
 func (r *AutoGatePlanBatchResult) Annotate(a infer.Annotator) {
-	a.Describe(&r.Results, "One answer per plan, in order, as `autoGatePlan` answers it.")
+	a.Describe(&r.Gates, "Every gate the answers name, once per key: as the first plan (in order) that needs it answers it.")
+	a.Describe(&r.Results, "One answer per plan, in order, as `autoGatePlan` answers it but with its gates as indexes into `gates`.")
 }
 
 func (r *AutoGatePlanAnswer) Annotate(a infer.Annotator) {
 	a.Describe(r, "`autoGatePlan`'s answer for one plan of a batch.")
-	(*AutoGatePlanResult)(r).Annotate(a)
+	a.Describe(&r.Remember, "As `autoGatePlan`'s `remember`.")
+	a.Describe(&r.Installer, "As `autoGatePlan`'s `installer`.")
+	a.Describe(&r.Gates, "The plan's gates, in order, as indexes into the batch's `gates`.")
+	a.Describe(&r.Warnings, "As `autoGatePlan`'s `warnings`.")
 }
 
 // Invoke answers every plan. Discovery answers are shared within the batch: a kind not served
 // would otherwise refresh discovery once per plan.
 func (f *AutoGatePlanBatch) Invoke(ctx context.Context, req infer.FunctionRequest[AutoGatePlanBatchArgs]) (infer.FunctionResponse[AutoGatePlanBatchResult], error) {
-	results, err := decideBatch(req.Input, newMemoCluster(planCluster(ctx)))
+	out, err := decideBatch(req.Input, newMemoCluster(planCluster(ctx)))
 	if err != nil {
 		return infer.FunctionResponse[AutoGatePlanBatchResult]{}, err
 	}
-	return infer.FunctionResponse[AutoGatePlanBatchResult]{Output: AutoGatePlanBatchResult{Results: results}}, nil
+	return infer.FunctionResponse[AutoGatePlanBatchResult]{Output: out}, nil
 }
 
-// decideBatch answers each plan of a batch alone, with its installers resolved from their indexes.
-func decideBatch(in AutoGatePlanBatchArgs, cluster autogate.Cluster) ([]AutoGatePlanAnswer, error) {
-	results := make([]AutoGatePlanAnswer, 0, len(in.Plans))
+// decideBatch answers each plan of a batch alone, with its installers resolved from their
+// indexes; a gate key several answers name is sent once, as the first of them answers it (an
+// SDK makes one gate per key, from the first answer that names it).
+func decideBatch(in AutoGatePlanBatchArgs, cluster autogate.Cluster) (AutoGatePlanBatchResult, error) {
+	out := AutoGatePlanBatchResult{Gates: []AutoGatePlanGate{}, Results: make([]AutoGatePlanAnswer, 0, len(in.Plans))}
+	byKey := map[string]int{}
 	for n, item := range in.Plans {
 		args := AutoGatePlanArgs{Resource: item.Resource, DependsOn: item.DependsOn, Options: item.Options}
 		for _, i := range item.Installers {
 			if i < 0 || i >= len(in.Installers) {
-				return nil, fmt.Errorf("plan %d (%s %s) names installer %d of %d", n, item.Resource.Type, item.Resource.Name, i, len(in.Installers))
+				return AutoGatePlanBatchResult{}, fmt.Errorf("plan %d (%s %s) names installer %d of %d", n, item.Resource.Type, item.Resource.Name, i, len(in.Installers))
 			}
 			args.Installers = append(args.Installers, in.Installers[i])
 		}
-		results = append(results, AutoGatePlanAnswer(decidePlan(args, cluster)))
+		r := decidePlan(args, cluster)
+		answer := AutoGatePlanAnswer{Remember: r.Remember, Installer: r.Installer, Gates: []int{}, Warnings: r.Warnings}
+		for _, g := range r.Gates {
+			at, ok := byKey[g.Key]
+			if !ok {
+				at = len(out.Gates)
+				byKey[g.Key] = at
+				out.Gates = append(out.Gates, g)
+			}
+			answer.Gates = append(answer.Gates, at)
+		}
+		out.Results = append(out.Results, answer)
 	}
-	return results, nil
+	return out, nil
 }
 
 // memoCluster remembers a cluster's answers for one batch: the batch is one moment, as

@@ -148,6 +148,7 @@ func TestAutoGatePlanBatchAnswersEachPlanAsAlone(t *testing.T) {
 		`{type: kubernetes:core/v1:ConfigMap, name: out, object: {apiVersion: v1, kind: ConfigMap, metadata: {name: out, namespace: team-a}}}`,
 		fmt.Sprintf(`{type: kubernetes:%[1]s/v1:Widget, name: w, object: {apiVersion: %[1]s/v1, kind: Widget, metadata: {name: w, namespace: default}}}`, group),
 		`{type: kubernetes:external-secrets.io/v1:ExternalSecret, name: es, object: {apiVersion: external-secrets.io/v1, kind: ExternalSecret, metadata: {name: es, namespace: team-a}, spec: {target: {name: es}}}}`,
+		`{type: kubernetes:core/v1:ConfigMap, name: in2, object: {apiVersion: v1, kind: ConfigMap, metadata: {name: in2, namespace: team-a, labels: {inject: 'yes'}}}}`,
 	}
 	type call struct {
 		resource   string
@@ -155,7 +156,7 @@ func TestAutoGatePlanBatchAnswersEachPlanAsAlone(t *testing.T) {
 		dependsOn  string
 	}
 	calls := []call{{resources[0], []int{0, 1}, "[]"}, {resources[1], []int{0}, "[]"}, {resources[2], nil, "[]"},
-		{resources[3], []int{1, 0}, "[rel]"}, {resources[0], nil, "[]"}}
+		{resources[3], []int{1, 0}, "[rel]"}, {resources[0], nil, "[]"}, {resources[4], []int{0}, "[]"}}
 	all := []string{hook, release}
 	var plans []string
 	var want []any
@@ -181,9 +182,24 @@ func TestAutoGatePlanBatchAnswersEachPlanAsAlone(t *testing.T) {
 	if len(results) != len(want) {
 		t.Fatalf("%d results, want %d: %v", len(results), len(want), got)
 	}
+	// A gate key several answers name is sent once, as the first answer names it.
+	shared, _ := got["gates"].([]any)
+	if len(shared) != 6 {
+		t.Errorf("the batch sent %d gates, want 6 (in2's two gates are in's): %v", len(shared), shared)
+	}
+	for _, r := range results {
+		m := r.(map[string]any)
+		var gates []any
+		for _, i := range m["gates"].([]any) {
+			gates = append(gates, shared[int(i.(float64))])
+		}
+		m["gates"] = gates
+	}
+	want[5].(map[string]any)["gates"] = want[0].(map[string]any)["gates"] // in's gates, in for in2 as their representative
 	answer := func(r any) string { // the result's own fields (the single call's return echoes its inputs too)
 		m, _ := r.(map[string]any)
-		return fmt.Sprint(m["remember"], m["installer"], m["gates"], m["warnings"])
+		g, _ := m["gates"].([]any)
+		return fmt.Sprint(m["remember"], m["installer"], len(g), g, m["warnings"])
 	}
 	for i := range want {
 		if answer(results[i]) != answer(want[i]) {
@@ -225,12 +241,12 @@ func TestAutoGatePlanBatchAsksTheClusterOncePerKind(t *testing.T) {
 		plans = append(plans, AutoGatePlanBatchItem{Resource: AutoGatePlanResource{Type: "kubernetes:example.com/v1:Widget", Name: fmt.Sprint("w", i),
 			Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": fmt.Sprint("w", i)}}}})
 	}
-	results, err := decideBatch(AutoGatePlanBatchArgs{Plans: plans}, newMemoCluster(c))
+	out, err := decideBatch(AutoGatePlanBatchArgs{Plans: plans}, newMemoCluster(c))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 50 || len(results[49].Gates) != 1 {
-		t.Fatalf("results %d, last %v: want 50, each gated", len(results), results[49])
+	if len(out.Results) != 50 || len(out.Results[49].Gates) != 1 || len(out.Gates) != 1 {
+		t.Fatalf("results %d, last %v, gates %d: want 50, each gated by the one gate", len(out.Results), out.Results[49], len(out.Gates))
 	}
 	if c.serves > 1 || c.resources > 1 {
 		t.Fatalf("the cluster was asked %d (Serves) and %d (Resource) times, want at most once each", c.serves, c.resources)
