@@ -466,7 +466,11 @@ export interface PlanBatchArgs {
     installers: PlanInstaller[];
     plans: (Omit<PlanArgs, "installers"> & { installers: number[] })[];
 }
-export interface PlanBatchResult { results: PlanResult[] }
+/** Its answer: one per plan, gates as indexes into `gates` (one per key, as the first plan naming it answers it). */
+export interface PlanBatchResult {
+    gates?: PlannedGate[];
+    results: (Omit<PlanResult, "gates"> & { gates?: number[] })[];
+}
 
 /**
  * planBatcher turns plan calls into batch invokes: the calls made in one turn of the event loop
@@ -497,8 +501,13 @@ export function planBatcher(invoke: (b: PlanBatchArgs) => Promise<PlanBatchResul
         const plans = calls.map(({ args }) => ({ ...args, installers: args.installers.map(indexOf) }));
         invoke({ installers, plans }).then((r) => {
             const results = r?.results ?? [];
-            calls.forEach((c, n) => (n < results.length ? c.resolve(results[n])
-                : c.reject(new Error(`the batch plan answered ${results.length} of ${calls.length} calls`))));
+            const gates = r?.gates ?? [];
+            calls.forEach((c, n) => {
+                if (n >= results.length) return c.reject(new Error(`the batch plan answered ${results.length} of ${calls.length} calls`));
+                const named = (results[n].gates ?? []).map((i) => gates[i]);
+                if (named.some((g) => g === undefined)) return c.reject(new Error(`the batch plan answered an unknown gate index for ${c.args.resource.type} ${c.args.resource.name}`));
+                c.resolve({ ...results[n], gates: named });
+            });
         }, (e) => calls.forEach((c) => c.reject(e)));
     };
     return (args) => new Promise<PlanResult>((resolve, reject) => {

@@ -30,7 +30,11 @@ export interface AutoGatePlanBatchArgs {
 
 export interface AutoGatePlanBatchResult {
     /**
-     * One answer per plan, in order, as `autoGatePlan` answers it.
+     * Every gate the answers name, once per key: as the first plan (in order) that needs it answers it.
+     */
+    readonly gates: outputs.AutoGatePlanGate[];
+    /**
+     * One answer per plan, in order, as `autoGatePlan` answers it but with its gates as indexes into `gates`.
      */
     readonly results: outputs.AutoGatePlanAnswer[];
 }

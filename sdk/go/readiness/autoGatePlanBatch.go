@@ -30,7 +30,9 @@ type AutoGatePlanBatchArgs struct {
 }
 
 type AutoGatePlanBatchResult struct {
-	// One answer per plan, in order, as `autoGatePlan` answers it.
+	// Every gate the answers name, once per key: as the first plan (in order) that needs it answers it.
+	Gates []AutoGatePlanGate `pulumi:"gates"`
+	// One answer per plan, in order, as `autoGatePlan` answers it but with its gates as indexes into `gates`.
 	Results []AutoGatePlanAnswer `pulumi:"results"`
 }
 
@@ -64,7 +66,12 @@ func (o AutoGatePlanBatchResultOutput) ToAutoGatePlanBatchResultOutputWithContex
 	return o
 }
 
-// One answer per plan, in order, as `autoGatePlan` answers it.
+// Every gate the answers name, once per key: as the first plan (in order) that needs it answers it.
+func (o AutoGatePlanBatchResultOutput) Gates() AutoGatePlanGateArrayOutput {
+	return o.ApplyT(func(v AutoGatePlanBatchResult) []AutoGatePlanGate { return v.Gates }).(AutoGatePlanGateArrayOutput)
+}
+
+// One answer per plan, in order, as `autoGatePlan` answers it but with its gates as indexes into `gates`.
 func (o AutoGatePlanBatchResultOutput) Results() AutoGatePlanAnswerArrayOutput {
 	return o.ApplyT(func(v AutoGatePlanBatchResult) []AutoGatePlanAnswer { return v.Results }).(AutoGatePlanAnswerArrayOutput)
 }

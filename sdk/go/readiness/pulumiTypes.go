@@ -15,12 +15,13 @@ var _ = internal.GetEnvOrDefault
 
 // `autoGatePlan`'s answer for one plan of a batch.
 type AutoGatePlanAnswer struct {
-	Gates []AutoGatePlanGate `pulumi:"gates"`
-	// With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read (a CRD without its schemas, a webhook configuration without its caBundle).
+	// The plan's gates, in order, as indexes into the batch's `gates`.
+	Gates []int `pulumi:"gates"`
+	// As `autoGatePlan`'s `installer`.
 	Installer map[string]interface{} `pulumi:"installer"`
-	// The resource can block others: add it to `installers` of later calls.
+	// As `autoGatePlan`'s `remember`.
 	Remember bool `pulumi:"remember"`
-	// What the plan could not gate and why.
+	// As `autoGatePlan`'s `warnings`.
 	Warnings []string `pulumi:"warnings"`
 }
 
@@ -39,21 +40,22 @@ func (o AutoGatePlanAnswerOutput) ToAutoGatePlanAnswerOutputWithContext(ctx cont
 	return o
 }
 
-func (o AutoGatePlanAnswerOutput) Gates() AutoGatePlanGateArrayOutput {
-	return o.ApplyT(func(v AutoGatePlanAnswer) []AutoGatePlanGate { return v.Gates }).(AutoGatePlanGateArrayOutput)
+// The plan's gates, in order, as indexes into the batch's `gates`.
+func (o AutoGatePlanAnswerOutput) Gates() pulumi.IntArrayOutput {
+	return o.ApplyT(func(v AutoGatePlanAnswer) []int { return v.Gates }).(pulumi.IntArrayOutput)
 }
 
-// With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read (a CRD without its schemas, a webhook configuration without its caBundle).
+// As `autoGatePlan`'s `installer`.
 func (o AutoGatePlanAnswerOutput) Installer() pulumi.MapOutput {
 	return o.ApplyT(func(v AutoGatePlanAnswer) map[string]interface{} { return v.Installer }).(pulumi.MapOutput)
 }
 
-// The resource can block others: add it to `installers` of later calls.
+// As `autoGatePlan`'s `remember`.
 func (o AutoGatePlanAnswerOutput) Remember() pulumi.BoolOutput {
 	return o.ApplyT(func(v AutoGatePlanAnswer) bool { return v.Remember }).(pulumi.BoolOutput)
 }
 
-// What the plan could not gate and why.
+// As `autoGatePlan`'s `warnings`.
 func (o AutoGatePlanAnswerOutput) Warnings() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v AutoGatePlanAnswer) []string { return v.Warnings }).(pulumi.StringArrayOutput)
 }

@@ -9,17 +9,20 @@ import * as outputs from "../types/output";
  * `autoGatePlan`'s answer for one plan of a batch.
  */
 export interface AutoGatePlanAnswer {
-    gates: outputs.AutoGatePlanGate[];
     /**
-     * With `remember`: the object to send as that installer's `object` in later calls, trimmed to what the rules read (a CRD without its schemas, a webhook configuration without its caBundle).
+     * The plan's gates, in order, as indexes into the batch's `gates`.
+     */
+    gates: number[];
+    /**
+     * As `autoGatePlan`'s `installer`.
      */
     installer?: {[key: string]: any};
     /**
-     * The resource can block others: add it to `installers` of later calls.
+     * As `autoGatePlan`'s `remember`.
      */
     remember: boolean;
     /**
-     * What the plan could not gate and why.
+     * As `autoGatePlan`'s `warnings`.
      */
     warnings: string[];
 }
