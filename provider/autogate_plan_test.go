@@ -196,7 +196,8 @@ func TestAutoGatePlanBatchAnswersEachPlanAsAlone(t *testing.T) {
 		m["gates"] = gates
 	}
 	want[5].(map[string]any)["gates"] = want[0].(map[string]any)["gates"] // in's gates, in for in2 as their representative
-	answer := func(r any) string {                                        // the result's own fields (the single call's return echoes its inputs too)
+	// The result's own fields (the single call's return echoes its inputs too).
+	answer := func(r any) string {
 		m, _ := r.(map[string]any)
 		g, _ := m["gates"].([]any)
 		return fmt.Sprint(m["remember"], m["installer"], len(g), g, m["warnings"])
