@@ -110,7 +110,21 @@ func (r *AutoGatePlanResult) Annotate(a infer.Annotator) {
 // Invoke decides. Discovery that fails or takes long counts as "unknown": the rules then gate
 // (an extra gate on a served kind passes at once; a missing one lets a race through).
 func (f *AutoGatePlan) Invoke(ctx context.Context, req infer.FunctionRequest[AutoGatePlanArgs]) (infer.FunctionResponse[AutoGatePlanResult], error) {
-	in := req.Input
+	return infer.FunctionResponse[AutoGatePlanResult]{Output: decidePlan(req.Input, planCluster(ctx))}, nil
+}
+
+// planCluster is what the plan asks the cluster: discovery through the provider's clients, or
+// "unknown" to everything when the provider has no cluster configured.
+func planCluster(ctx context.Context) autogate.Cluster {
+	cfg := infer.GetConfig[Config](ctx)
+	if clients, err := cfg.Clients(); err == nil {
+		return discoveryCluster{ctx: ctx, clients: clients}
+	}
+	return unknownCluster{namespace: "default"}
+}
+
+// decidePlan is the answer for one registration, as the function's types carry it.
+func decidePlan(in AutoGatePlanArgs, cluster autogate.Cluster) AutoGatePlanResult {
 	input := autogate.Input{
 		Resource: autogate.Resource{
 			Type: in.Resource.Type, Name: in.Resource.Name, ParentType: deref(in.Resource.ParentType), Object: in.Resource.Object,
@@ -125,11 +139,6 @@ func (f *AutoGatePlan) Invoke(ctx context.Context, req infer.FunctionRequest[Aut
 			Timeout: deref(o.Timeout), StableFor: deref(o.StableFor), FailureGrace: deref(o.FailureGrace), Namespaces: o.Namespaces,
 		}
 	}
-	var cluster autogate.Cluster = unknownCluster{namespace: "default"}
-	cfg := infer.GetConfig[Config](ctx)
-	if clients, err := cfg.Clients(); err == nil {
-		cluster = discoveryCluster{ctx: ctx, clients: clients}
-	}
 	plan := autogate.Decide(input, cluster, webhookMayIntercept)
 	out := AutoGatePlanResult{Remember: plan.Remember, Installer: plan.Installer, Gates: []AutoGatePlanGate{}, Warnings: plan.Warnings}
 	if out.Warnings == nil {
@@ -141,7 +150,148 @@ func (f *AutoGatePlan) Invoke(ctx context.Context, req infer.FunctionRequest[Aut
 			After: nonNil(g.After), AfterGates: nonNil(g.AfterGates), Reason: g.Reason,
 		})
 	}
-	return infer.FunctionResponse[AutoGatePlanResult]{Output: out}, nil
+	return out
+}
+
+// AutoGatePlanBatch is autoGatePlan for many registrations in one invoke, each answered as
+// autoGatePlan answers it alone. The TypeScript SDK sends the plan calls that are due at the
+// same moment as one batch: the engine converts an invoke's arguments several times on their
+// way to the provider, and 200 separate calls, each carrying every installer seen so far,
+// cost the engine more CPU than the rest of the stack's `up` (issue #24's speed goal).
+type AutoGatePlanBatch struct{}
+
+type AutoGatePlanBatchItem struct {
+	Resource   AutoGatePlanResource `pulumi:"resource"`
+	Installers []int                `pulumi:"installers,optional"`
+	DependsOn  []string             `pulumi:"dependsOn,optional"`
+	Options    *AutoGatePlanOptions `pulumi:"options,optional"`
+}
+
+type AutoGatePlanBatchArgs struct {
+	Installers []AutoGatePlanInstaller `pulumi:"installers,optional"`
+	Plans      []AutoGatePlanBatchItem `pulumi:"plans"`
+}
+
+type AutoGatePlanBatchResult struct {
+	Gates   []AutoGatePlanGate   `pulumi:"gates"`
+	Results []AutoGatePlanAnswer `pulumi:"results"`
+}
+
+// AutoGatePlanAnswer is autoGatePlan's answer for one plan of a batch, its gates named by their
+// index into the batch's gates (one per key: 200 ExternalSecrets behind one gate carry it once).
+type AutoGatePlanAnswer struct {
+	Remember  bool           `pulumi:"remember"`
+	Installer map[string]any `pulumi:"installer,optional"`
+	Gates     []int          `pulumi:"gates"`
+	Warnings  []string       `pulumi:"warnings"`
+}
+
+func (f *AutoGatePlanBatch) Annotate(a infer.Annotator) {
+	a.Describe(f, "`autoGatePlan` for many registrations in one call: each of `plans` is answered as `autoGatePlan` answers it alone. "+
+		"Installers shared by several plans are sent once, in `installers`, and named by their index. Called by the SDKs; see docs/autogate.md.")
+}
+
+func (i *AutoGatePlanBatchItem) Annotate(a infer.Annotator) {
+	a.Describe(&i.Resource, "The registration, as `autoGatePlan`'s `resource`.")
+	a.Describe(&i.Installers, "This plan's installers, in order, as indexes into the batch's `installers`.")
+	a.Describe(&i.DependsOn, "As `autoGatePlan`'s `dependsOn`.")
+	a.Describe(&i.Options, "As `autoGatePlan`'s `options`.")
+}
+
+func (a *AutoGatePlanBatchArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.Installers, "Every installer any of the plans names, once.")
+	an.Describe(&a.Plans, "The plan calls, each answered alone.")
+}
+
+func (r *AutoGatePlanBatchResult) Annotate(a infer.Annotator) {
+	a.Describe(&r.Gates, "Every gate the answers name, once per key: as the first plan (in order) that needs it answers it.")
+	a.Describe(&r.Results, "One answer per plan, in order, as `autoGatePlan` answers it but with its gates as indexes into `gates`.")
+}
+
+func (r *AutoGatePlanAnswer) Annotate(a infer.Annotator) {
+	a.Describe(r, "`autoGatePlan`'s answer for one plan of a batch.")
+	a.Describe(&r.Remember, "As `autoGatePlan`'s `remember`.")
+	a.Describe(&r.Installer, "As `autoGatePlan`'s `installer`.")
+	a.Describe(&r.Gates, "The plan's gates, in order, as indexes into the batch's `gates`.")
+	a.Describe(&r.Warnings, "As `autoGatePlan`'s `warnings`.")
+}
+
+// Invoke answers every plan. Discovery answers are shared within the batch: a kind not served
+// would otherwise refresh discovery once per plan.
+func (f *AutoGatePlanBatch) Invoke(ctx context.Context, req infer.FunctionRequest[AutoGatePlanBatchArgs]) (infer.FunctionResponse[AutoGatePlanBatchResult], error) {
+	out, err := decideBatch(req.Input, newMemoCluster(planCluster(ctx)))
+	if err != nil {
+		return infer.FunctionResponse[AutoGatePlanBatchResult]{}, err
+	}
+	return infer.FunctionResponse[AutoGatePlanBatchResult]{Output: out}, nil
+}
+
+// decideBatch answers each plan of a batch alone, with its installers resolved from their
+// indexes; a gate key several answers name is sent once, as the first of them answers it (an
+// SDK makes one gate per key, from the first answer that names it).
+func decideBatch(in AutoGatePlanBatchArgs, cluster autogate.Cluster) (AutoGatePlanBatchResult, error) {
+	out := AutoGatePlanBatchResult{Gates: []AutoGatePlanGate{}, Results: make([]AutoGatePlanAnswer, 0, len(in.Plans))}
+	byKey := map[string]int{}
+	for n, item := range in.Plans {
+		args := AutoGatePlanArgs{Resource: item.Resource, DependsOn: item.DependsOn, Options: item.Options}
+		for _, i := range item.Installers {
+			if i < 0 || i >= len(in.Installers) {
+				return AutoGatePlanBatchResult{}, fmt.Errorf("plan %d (%s %s) names installer %d of %d", n, item.Resource.Type, item.Resource.Name, i, len(in.Installers))
+			}
+			args.Installers = append(args.Installers, in.Installers[i])
+		}
+		r := decidePlan(args, cluster)
+		answer := AutoGatePlanAnswer{Remember: r.Remember, Installer: r.Installer, Gates: []int{}, Warnings: r.Warnings}
+		for _, g := range r.Gates {
+			at, ok := byKey[g.Key]
+			if !ok {
+				at = len(out.Gates)
+				byKey[g.Key] = at
+				out.Gates = append(out.Gates, g)
+			}
+			answer.Gates = append(answer.Gates, at)
+		}
+		out.Results = append(out.Results, answer)
+	}
+	return out, nil
+}
+
+// memoCluster remembers a cluster's answers for one batch: the batch is one moment, as
+// concurrent single calls joined in one discovery lookup were.
+type memoCluster struct {
+	autogate.Cluster
+	serves    map[schema.GroupKind]memoServes
+	resources map[schema.GroupVersionKind]memoResource
+}
+
+type memoServes struct{ served, known bool }
+
+type memoResource struct {
+	resource          string
+	namespaced, known bool
+}
+
+func newMemoCluster(c autogate.Cluster) *memoCluster {
+	return &memoCluster{Cluster: c, serves: map[schema.GroupKind]memoServes{}, resources: map[schema.GroupVersionKind]memoResource{}}
+}
+
+func (m *memoCluster) Serves(gk schema.GroupKind) (bool, bool) {
+	a, ok := m.serves[gk]
+	if !ok {
+		a.served, a.known = m.Cluster.Serves(gk)
+		m.serves[gk] = a
+	}
+	return a.served, a.known
+}
+
+func (m *memoCluster) Resource(gvk schema.GroupVersionKind) (string, bool, bool) {
+	a, ok := m.resources[gvk]
+	if !ok {
+		r, namespaced, known := m.Cluster.Resource(gvk)
+		a = memoResource{resource: r, namespaced: namespaced, known: known}
+		m.resources[gvk] = a
+	}
+	return a.resource, a.namespaced, a.known
 }
 
 func nonNil(s []string) []string {

@@ -67,6 +67,7 @@ func New() (p.Provider, error) {
 		).
 		WithFunctions(
 			infer.Function(&AutoGatePlan{}),
+			infer.Function(&AutoGatePlanBatch{}),
 		).
 		WithComponents(
 			infer.ComponentF(NewCertManagerReady),

@@ -13,6 +13,197 @@ import (
 
 var _ = internal.GetEnvOrDefault
 
+// `autoGatePlan`'s answer for one plan of a batch.
+type AutoGatePlanAnswer struct {
+	// The plan's gates, in order, as indexes into the batch's `gates`.
+	Gates []int `pulumi:"gates"`
+	// As `autoGatePlan`'s `installer`.
+	Installer map[string]interface{} `pulumi:"installer"`
+	// As `autoGatePlan`'s `remember`.
+	Remember bool `pulumi:"remember"`
+	// As `autoGatePlan`'s `warnings`.
+	Warnings []string `pulumi:"warnings"`
+}
+
+// `autoGatePlan`'s answer for one plan of a batch.
+type AutoGatePlanAnswerOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanAnswerOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGatePlanAnswer)(nil)).Elem()
+}
+
+func (o AutoGatePlanAnswerOutput) ToAutoGatePlanAnswerOutput() AutoGatePlanAnswerOutput {
+	return o
+}
+
+func (o AutoGatePlanAnswerOutput) ToAutoGatePlanAnswerOutputWithContext(ctx context.Context) AutoGatePlanAnswerOutput {
+	return o
+}
+
+// The plan's gates, in order, as indexes into the batch's `gates`.
+func (o AutoGatePlanAnswerOutput) Gates() pulumi.IntArrayOutput {
+	return o.ApplyT(func(v AutoGatePlanAnswer) []int { return v.Gates }).(pulumi.IntArrayOutput)
+}
+
+// As `autoGatePlan`'s `installer`.
+func (o AutoGatePlanAnswerOutput) Installer() pulumi.MapOutput {
+	return o.ApplyT(func(v AutoGatePlanAnswer) map[string]interface{} { return v.Installer }).(pulumi.MapOutput)
+}
+
+// As `autoGatePlan`'s `remember`.
+func (o AutoGatePlanAnswerOutput) Remember() pulumi.BoolOutput {
+	return o.ApplyT(func(v AutoGatePlanAnswer) bool { return v.Remember }).(pulumi.BoolOutput)
+}
+
+// As `autoGatePlan`'s `warnings`.
+func (o AutoGatePlanAnswerOutput) Warnings() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v AutoGatePlanAnswer) []string { return v.Warnings }).(pulumi.StringArrayOutput)
+}
+
+type AutoGatePlanAnswerArrayOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanAnswerArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AutoGatePlanAnswer)(nil)).Elem()
+}
+
+func (o AutoGatePlanAnswerArrayOutput) ToAutoGatePlanAnswerArrayOutput() AutoGatePlanAnswerArrayOutput {
+	return o
+}
+
+func (o AutoGatePlanAnswerArrayOutput) ToAutoGatePlanAnswerArrayOutputWithContext(ctx context.Context) AutoGatePlanAnswerArrayOutput {
+	return o
+}
+
+func (o AutoGatePlanAnswerArrayOutput) Index(i pulumi.IntInput) AutoGatePlanAnswerOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) AutoGatePlanAnswer {
+		return vs[0].([]AutoGatePlanAnswer)[vs[1].(int)]
+	}).(AutoGatePlanAnswerOutput)
+}
+
+type AutoGatePlanBatchItem struct {
+	// As `autoGatePlan`'s `dependsOn`.
+	DependsOn []string `pulumi:"dependsOn"`
+	// This plan's installers, in order, as indexes into the batch's `installers`.
+	Installers []int `pulumi:"installers"`
+	// As `autoGatePlan`'s `options`.
+	Options *AutoGatePlanOptions `pulumi:"options"`
+	// The registration, as `autoGatePlan`'s `resource`.
+	Resource AutoGatePlanResource `pulumi:"resource"`
+}
+
+// AutoGatePlanBatchItemInput is an input type that accepts AutoGatePlanBatchItemArgs and AutoGatePlanBatchItemOutput values.
+// You can construct a concrete instance of `AutoGatePlanBatchItemInput` via:
+//
+//	AutoGatePlanBatchItemArgs{...}
+type AutoGatePlanBatchItemInput interface {
+	pulumi.Input
+
+	ToAutoGatePlanBatchItemOutput() AutoGatePlanBatchItemOutput
+	ToAutoGatePlanBatchItemOutputWithContext(context.Context) AutoGatePlanBatchItemOutput
+}
+
+type AutoGatePlanBatchItemArgs struct {
+	// As `autoGatePlan`'s `dependsOn`.
+	DependsOn pulumi.StringArrayInput `pulumi:"dependsOn"`
+	// This plan's installers, in order, as indexes into the batch's `installers`.
+	Installers pulumi.IntArrayInput `pulumi:"installers"`
+	// As `autoGatePlan`'s `options`.
+	Options AutoGatePlanOptionsPtrInput `pulumi:"options"`
+	// The registration, as `autoGatePlan`'s `resource`.
+	Resource AutoGatePlanResourceInput `pulumi:"resource"`
+}
+
+func (AutoGatePlanBatchItemArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGatePlanBatchItem)(nil)).Elem()
+}
+
+func (i AutoGatePlanBatchItemArgs) ToAutoGatePlanBatchItemOutput() AutoGatePlanBatchItemOutput {
+	return i.ToAutoGatePlanBatchItemOutputWithContext(context.Background())
+}
+
+func (i AutoGatePlanBatchItemArgs) ToAutoGatePlanBatchItemOutputWithContext(ctx context.Context) AutoGatePlanBatchItemOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGatePlanBatchItemOutput)
+}
+
+// AutoGatePlanBatchItemArrayInput is an input type that accepts AutoGatePlanBatchItemArray and AutoGatePlanBatchItemArrayOutput values.
+// You can construct a concrete instance of `AutoGatePlanBatchItemArrayInput` via:
+//
+//	AutoGatePlanBatchItemArray{ AutoGatePlanBatchItemArgs{...} }
+type AutoGatePlanBatchItemArrayInput interface {
+	pulumi.Input
+
+	ToAutoGatePlanBatchItemArrayOutput() AutoGatePlanBatchItemArrayOutput
+	ToAutoGatePlanBatchItemArrayOutputWithContext(context.Context) AutoGatePlanBatchItemArrayOutput
+}
+
+type AutoGatePlanBatchItemArray []AutoGatePlanBatchItemInput
+
+func (AutoGatePlanBatchItemArray) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AutoGatePlanBatchItem)(nil)).Elem()
+}
+
+func (i AutoGatePlanBatchItemArray) ToAutoGatePlanBatchItemArrayOutput() AutoGatePlanBatchItemArrayOutput {
+	return i.ToAutoGatePlanBatchItemArrayOutputWithContext(context.Background())
+}
+
+func (i AutoGatePlanBatchItemArray) ToAutoGatePlanBatchItemArrayOutputWithContext(ctx context.Context) AutoGatePlanBatchItemArrayOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGatePlanBatchItemArrayOutput)
+}
+
+type AutoGatePlanBatchItemOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanBatchItemOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGatePlanBatchItem)(nil)).Elem()
+}
+
+func (o AutoGatePlanBatchItemOutput) ToAutoGatePlanBatchItemOutput() AutoGatePlanBatchItemOutput {
+	return o
+}
+
+func (o AutoGatePlanBatchItemOutput) ToAutoGatePlanBatchItemOutputWithContext(ctx context.Context) AutoGatePlanBatchItemOutput {
+	return o
+}
+
+// As `autoGatePlan`'s `dependsOn`.
+func (o AutoGatePlanBatchItemOutput) DependsOn() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v AutoGatePlanBatchItem) []string { return v.DependsOn }).(pulumi.StringArrayOutput)
+}
+
+// This plan's installers, in order, as indexes into the batch's `installers`.
+func (o AutoGatePlanBatchItemOutput) Installers() pulumi.IntArrayOutput {
+	return o.ApplyT(func(v AutoGatePlanBatchItem) []int { return v.Installers }).(pulumi.IntArrayOutput)
+}
+
+// As `autoGatePlan`'s `options`.
+func (o AutoGatePlanBatchItemOutput) Options() AutoGatePlanOptionsPtrOutput {
+	return o.ApplyT(func(v AutoGatePlanBatchItem) *AutoGatePlanOptions { return v.Options }).(AutoGatePlanOptionsPtrOutput)
+}
+
+// The registration, as `autoGatePlan`'s `resource`.
+func (o AutoGatePlanBatchItemOutput) Resource() AutoGatePlanResourceOutput {
+	return o.ApplyT(func(v AutoGatePlanBatchItem) AutoGatePlanResource { return v.Resource }).(AutoGatePlanResourceOutput)
+}
+
+type AutoGatePlanBatchItemArrayOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanBatchItemArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AutoGatePlanBatchItem)(nil)).Elem()
+}
+
+func (o AutoGatePlanBatchItemArrayOutput) ToAutoGatePlanBatchItemArrayOutput() AutoGatePlanBatchItemArrayOutput {
+	return o
+}
+
+func (o AutoGatePlanBatchItemArrayOutput) ToAutoGatePlanBatchItemArrayOutputWithContext(ctx context.Context) AutoGatePlanBatchItemArrayOutput {
+	return o
+}
+
+func (o AutoGatePlanBatchItemArrayOutput) Index(i pulumi.IntInput) AutoGatePlanBatchItemOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) AutoGatePlanBatchItem {
+		return vs[0].([]AutoGatePlanBatchItem)[vs[1].(int)]
+	}).(AutoGatePlanBatchItemOutput)
+}
+
 type AutoGatePlanGate struct {
 	// IDs of the installers the gate must depend on.
 	After []string `pulumi:"after"`
@@ -1210,6 +1401,8 @@ func (o ServiceRefPtrOutput) Port() pulumi.IntPtrOutput {
 }
 
 func init() {
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanBatchItemInput)(nil)).Elem(), AutoGatePlanBatchItemArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanBatchItemArrayInput)(nil)).Elem(), AutoGatePlanBatchItemArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanInstallerInput)(nil)).Elem(), AutoGatePlanInstallerArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanInstallerArrayInput)(nil)).Elem(), AutoGatePlanInstallerArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanOptionsInput)(nil)).Elem(), AutoGatePlanOptionsArgs{})
@@ -1223,6 +1416,10 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*ImagePullSecretPtrInput)(nil)).Elem(), ImagePullSecretArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefInput)(nil)).Elem(), ServiceRefArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefPtrInput)(nil)).Elem(), ServiceRefArgs{})
+	pulumi.RegisterOutputType(AutoGatePlanAnswerOutput{})
+	pulumi.RegisterOutputType(AutoGatePlanAnswerArrayOutput{})
+	pulumi.RegisterOutputType(AutoGatePlanBatchItemOutput{})
+	pulumi.RegisterOutputType(AutoGatePlanBatchItemArrayOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanGateOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanGateArrayOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanInstallerOutput{})

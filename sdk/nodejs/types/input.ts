@@ -5,6 +5,44 @@ import * as pulumi from "@pulumi/pulumi";
 import * as inputs from "../types/input";
 import * as outputs from "../types/output";
 
+export interface AutoGatePlanBatchItem {
+    /**
+     * As `autoGatePlan`'s `dependsOn`.
+     */
+    dependsOn?: string[];
+    /**
+     * This plan's installers, in order, as indexes into the batch's `installers`.
+     */
+    installers?: number[];
+    /**
+     * As `autoGatePlan`'s `options`.
+     */
+    options?: inputs.AutoGatePlanOptions;
+    /**
+     * The registration, as `autoGatePlan`'s `resource`.
+     */
+    resource: inputs.AutoGatePlanResource;
+}
+
+export interface AutoGatePlanBatchItemArgs {
+    /**
+     * As `autoGatePlan`'s `dependsOn`.
+     */
+    dependsOn?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * This plan's installers, in order, as indexes into the batch's `installers`.
+     */
+    installers?: pulumi.Input<pulumi.Input<number>[] | undefined>;
+    /**
+     * As `autoGatePlan`'s `options`.
+     */
+    options?: pulumi.Input<inputs.AutoGatePlanOptionsArgs | undefined>;
+    /**
+     * The registration, as `autoGatePlan`'s `resource`.
+     */
+    resource: pulumi.Input<inputs.AutoGatePlanResourceArgs>;
+}
+
 export interface AutoGatePlanInstaller {
     /**
      * The SDK's handle for the installer (its URN in the Go SDK).

@@ -5,6 +5,28 @@ import * as pulumi from "@pulumi/pulumi";
 import * as inputs from "../types/input";
 import * as outputs from "../types/output";
 
+/**
+ * `autoGatePlan`'s answer for one plan of a batch.
+ */
+export interface AutoGatePlanAnswer {
+    /**
+     * The plan's gates, in order, as indexes into the batch's `gates`.
+     */
+    gates: number[];
+    /**
+     * As `autoGatePlan`'s `installer`.
+     */
+    installer?: {[key: string]: any};
+    /**
+     * As `autoGatePlan`'s `remember`.
+     */
+    remember: boolean;
+    /**
+     * As `autoGatePlan`'s `warnings`.
+     */
+    warnings: string[];
+}
+
 export interface AutoGatePlanGate {
     /**
      * IDs of the installers the gate must depend on.

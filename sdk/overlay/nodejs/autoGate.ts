@@ -299,9 +299,10 @@ export class AutoGater {
         return this.installers.some((i) => i.urn !== self && !sent.has(i.id) && (seq === undefined || i.seq < seq));
     }
 
-    // slot bounds the plan calls in flight.
+    // slot bounds the plan calls in flight: the calls made together go as one batch invoke
+    // (planBatcher), so this bounds a batch's size.
     private async slot<T>(f: () => Promise<T>): Promise<T> {
-        if (this.inFlight >= 16) await new Promise<void>((resolve) => this.slots.push(resolve));
+        if (this.inFlight >= maxPlansInFlight) await new Promise<void>((resolve) => this.slots.push(resolve));
         this.inFlight++;
         try {
             return await f();
@@ -439,13 +440,16 @@ export class AutoGater {
     }
 }
 
+// maxPlansInFlight: 200 top-level ExternalSecrets a program's loop makes are decided in one batch.
+const maxPlansInFlight = 256;
+
 // ---------------------------------------------------------------------------------------------
 // Pulumi glue.
 
 function pulumiDeps(o: AutoGateOptions): AutoGateDeps {
     const invokeOpts: pulumi.InvokeOptions = { ...utilities.resourceOptsDefaults(), ...(o.provider ? { provider: o.provider } : {}) };
     return {
-        plan: (args) => pulumi.runtime.invoke("readiness:index:autoGatePlan", args as any, invokeOpts),
+        plan: planBatcher((batch) => pulumi.runtime.invoke("readiness:index:autoGatePlanBatch", batch as any, invokeOpts) as Promise<PlanBatchResult>),
         // AdmissionReady's objects may be Secrets: secret from the start, as the provider stores them (as in Go).
         createGate: (g, after) => new Gate(g.type, g.name, g.args?.objects ? { ...g.args, objects: pulumi.secret(g.args.objects) } : g.args ?? {},
             pulumi.mergeOptions(utilities.resourceOptsDefaults(), { dependsOn: after, ...(o.provider ? { provider: o.provider } : {}) })),
@@ -455,6 +459,61 @@ function pulumiDeps(o: AutoGateOptions): AutoGateDeps {
         warn: (m) => pulumi.log.warn(m),
         error: (m) => pulumi.log.error(m),
     };
+}
+
+/** The arguments of `readiness:index:autoGatePlanBatch`: plan calls whose installers are indexes into `installers`. */
+export interface PlanBatchArgs {
+    installers: PlanInstaller[];
+    plans: (Omit<PlanArgs, "installers"> & { installers: number[] })[];
+}
+/** Its answer: one per plan, gates as indexes into `gates` (one per key, as the first plan naming it answers it). */
+export interface PlanBatchResult {
+    gates?: PlannedGate[];
+    results: (Omit<PlanResult, "gates"> & { gates?: number[] })[];
+}
+
+/**
+ * planBatcher turns plan calls into batch invokes: the calls made in one turn of the event loop
+ * (the decisions a program's loop or a settled component starts together, and those a batch's
+ * answer lets start) go as one invoke, each distinct installer in it once. The engine converts an
+ * invoke's arguments several times on their way to the provider; 200 separate calls, each with
+ * every installer seen so far, cost it more CPU than the rest of the stack's `up`.
+ * (Exported for its tests; not a stable API.)
+ */
+export function planBatcher(invoke: (b: PlanBatchArgs) => Promise<PlanBatchResult>): (a: PlanArgs) => Promise<PlanResult> {
+    let queue: { args: PlanArgs; resolve: (r: PlanResult) => void; reject: (e: unknown) => void }[] = [];
+    const flush = () => {
+        const calls = queue;
+        queue = [];
+        // An installer is the same entry when its id and its object are: an installer's object may
+        // be replaced between two questions (its values as registered), so the id alone is not enough.
+        const installers: PlanInstaller[] = [];
+        const index = new Map<string, { object: any; at: number }[]>();
+        const indexOf = (i: PlanInstaller) => {
+            const seen = index.get(i.id) ?? [];
+            let e = seen.find((x) => x.object === i.object);
+            if (!e) {
+                e = { object: i.object, at: installers.push(i) - 1 };
+                index.set(i.id, [...seen, e]);
+            }
+            return e.at;
+        };
+        const plans = calls.map(({ args }) => ({ ...args, installers: args.installers.map(indexOf) }));
+        invoke({ installers, plans }).then((r) => {
+            const results = r?.results ?? [];
+            const gates = r?.gates ?? [];
+            calls.forEach((c, n) => {
+                if (n >= results.length) return c.reject(new Error(`the batch plan answered ${results.length} of ${calls.length} calls`));
+                const named = (results[n].gates ?? []).map((i) => gates[i]);
+                if (named.some((g) => g === undefined)) return c.reject(new Error(`the batch plan answered an unknown gate index for ${c.args.resource.type} ${c.args.resource.name}`));
+                c.resolve({ ...results[n], gates: named });
+            });
+        }, (e) => calls.forEach((c) => c.reject(e)));
+    };
+    return (args) => new Promise<PlanResult>((resolve, reject) => {
+        if (queue.length === 0) setImmediate(flush);
+        queue.push({ args, resolve, reject });
+    });
 }
 
 // waitRegistered asks the engine for the resource (its built-in getResource answers once the

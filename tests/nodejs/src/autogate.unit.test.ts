@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
-import { AutoGateDeps, AutoGateOptions, AutoGater, PlanArgs, PlannedGate, PlanResult, childUrn, plain } from "@readiness-io/pulumi-readiness";
+import { AutoGateDeps, AutoGateOptions, AutoGater, PlanArgs, PlanBatchArgs, PlannedGate, PlanResult, childUrn, plain, planBatcher } from "@readiness-io/pulumi-readiness";
 
 const prefix = "urn:pulumi:dev::proj::";
 const stackUrn = `${prefix}pulumi:pulumi:Stack::proj-dev`;
@@ -307,4 +307,50 @@ test("concurrent decisions are asked once: earlier registrations not answered ye
     const last = f.calls.find((c) => c.resource.name === "es-d")!;
     assert.deepEqual(last.installers.map((i) => i.name), ["eso", "es-a", "es-b", "es-c"]);
     assert.deepEqual(last.dependsOn, [relUrn]);
+});
+
+test("plan calls made together go as one batch invoke, each installer once, each call answered by its own result", async () => {
+    const batches: PlanBatchArgs[] = [];
+    // As the provider answers: each gate key once, as the first plan naming it answers it.
+    const plan = planBatcher(async (b) => {
+        batches.push(JSON.parse(JSON.stringify(b)));
+        const gates: PlannedGate[] = [];
+        const results = b.plans.map((p) => {
+            const r = fakePlan({ ...p, installers: p.installers.map((i) => b.installers[i]) });
+            return { ...r, gates: (r.gates ?? []).map((g) => {
+                const at = gates.findIndex((x) => x.key === g.key);
+                return at >= 0 ? at : gates.push(g) - 1;
+            }) };
+        });
+        return { gates, results };
+    });
+    const hook = { id: "hook", type: "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration", name: "eso-validate", object: vwc };
+    const esType = "kubernetes:external-secrets.io/v1:ExternalSecret";
+    const ask = (name: string, installers: PlanArgs["installers"]) => plan({ resource: { type: esType, name, object: es(name, "team-a") }, installers, dependsOn: [], options: {} });
+    const a = { id: "a", type: esType, name: "a", object: es("a", "team-a") };
+    const together = await Promise.all([ask("a", [hook]), ask("b", [hook, a]), ask("c", [hook, a, { ...a, object: es("a", "team-b") }])]);
+    assert.equal(batches.length, 1, "calls made in one turn went as separate invokes");
+    assert.deepEqual(batches[0].installers.map((i) => i.id), ["hook", "a", "a"], "the same installer sent twice, or one with new values merged into it");
+    assert.deepEqual(batches[0].plans.map((p) => p.installers), [[0], [0, 1], [0, 1, 2]]);
+    assert.deepEqual(together.map((r) => r.remember), [true, true, true]);
+    assert.deepEqual(together.map((r) => r.gates?.map((g) => g.name)), Array(3).fill(["auto-exists-eso-validate", "auto-admission-team-a"]), "an answer went to another call");
+    assert.deepEqual(together.map((r) => r.gates?.[1]?.args.objects[0].metadata.name), ["a", "a", "a"], "a batch key's gate is not the first plan's");
+    // A later call is a batch of its own.
+    await ask("d", [hook]);
+    assert.equal(batches.length, 2);
+});
+
+test("a failing batch invoke fails every call in it; a short answer fails the calls it left out, an unknown gate index its call", async () => {
+    let answer: "fail" | "short" = "fail";
+    const plan = planBatcher(async (b) => {
+        if (answer === "fail") throw new Error("invoke exploded");
+        return { results: b.plans.slice(1).map(() => ({ gates: [0] })), gates: [] };
+    });
+    const ask = (name: string) => plan({ resource: { type: "kubernetes:core/v1:ConfigMap", name, object: {} }, installers: [], dependsOn: [], options: {} });
+    const failed = await Promise.allSettled([ask("x"), ask("y")]);
+    assert.deepEqual(failed.map((r) => r.status === "rejected" && String(r.reason)), ["Error: invoke exploded", "Error: invoke exploded"]);
+    answer = "short";
+    const short = await Promise.allSettled([ask("x"), ask("y")]);
+    assert.match(String((short[0] as PromiseRejectedResult).reason), /unknown gate index for kubernetes:core\/v1:ConfigMap x/);
+    assert.match(String((short[1] as PromiseRejectedResult).reason), /answered 1 of 2 calls/);
 });
