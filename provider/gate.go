@@ -159,6 +159,7 @@ type run struct {
 	// when its verdict would end the gate; proving makes every read consistent instead, once
 	// a copy judged turned out stale, and in refresh (a "not ready" there drops the gate).
 	seen    []kube.Seen
+	hints   []kube.Seen // what hints were judged on (target.hint): proven when the verdict fails
 	proving bool
 	// awaited is when a verdict first waited for its watch to pass a newer revision instead
 	// of reading (see kube.Seen.Covered); proven once one verdict of the run was proven.
@@ -265,14 +266,18 @@ func (r *run) checking(check func(context.Context) wait.Result) func(context.Con
 	return func(ctx context.Context) wait.Result {
 		outer := r.ctx
 		r.ctx = ctx
-		defer func() { r.ctx, r.seen = outer, nil }()
-		r.seen = nil
+		defer func() { r.ctx, r.seen, r.hints = outer, nil, nil }()
+		r.seen, r.hints = nil, nil
 		res := check(ctx)
 		if !res.Ready && res.Failed == nil {
 			return res
 		}
+		judged := r.seen
+		if res.Failed != nil {
+			judged = append(judged, r.hints...)
+		}
 		var reads []kube.Seen
-		for _, v := range r.seen {
+		for _, v := range judged {
 			ok, soon := v.Covered()
 			if ok {
 				continue
@@ -292,7 +297,7 @@ func (r *run) checking(check func(context.Context) wait.Result) func(context.Con
 				return *r.readErr("the state judged", err)
 			}
 			if !ok {
-				r.proving, r.seen = true, nil
+				r.proving, r.seen, r.hints = true, nil, nil
 				return check(ctx)
 			}
 		}

@@ -96,7 +96,16 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 		return nil, nil
 	}
 	if t.hint {
-		return sub.List(t.selector), nil
+		// A hint adds to a verdict and may fail it: a failure it leads to is proven too.
+		if r.proving {
+			if objs, err = sub.ReadList(r.ctx, t.selector); err != nil {
+				return nil, r.readErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), err)
+			}
+			return objs, nil
+		}
+		objs, seen := sub.PeekList(t.selector)
+		r.hints = append(r.hints, seen)
+		return objs, nil
 	}
 	objs, err = r.readList(sub, t.selector)
 	if err != nil {

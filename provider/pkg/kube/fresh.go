@@ -294,9 +294,10 @@ func (s *Subscription) ReadList(ctx context.Context, sel labels.Selector) ([]*un
 // handful of reads, not a thousand.
 type readGroup struct {
 	read func(ctx context.Context, n readNeed) (*freshRead, error)
-	// shared reports whether other subscriptions use the watch: then a read is a list of the
-	// scope even for one name, so that it proves every subscription begun before it at once
-	// (caughtSince), and other watches' too (revisionClock), instead of one GET each.
+	// shared reports whether other subscriptions use the watch (and its scope is small): then a
+	// read is a list of the scope even for one name, so that it proves every subscription begun
+	// before it at once (caughtSince), and other namespaces' too (revisionClock), instead of one
+	// GET each.
 	shared func() bool
 
 	mu       sync.Mutex
@@ -388,6 +389,9 @@ func (n readNeed) answers(name string, list bool) bool {
 func (g *readGroup) join(ctx context.Context, since uint64, name string, list bool) *sharedRead {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.caught > since {
+		return caughtRead // the store caught up with a list begun after the asker meanwhile
+	}
 	if r := g.last; r != nil && r.seq > since {
 		return r // done: a list of the whole scope, begun after the asker
 	}
@@ -412,6 +416,14 @@ func (g *readGroup) join(ctx context.Context, since uint64, name string, list bo
 	}
 	return r
 }
+
+// caughtRead answers a subscription whose store has caught up with a read begun after it: its
+// floor cannot be compared (ok false), so the store is trusted (see freshRead.caughtUp).
+var caughtRead = func() *sharedRead {
+	r := &sharedRead{done: make(chan struct{}), f: &freshRead{objs: map[string]*unstructured.Unstructured{}}}
+	close(r.done)
+	return r
+}()
 
 // start begins the next read (g.mu held); when it ends, the one queued meanwhile begins.
 func (g *readGroup) start() {
@@ -516,7 +528,8 @@ func (c *WatchCache) readList(ctx context.Context, key WatchKey) (*freshRead, er
 // readListOpts is a consistent list (resourceVersion ""): the current state, never older.
 func (c *WatchCache) readListOpts(ctx context.Context, key WatchKey, o metav1.ListOptions) (*freshRead, error) {
 	var list *unstructured.UnstructuredList
-	seq := c.clock.begin()
+	clock := c.clock(key.Resource.GroupResource())
+	seq := clock.begin()
 	err := retryAuthOnce(func() (err error) {
 		list, err = c.client.Resource(key.Resource).Namespace(key.Namespace).List(ctx, o)
 		return err
@@ -525,8 +538,8 @@ func (c *WatchCache) readListOpts(ctx context.Context, key WatchKey, o metav1.Li
 		return nil, err
 	}
 	floor, ok := rv(list.GetResourceVersion())
-	if ok {
-		c.clock.served(seq, floor)
+	if ok && floor > 0 {
+		clock.served(seq, floor)
 	}
 	f := &freshRead{objs: map[string]*unstructured.Unstructured{}, floor: floor, ok: ok}
 	for i := range list.Items {

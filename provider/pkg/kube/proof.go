@@ -51,18 +51,18 @@ func versions(objs ...*unstructured.Unstructured) map[string]string {
 	return m
 }
 
-// Covered reports whether what was seen is proven without a read: a consistent list of any
-// watch, begun after the subscription, was served at a revision the store had reflected.
-// Else soon says such a list is in flight or the store is behind its revision, but the watch delivered an event
-// within busyWithin: it is likely to pass that revision on its own within milliseconds (a
+// Covered reports whether what was seen is proven without a read: a consistent list of the
+// same resource (any namespace), begun after the subscription, was served at a revision the
+// store had reflected. Else soon says such a list is in flight or the store is behind its
+// revision, but the watch delivered an event within busyWithin: it is likely to pass that revision on its own within milliseconds (a
 // burst of writes), which proves it then at no cost, where a read now would cost a request.
 func (v Seen) Covered() (ok, soon bool) {
 	s := v.sub
-	if s.cache.clock.covers(s.gsince, v.seen) {
+	if s.clock.covers(s.gsince, v.seen) {
 		return true, false
 	}
 	last := s.entry.lastEvent.Load()
-	return false, s.cache.clock.after(s.gsince) && time.Since(time.Unix(0, last)) < busyWithin
+	return false, s.clock.after(s.gsince) && time.Since(time.Unix(0, last)) < busyWithin
 }
 
 // busyWithin is how recent a watch's last event must be for its store to be waited for.
@@ -75,7 +75,7 @@ const busyWithin = 100 * time.Millisecond
 // means the copy judged was stale (or moved on since): judge again on Read.
 func (v Seen) Prove(ctx context.Context) (bool, error) {
 	s := v.sub
-	if s.cache.clock.covers(s.gsince, v.seen) {
+	if s.clock.covers(s.gsince, v.seen) {
 		return true, nil
 	}
 	if v.name != "" {
@@ -104,12 +104,14 @@ func sameVersions(a, b map[string]string) bool {
 	return true
 }
 
-// revisionClock remembers what etcd's revision was after a point in time, for every watch at
-// once: a consistent list's resourceVersion is etcd's revision when it was served, not only its
-// own type's. A store that has reflected its watch up to that revision holds every write made
+// revisionClock remembers what one resource's storage revision was after a point in time, for
+// all its watches (namespaces) at once: a consistent list's resourceVersion is its storage's
+// revision when it was served (etcd's, shared by every resource that etcd holds), not only its
+// namespace's. A store that has reflected its watch up to that revision holds every write made
 // before the list began (its watch delivers its writes in order), so a subscription that began
-// before the list needs no read of its own. A quiet type's watch never reaches a newer
-// revision: it is proven by its own read instead.
+// before the list needs no read of its own. A quiet watch never reaches a newer revision: it is
+// proven by its own read instead. One clock per resource, never across resources: an
+// aggregated API or a resource in an `--etcd-servers-overrides` etcd counts its own revisions.
 type revisionClock struct {
 	mu      sync.Mutex
 	started uint64  // lists begun: a list's seq, and what a subscription notes when it begins

@@ -5,6 +5,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -42,11 +43,16 @@ func setV(t *testing.T, cms v1.ConfigMapInterface, name, v string) string {
 	return cm.ResourceVersion
 }
 
-// awaitStore waits until s's store holds name at resourceVersion rv.
+// awaitStore waits until s's store holds name at resourceVersion rv and its handlers have
+// noted it (seenRV is raised after the store).
 func awaitStore(t *testing.T, s *Subscription, wake <-chan struct{}, name, rv string) {
 	t.Helper()
+	v, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for deadline := time.After(30 * time.Second); ; {
-		if o := s.Get(name); o != nil && o.GetResourceVersion() == rv {
+		if o := s.Get(name); o != nil && o.GetResourceVersion() == rv && s.seen() >= v {
 			return
 		}
 		select {
@@ -82,7 +88,7 @@ func TestProofOnDemand(t *testing.T) {
 	}
 	awaitStore(t, holder, wake, fmt.Sprint("c", n-1), last)
 	g := &holder.entry.reads
-	reads0, lists0 := g.now(), c.Watches.clock.now()
+	reads0, lists0 := g.now(), c.Watches.clock(configMaps.GroupResource()).now()
 	seen := make([]Seen, n)
 	for i, s := range subs {
 		var o any
@@ -91,7 +97,7 @@ func TestProofOnDemand(t *testing.T) {
 			t.Fatalf("c%d: not in the store", i)
 		}
 	}
-	if g.now() != reads0 || c.Watches.clock.now() != lists0 {
+	if g.now() != reads0 || c.Watches.clock(configMaps.GroupResource()).now() != lists0 {
 		t.Fatal("peeking made a consistent read")
 	}
 	var wg sync.WaitGroup
@@ -154,7 +160,7 @@ func TestClockProvesOtherWatches(t *testing.T) {
 	}
 	rv := setV(t, cmsB, "c0", "1") // after a's list: b's store passes its revision
 	awaitStore(t, holderB, wakeB, "c0", rv)
-	readsB, lists := holderB.entry.reads.now(), c.Watches.clock.now()
+	readsB, lists := holderB.entry.reads.now(), c.Watches.clock(configMaps.GroupResource()).now()
 	_, seenB = subB.Peek("c0")
 	if ok, _ := seenB.Covered(); !ok {
 		t.Fatal("b's store has passed a's list revision, yet its copy is not proven")
@@ -162,7 +168,7 @@ func TestClockProvesOtherWatches(t *testing.T) {
 	if ok, err := seenB.Prove(context.Background()); err != nil || !ok {
 		t.Fatalf("b: %v %v", ok, err)
 	}
-	if holderB.entry.reads.now() != readsB || c.Watches.clock.now() != lists {
+	if holderB.entry.reads.now() != readsB || c.Watches.clock(configMaps.GroupResource()).now() != lists {
 		t.Fatal("b's proof made a read of its own")
 	}
 }

@@ -1,6 +1,12 @@
 package kube
 
-import "testing"
+import (
+	"math"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+)
 
 // The clock proves a store once a list begun after the subscription was served at a revision
 // the store has reflected; a list begun before the subscription never does.
@@ -70,5 +76,37 @@ func TestSameVersions(t *testing.T) {
 		if got := sameVersions(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// While a relist is applied, no listed object raises seenRV: the store still holds old copies
+// of the keys not replaced yet. The first watch event after the list (newer than it) does.
+func TestRelistDoesNotRaiseSeen(t *testing.T) {
+	obj := func(rv string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetResourceVersion(rv)
+		return u
+	}
+	var e watchEntry
+	e.saw(obj("100"))
+	if e.seenRV.Load() != 100 {
+		t.Fatalf("seen %d, want 100", e.seenRV.Load())
+	}
+	e.relistRV.Store(math.MaxUint64) // the relist's list in flight
+	e.saw(obj("150"))
+	if e.seenRV.Load() != 100 {
+		t.Fatalf("an object applied before the relist's version was known raised seen to %d", e.seenRV.Load())
+	}
+	e.relistRV.Store(200) // listed at 200: its objects are at most that
+	for _, v := range []string{"120", "200", "180"} {
+		e.saw(obj(v))
+	}
+	if e.seenRV.Load() != 100 {
+		t.Fatalf("an object of the relist raised seen to %d", e.seenRV.Load())
+	}
+	e.saw(cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: obj("90")})
+	e.saw(obj("201")) // a watch event: the relist is wholly applied
+	if e.seenRV.Load() != 201 || e.relistRV.Load() != 0 {
+		t.Fatalf("seen %d, relist %d after the first event past the list", e.seenRV.Load(), e.relistRV.Load())
 	}
 }

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,29 @@ type WatchCache struct {
 	// Opened counts informers started over the cache's life (one list+watch each).
 	Opened atomic.Int64
 
-	clock revisionClock // etcd's revision after each consistent list (proof.go)
+	// clocks: per resource, its storage's revision after each consistent list (proof.go).
+	// Per resource, never across: an aggregated API or an `--etcd-servers-overrides` resource
+	// counts resourceVersions in a storage of its own.
+	clocks map[schema.GroupResource]*revisionClock
+}
+
+// clock returns the revision clock of resource gr's storage.
+func (c *WatchCache) clock(gr schema.GroupResource) *revisionClock {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clockLocked(gr)
+}
+
+func (c *WatchCache) clockLocked(gr schema.GroupResource) *revisionClock {
+	k, ok := c.clocks[gr]
+	if !ok {
+		if c.clocks == nil {
+			c.clocks = map[schema.GroupResource]*revisionClock{}
+		}
+		k = &revisionClock{}
+		c.clocks[gr] = k
+	}
+	return k
 }
 
 // NewWatchCache returns an empty cache over client.
@@ -70,6 +93,9 @@ type watchEntry struct {
 	// given (after the store was updated, in the order of the watch): the store reflects every
 	// write up to it. A deleted object's last state carries the deletion's resourceVersion.
 	seenRV atomic.Uint64
+	// relistRV is set while a relist is being applied: its resourceVersion (MaxUint64 until
+	// known); 0 otherwise (see saw).
+	relistRV atomic.Uint64
 	// lastEvent is when the handlers were last given an object (unix nanoseconds): a watch
 	// that keeps delivering is about to pass a revision it has not reached yet (proof.go).
 	lastEvent atomic.Int64
@@ -108,8 +134,9 @@ type Subscription struct {
 	cache *WatchCache
 	once  sync.Once
 
-	since  uint64 // the watch's consistent reads begun before this subscription (fresh.go)
-	gsince uint64 // the consistent lists of any watch begun before it (proof.go)
+	since  uint64         // the watch's consistent reads begun before this subscription (fresh.go)
+	clock  *revisionClock // its resource's (proof.go)
+	gsince uint64         // the consistent lists of its resource, any watch, begun before it
 	// The consistent read this subscription was served (see fresh.go), until the store caught up.
 	mu         sync.Mutex
 	reads      map[string]*freshRead // by store key (listKey: ReadList's)
@@ -128,7 +155,8 @@ func (c *WatchCache) Subscribe(key WatchKey, wake chan<- struct{}) *Subscription
 		c.entries[key] = e
 	}
 	e.refs++
-	s := &Subscription{key: key, entry: e, cache: c, since: e.reads.now(), gsince: c.clock.now()}
+	s := &Subscription{key: key, entry: e, cache: c, since: e.reads.now(), clock: c.clockLocked(key.Resource.GroupResource())}
+	s.gsince = s.clock.now()
 	e.mu.Lock()
 	e.wakes[s] = wake
 	synced := e.synced
@@ -147,7 +175,9 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 	}
 	e := &watchEntry{stop: make(chan struct{}), done: make(chan struct{}), wakes: map[*Subscription]chan<- struct{}{}}
 	e.reads.read = func(ctx context.Context, n readNeed) (*freshRead, error) { return c.consistentRead(ctx, key, n) }
-	e.reads.shared = e.shared
+	// A list proves every subscription of the watch at once, but costs as much as the watch's
+	// own list: past listProofMax objects, each proof is a GET of its name instead.
+	e.reads.shared = func() bool { return e.shared() && len(e.informer.GetStore().ListKeys()) <= listProofMax }
 	res := c.client.Resource(key.Resource).Namespace(key.Namespace)
 	// dynamicinformer's list-watch, and one thing more: the cache counts as synced only once its
 	// watch is established too, so a watch the API server refuses (RBAC without `watch`) fails
@@ -166,7 +196,19 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 			// No shortcut from a relist's time either: a paginated list's later pages and a 410
 			// relist reach the store after List returns, so "listed after the gate began" does
 			// not mean the store holds that list yet.
-			return res.List(ctx, o)
+			e.mu.Lock()
+			relist := e.synced
+			e.mu.Unlock()
+			if relist {
+				e.relistRV.Store(math.MaxUint64) // see saw
+			}
+			l, err := res.List(ctx, o)
+			if relist && err == nil {
+				if v, ok := rv(l.GetResourceVersion()); ok {
+					e.relistRV.Store(v)
+				}
+			}
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(&o)
@@ -234,13 +276,29 @@ func (e *watchEntry) saw(o any) {
 		return
 	}
 	v, ok := rv(u.GetResourceVersion())
-	for ok {
+	if !ok {
+		return
+	}
+	// A relist (after a watch expired) replaces the store one object at a time, in key order:
+	// until the first watch event after it (newer than the list), the store holds old copies
+	// beside new ones, so no object of the list may raise seenRV.
+	if l := e.relistRV.Load(); l != 0 {
+		if v <= l {
+			return
+		}
+		e.relistRV.CompareAndSwap(l, 0)
+	}
+	for {
 		cur := e.seenRV.Load()
 		if v <= cur || e.seenRV.CompareAndSwap(cur, v) {
 			return
 		}
 	}
 }
+
+// listProofMax is the most objects a watch may hold for one subscription's proof to be a list
+// of its whole scope (see readGroup.shared).
+const listProofMax = 500
 
 // shared reports whether more than one subscription uses the watch.
 func (e *watchEntry) shared() bool {
