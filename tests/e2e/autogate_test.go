@@ -74,24 +74,34 @@ func notBefore(t *testing.T, what string, created, proof time.Time) {
 	}
 }
 
-// gatesOf lists the stack's readiness resources as "Type name".
-func gatesOf(t *testing.T, s auto.Stack) []string {
+// stateResource is one resource of a stack's exported state.
+type stateResource struct {
+	URN          string   `json:"urn"`
+	Type         string   `json:"type"`
+	Dependencies []string `json:"dependencies"`
+}
+
+// stateOf is the stack's resources as its exported state holds them.
+func stateOf(t *testing.T, s auto.Stack) []stateResource {
 	t.Helper()
 	dep, err := s.Export(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var d struct {
-		Resources []struct {
-			URN  string `json:"urn"`
-			Type string `json:"type"`
-		} `json:"resources"`
+		Resources []stateResource `json:"resources"`
 	}
 	if err := json.Unmarshal(dep.Deployment, &d); err != nil {
 		t.Fatal(err)
 	}
+	return d.Resources
+}
+
+// gatesOf lists the stack's readiness resources as "Type name".
+func gatesOf(t *testing.T, s auto.Stack) []string {
+	t.Helper()
 	var out []string
-	for _, r := range d.Resources {
+	for _, r := range stateOf(t, s) {
 		if strings.HasPrefix(r.Type, "readiness:index:") {
 			out = append(out, strings.TrimPrefix(r.Type, "readiness:index:")+" "+resource.URN(r.URN).Name())
 		}
@@ -103,20 +113,7 @@ func gatesOf(t *testing.T, s auto.Stack) []string {
 // dependenciesOf is the state's dependencies of the stack's one resource of type typ.
 func dependenciesOf(t *testing.T, s auto.Stack, typ string) []string {
 	t.Helper()
-	dep, err := s.Export(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Resources []struct {
-			Type         string   `json:"type"`
-			Dependencies []string `json:"dependencies"`
-		} `json:"resources"`
-	}
-	if err := json.Unmarshal(dep.Deployment, &d); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range d.Resources {
+	for _, r := range stateOf(t, s) {
 		if r.Type == typ {
 			return r.Dependencies
 		}
