@@ -307,11 +307,13 @@ func (r *run) checking(check func(context.Context) wait.Result) func(context.Con
 }
 
 // read returns the object name as the check should judge it: the informer's copy, noted to be
-// proven if the verdict ends the gate (see checking), or, once proving, a consistent read.
-// (Reading at once when alone on a watch would save a GET when the gate passes, but costs one
-// per watch when a thousand gates arrive one by one: BENCHMARKS.md, Scale.)
+// proven if the verdict ends the gate (see checking), so that gates sharing a watch make one
+// read when they pass, not one each when they start. A watch of one named object (a Secret, a
+// Helm record) is read at once instead: no other object's gate shares it, and a read made
+// while the gate waits makes its pass free (the store is the truth once it caught up).
+// Once proving, every read is consistent.
 func (r *run) read(sub *kube.Subscription, name string) (*unstructured.Unstructured, error) {
-	if r.proving {
+	if r.proving || sub.Named() {
 		return sub.Read(r.ctx, name)
 	}
 	o, seen := sub.Peek(name)

@@ -330,6 +330,15 @@ func (g *readGroup) caughtUp(f *freshRead) {
 	}
 }
 
+// begunSince reports whether a list of the scope began after since: in flight, done and kept,
+// or caught up with by the store.
+func (g *readGroup) begunSince(since uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.caught > since || (g.last != nil && g.last.seq > since) ||
+		(g.inflight != nil && g.inflight.seq > since && g.inflight.need.list)
+}
+
 // now returns the number of reads begun so far: a read whose seq is greater began after this call.
 func (g *readGroup) now() uint64 {
 	g.mu.Lock()

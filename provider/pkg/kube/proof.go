@@ -61,6 +61,9 @@ func (v Seen) Covered() (ok, soon bool) {
 	if s.clock.covers(s.gsince, v.seen) {
 		return true, false
 	}
+	if s.entry.reads.begunSince(s.since) {
+		return false, false // its own watch's list proves it at no cost: no reason to wait
+	}
 	last := s.entry.lastEvent.Load()
 	return false, s.clock.after(s.gsince) && time.Since(time.Unix(0, last)) < busyWithin
 }
@@ -77,6 +80,25 @@ func (v Seen) Prove(ctx context.Context) (bool, error) {
 	s := v.sub
 	if s.clock.covers(s.gsince, v.seen) {
 		return true, nil
+	}
+	if v.name != "" && s.entry.reads.shared != nil && s.entry.reads.shared() && !s.entry.reads.begunSince(s.since) {
+		// The first proof on a shared watch: this gate's object by a GET (etcd, milliseconds),
+		// and a list of the watch's scope in the background, which proves every other gate on
+		// it (and, by the clock, on the same resource elsewhere) when they pass.
+		go func() {
+			bg, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, _ = s.entry.reads.do(bg, s.since, "", true)
+		}()
+		f, err := s.cache.readNamed(ctx, s.key, v.name)
+		if err != nil {
+			return false, err
+		}
+		o := f.objs[s.storeKey(v.name)]
+		if f.absent || o == nil {
+			return len(v.rvs) == 0, nil
+		}
+		return sameVersions(v.rvs, versions(o)), nil
 	}
 	if v.name != "" {
 		o, err := s.Read(ctx, v.name)

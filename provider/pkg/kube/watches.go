@@ -391,6 +391,9 @@ func (e *RetryingAuthError) Error() string {
 	return "credentials refused, retrying once with refreshed credentials: " + e.Err.Error()
 }
 
+// Named reports whether the watch is of one named object.
+func (s *Subscription) Named() bool { return s.key.Name != "" }
+
 // Get returns the cached object name (in the key's namespace), or nil when absent.
 func (s *Subscription) Get(name string) *unstructured.Unstructured {
 	k := name
