@@ -2,6 +2,7 @@
 // the provider binaries, and talks to the API server directly for what the test plays itself.
 import assert from "node:assert/strict";
 import { ChildProcess, execFileSync, spawn } from "child_process";
+import { createHash } from "crypto";
 import * as fs from "fs";
 import * as https from "https";
 import * as os from "os";
@@ -86,14 +87,33 @@ export interface PulumiEnv {
     command: PulumiCommand;
 }
 
-// preparePulumi builds the provider and the kubetest stand-in and sets up a local backend.
-export async function preparePulumi(): Promise<PulumiEnv> {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "readiness-node-"));
-    const bin = path.join(dir, "bin");
+// tempDir makes a folder that is removed when this test process exits: a TypeScript stack test
+// leaves Pulumi state and work folders of hundreds of MB, and CI runs dozens of them on one disk.
+export function tempDir(prefix: string): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    process.once("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
+    return dir;
+}
+
+// providerBin builds the provider and the kubetest stand-in (220 MB together) once per test
+// process, into a folder of this checkout's own that later processes build over (Go's cache
+// makes that a link at most), so the test files share one copy on disk.
+let providerBin: string | undefined;
+function buildProviders(): string {
+    if (providerBin) return providerBin;
+    const key = createHash("sha256").update(repoRoot).digest("hex").slice(0, 12);
+    const bin = path.join(os.tmpdir(), `readiness-node-bin-${key}`);
     for (const [name, pkg] of [["pulumi-resource-readiness", "./provider/cmd/pulumi-resource-readiness"],
                                ["pulumi-resource-kubetest", "./internal/standin/cmd/pulumi-resource-kubetest"]]) {
         execFileSync("go", ["build", "-o", path.join(bin, name), pkg], { cwd: repoRoot, stdio: "inherit" });
     }
+    return (providerBin = bin);
+}
+
+// preparePulumi builds the provider and the kubetest stand-in and sets up a local backend.
+export async function preparePulumi(): Promise<PulumiEnv> {
+    const dir = tempDir("readiness-node-");
+    const bin = buildProviders();
     const toolsBin = execFileSync("go", ["run", "./internal/controlplane/cmd/localcluster", "tools"], { cwd: repoRoot }).toString().trim();
     for (const d of ["state", "home"]) fs.mkdirSync(path.join(dir, d), { recursive: true });
     // pulumi-kubernetes (the pinned plugin), installed once into the project's PULUMI_HOME; this
@@ -130,7 +150,7 @@ export async function stack(env: PulumiEnv, c: Cluster, args: InlineProgramArgs)
 // chart whose webhooks go to the test webhook server (internal/charts says what else changes);
 // it returns the chart's path, for k8s.helm.v3.Release or k8s.helm.v4.Chart.
 export function localChart(fixture: string, webhook: FakeWebhook): string {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "readiness-chart-"));
+    const dir = tempDir("readiness-chart-");
     return execFileSync("go", ["run", "./internal/charts/cmd/localchart", fixture, dir, webhook.url, webhook.caBundle],
         { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] }).toString().trim();
 }
