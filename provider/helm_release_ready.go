@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
@@ -73,12 +72,7 @@ func (*HelmReleaseReady) Check(ctx context.Context, req infer.CheckRequest) (inf
 		if len(args.Name) > 53 {
 			failures = append(failures, p.CheckFailure{Property: "name", Reason: "Helm release names are at most 53 characters"})
 		}
-		if args.Probe != nil && isKnown(req.NewInputs, "probe") {
-			if msg := admission.ManifestProblem(args.Probe, false); msg != "" {
-				failures = append(failures, p.CheckFailure{Property: "probe", Reason: "the probe must be a manifest the API server can create: " + msg})
-			}
-		}
-		return failures
+		return append(failures, probeFailures(req.NewInputs, args.Probe)...)
 	})
 }
 
@@ -121,12 +115,7 @@ type helmEval struct {
 	newestRV string                      // the watched record's resourceVersion that rel was read for
 	latest   *helmrelease.Release
 	rel      *helmrelease.Release // the deployed revision whose objects are checked
-	checks   []objectCheck
-}
-
-type objectCheck struct {
-	ref  helmrelease.ObjectRef
-	eval evaluation
+	objs     *renderedObjects
 }
 
 func (e *helmEval) what() string { return fmt.Sprintf("Helm release %s/%s", e.namespace, e.name) }
@@ -335,10 +324,7 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 		return &res
 	}
 	if e.rel == nil || e.rel.Revision != rel.Revision {
-		e.rel, e.checks = rel, nil
-		for _, ref := range rel.Objects {
-			e.checks = append(e.checks, objectCheck{ref: ref, eval: e.checkFor(ref)})
-		}
+		e.rel, e.objs = rel, newRenderedObjects(e.r, e.namespace, e.probe, rel.Objects)
 	}
 	return nil
 }
@@ -356,59 +342,12 @@ func (e *helmEval) recordWatch(s *kube.Subscription) *wait.Result {
 	return nil
 }
 
-func (e *helmEval) checkFor(ref helmrelease.ObjectRef) evaluation {
-	ns := ref.Namespace
-	if ns == "" {
-		ns = e.namespace
-	}
-	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-	switch {
-	case ref.Kind == "CustomResourceDefinition" && gv.Group == "apiextensions.k8s.io":
-		// Conversion webhooks are not proven here (no conversionProbes to give, and a minimal object
-		// denied by the chart's own validating webhook would fail the release): CrdReady does that.
-		off := false
-		return newCrdEval(e.r, CrdReadyArgs{Names: []string{ref.Name}, Conversion: &off})
-	case gv.Group == "apps" && (ref.Kind == "Deployment" || ref.Kind == "StatefulSet" || ref.Kind == "DaemonSet"):
-		k := rolloutKinds[ref.Kind]
-		return &rolloutEval{r: e.r, eval: k.eval, t: target{gvk: gv.WithKind(ref.Kind), namespace: ns, name: ref.Name}}
-	case gv.Group == "admissionregistration.k8s.io" && (ref.Kind == "ValidatingWebhookConfiguration" || ref.Kind == "MutatingWebhookConfiguration"):
-		a := WebhookReadyArgs{Probe: e.probe}
-		if ref.Kind == "ValidatingWebhookConfiguration" {
-			a.ValidatingWebhookConfiguration = &ref.Name
-		} else {
-			a.MutatingWebhookConfiguration = &ref.Name
-		}
-		w := &webhookEval{r: e.r, args: a, minEndpoints: 1, deriveProbeIn: e.namespace}
-		if e.probe != nil {
-			w.probe = &prober{r: e.r, obj: (&unstructured.Unstructured{Object: e.probe}).DeepCopy()}
-		}
-		return w
-	}
-	// Everything else by ResourceReady's default rules (kstatus and the kind's own rule), with
-	// PersistentVolumeClaims Bound as helm --wait wants them: never weaker than helm --wait.
-	name, strictPvc := ref.Name, true
-	oe, err := newObjectsEval(e.r, ResourceReadyArgs{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: &ns, Name: &name, StrictPvc: &strictPvc})
-	if err != nil {
-		return failedEval{name: ref.String(), err: err}
-	}
-	return oe
-}
-
-// check gathers the newest record (load) and each object's state, then decides
-// (helmrelease.JudgeObjects). Gathering stops at the first verdict: the release fails on it.
+// check gathers the newest record (load), then judges its objects (renderedObjects.judge).
 func (e *helmEval) check(ctx context.Context) wait.Result {
 	if res := e.load(ctx); res != nil {
 		return *res
 	}
-	objs := helmrelease.Objects{What: e.what(), Revision: e.rel.Revision, Total: len(e.checks)}
-	for _, c := range e.checks {
-		res := c.eval.check(ctx)
-		objs.States = append(objs.States, helmrelease.ObjectState{Ref: c.ref, Result: res})
-		if res.Failed != nil {
-			break
-		}
-	}
-	return helmrelease.JudgeObjects(objs)
+	return e.objs.judge(ctx, e.what(), e.rel.Revision)
 }
 
 // maxBackoff: a release with webhooks is probed like WebhookReady.
@@ -421,15 +360,6 @@ func (e *helmEval) fill(s *HelmReleaseReadyState) {
 		s.Webhooks = append(s.Webhooks, w.GetName())
 	}
 }
-
-// failedEval reports an object the gate cannot judge (a malformed manifest entry).
-type failedEval struct {
-	name string
-	err  error
-}
-
-func (f failedEval) what() string                      { return f.name }
-func (f failedEval) check(context.Context) wait.Result { return wait.Result{Failed: f.err} }
 
 func (*HelmReleaseReady) Diff(_ context.Context, r infer.DiffRequest[HelmReleaseReadyArgs, HelmReleaseReadyState]) (infer.DiffResponse, error) {
 	return diffGate(r.State.HelmReleaseReadyArgs, r.Inputs), nil

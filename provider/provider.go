@@ -64,6 +64,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&HelmReleaseReady{}),
 			infer.Resource(&AdmissionReady{}),
 			infer.Resource(&ImageReady{}),
+			infer.Resource(&ChartReady{}),
 		).
 		WithFunctions(
 			infer.Function(&AutoGatePlan{}),

@@ -43,11 +43,12 @@ type ObjectState struct {
 	Result wait.Result
 }
 
-// Objects is what HelmReleaseReady gathered for a deployed revision: its number, how many objects
-// its manifest holds, and the state of each checked so far (the gathering stops at a verdict).
+// Objects is what HelmReleaseReady gathered for a deployed revision (ChartReady for a Chart v4's
+// objects): its number, how many objects its manifest holds, and the state of each checked so
+// far (the gathering stops at a verdict).
 type Objects struct {
 	What     string // "Helm release ns/name", for errors
-	Revision int
+	Revision int    // 0: no revision (a Chart v4 keeps none)
 	Total    int
 	States   []ObjectState
 }
@@ -85,7 +86,11 @@ func JudgeObjects(o Objects) wait.Result {
 	}
 	if len(pending) > 0 {
 		sort.Strings(pending)
-		return wait.Result{Message: fmt.Sprintf("revision %d: %d of %d objects pending: %s", o.Revision, len(pending), o.Total,
+		revision := ""
+		if o.Revision > 0 {
+			revision = fmt.Sprintf("revision %d: ", o.Revision)
+		}
+		return wait.Result{Message: fmt.Sprintf("%s%d of %d objects pending: %s", revision, len(pending), o.Total,
 			strings.Join(pending, "; ")), Poll: poll, RetryIn: retryIn, Unsynced: unsynced && !notReady, Confirming: confirming && !notReady && !unsynced}
 	}
 	return wait.Result{Ready: true}
