@@ -277,8 +277,9 @@ spec:
 // TestChartV4IngressNginxWebhook: report 002 with helm.sh/v4:Chart, which renders the chart and
 // creates each object as a child resource (pulumi-kubernetes awaits each: the controller
 // Deployment's rollout) and writes no Helm release record, so HelmReleaseReady cannot gate it.
-// Gated by its rendered webhook configuration with WebhookReady, the Ingress waits for the
-// webhook; without it the Ingress fails as with a Release.
+// ChartReady, given the Chart's `resources` output as it is, checks those objects by
+// HelmReleaseReady's rules, webhooks included: the Ingress waits for the webhook; without it
+// the Ingress fails as with a Release.
 func TestChartV4IngressNginxWebhook(t *testing.T) {
 	env := prepare(t)
 	wh := testenv.NewWebhook(t)
@@ -294,15 +295,14 @@ func TestChartV4IngressNginxWebhook(t *testing.T) {
 			}
 			var before pulumi.Resource = c
 			if gated {
-				if before, err = readiness.NewWebhookReady(ctx, "ingress-nginx-admission", &readiness.WebhookReadyArgs{
-					ValidatingWebhookConfiguration: pulumi.String("ingress-nginx-admission"), Timeout: pulumi.String("2m"),
-					Probe: pulumi.Map{"apiVersion": pulumi.String("networking.k8s.io/v1"), "kind": pulumi.String("Ingress"),
-						"metadata": pulumi.Map{"name": pulumi.String("readiness-probe"), "namespace": pulumi.String("default")},
-						"spec": pulumi.Map{"defaultBackend": pulumi.Map{"service": pulumi.Map{"name": pulumi.String("probe"),
-							"port": pulumi.Map{"number": pulumi.Int(80)}}}}},
-				}, pulumi.DependsOn([]pulumi.Resource{c})); err != nil {
+				gate, err := readiness.NewChartReady(ctx, "ingress-nginx-ready", &readiness.ChartReadyArgs{
+					Resources: c.Resources, Timeout: pulumi.String("2m")})
+				if err != nil {
 					return err
 				}
+				before = gate
+				ctx.Export("objects", gate.Objects)
+				ctx.Export("webhooks", gate.Webhooks)
 			}
 			_, err = stack.NewKube(ctx, "web", `apiVersion: networking.k8s.io/v1
 kind: Ingress
@@ -325,14 +325,25 @@ spec:
 	destroy(t, s)
 
 	g := newStack(t, env, "chartv4gated", program(true))
+	// A first preview: the Chart's resources are unknown, and the gate must not refuse them.
+	if _, err := g.Preview(context.Background()); err != nil {
+		t.Fatalf("preview: %v", err)
+	}
 	stop := serveWhenAvailable(t, wh, "ingress-nginx", "ingress-nginx-controller", 5*time.Second)
-	_, err = upErr(g)
+	res, err := upErr(g)
 	stop()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if wh.Calls.Load() == 0 {
 		t.Fatal("the Ingress was created without the webhook ever answering")
+	}
+	// Every object of the chart was checked, the webhook configuration among them.
+	if n, _ := res.Outputs["objects"].Value.(float64); n < 10 {
+		t.Errorf("objects = %v: the gate did not get the chart's objects", res.Outputs["objects"].Value)
+	}
+	if hooks := fmt.Sprint(res.Outputs["webhooks"].Value); hooks != "[ingress-nginx-admission]" {
+		t.Errorf("webhooks = %s, want [ingress-nginx-admission]", hooks)
 	}
 	destroy(t, g)
 	wh.Stop()
