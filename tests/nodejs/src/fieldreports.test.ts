@@ -2,7 +2,8 @@
 // plugin v4.32.0): a k8s.helm.v3.Release of ingress-nginx (the rendered real chart wrapped as a
 // local chart; its webhook is the test's server on 127.0.0.1, serving late), then an Ingress.
 // Without a gate the Ingress fails with `failed calling webhook "validate.nginx.ingress.kubernetes.io"
-// ... connection refused`; with HelmReleaseReady between them the stack succeeds.
+// ... connection refused`; with HelmReleaseReady between them the stack succeeds. The same with a
+// k8s.helm.v4.Chart (no Helm release record) and ChartReady given `chart.resources` as it is.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@pulumi/kubernetes";
@@ -79,5 +80,48 @@ test("field report 002: an Ingress after a Helm release of ingress-nginx needs H
     }
     await gated.destroy();
     await gated.workspace.removeStack("gated");
+    await webhook!.send("stop");
+});
+
+// A Chart v4 writes no release record: ChartReady takes its `resources` output as it is (the
+// Node.js SDK passes references to the chart's objects, whose classes @pulumi/kubernetes
+// registers). Without a gate the Ingress fails as in the test above (and in the Go stack test
+// TestChartV4IngressNginxWebhook); here the webhook serves 5 s late, so the stack succeeds only if
+// the gate waited for it.
+test("field report 002 with a Chart v4: ChartReady on chart.resources", { timeout: 600_000 }, async () => {
+    const chart = localChart("ingress-nginx", webhook!);
+    // A Chart v4 creates no namespace: the chart's, made here as by an earlier step of the stack.
+    const ns = await request(cluster, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "ingress-nginx" } });
+    assert.ok(ns.status === 201 || ns.status === 409, `namespace: ${ns.status}`);
+    const program = async () => {
+        const c = new k8s.helm.v4.Chart("ingress-nginx", { chart, namespace: "ingress-nginx" });
+        const gate = new readiness.ChartReady("ingress-nginx-ready", { resources: c.resources, timeout: "2m" });
+        new k8s.networking.v1.Ingress("web", {
+            metadata: { name: "web", namespace: "default", annotations: { "pulumi.com/skipAwait": "true" } },
+            spec: {
+                ingressClassName: "nginx",
+                rules: [{ host: "web.example.test", http: { paths: [{ path: "/", pathType: "Prefix",
+                    backend: { service: { name: "web", port: { number: 80 } } } }] } }],
+            },
+        }, { dependsOn: [gate] });
+        return { objects: gate.objects, webhooks: gate.webhooks };
+    };
+    const gated = await stack(env, cluster, { stackName: "chartv4", projectName: "report002-ts", program });
+    await gated.preview(); // the Chart's resources are unknown on a first preview: the gate must accept that
+    const callsBefore = await webhook!.calls();
+    let done = false;
+    const late = serveLate(5000, () => done);
+    let res;
+    try {
+        res = await gated.up();
+    } finally {
+        done = true;
+        await late;
+    }
+    assert.ok((await webhook!.calls()) > callsBefore, "the Ingress was created without the webhook ever answering");
+    assert.ok(res.outputs.objects.value >= 10, `objects = ${res.outputs.objects.value}: the gate did not get the chart's objects`);
+    assert.deepEqual(res.outputs.webhooks.value, ["ingress-nginx-admission"]);
+    await gated.destroy();
+    await gated.workspace.removeStack("chartv4");
     await webhook!.send("stop");
 });
