@@ -48,7 +48,8 @@ func (g *ChartReady) Annotate(a infer.Annotator) {
 func (a *ChartReadyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.Resources, "The objects to wait for: a `kubernetes:helm.sh/v4:Chart`'s `resources` output as it is "+
 		"(`chart.resources`), or any list of pulumi-kubernetes resources (a `yaml/v2:ConfigGroup`'s `resources`). Each entry "+
-		"must be a reference to one Kubernetes object: its type token says its kind, its ID where it is.")
+		"must be a reference to one Kubernetes object (its type token says its kind, its ID where it is), or an object given "+
+		"as `{apiVersion, kind, namespace, name}`. As an output: each object as those fields.")
 	an.Describe(&a.Probe, "An object (manifest map) the chart's webhooks intercept, used instead of a probe derived from their rules.")
 }
 
