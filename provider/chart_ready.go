@@ -25,8 +25,9 @@ type ChartReady struct {
 }
 
 type ChartReadyArgs struct {
-	// Resources holds resource references (URN and ID), as the engine passes them: the
-	// provider accepts references (infer's Configure answers acceptResources).
+	// Resources arrives as resource references (URN and ID): the provider accepts references
+	// (infer's Configure answers acceptResources), so the engine does not reduce them to IDs.
+	// Check keeps each as the object's fields (see Check).
 	Resources []any          `pulumi:"resources" provider:"replaceOnChanges"`
 	Probe     map[string]any `pulumi:"probe,optional" provider:"replaceOnChanges"`
 	GateArgs

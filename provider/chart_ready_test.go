@@ -179,4 +179,26 @@ func TestChartReadyNearMisses(t *testing.T) {
 	if wh.Calls.Load() == 0 {
 		t.Error("passed without the webhook ever answering a probe")
 	}
+
+	// Refresh (Read) on a new provider process judges the objects Check kept: a ready chart stays,
+	// and one whose webhook stopped answering is dropped (the next up waits again).
+	chk, err := s.Check(p.CheckRequest{Urn: urn("ChartReady"), Inputs: property.NewMap(chartInputs("2m", cm, webhook, deploy, crd))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		resp, err := newServer(t).Read(p.ReadRequest{ID: r.resp.ID, Urn: urn("ChartReady"), Properties: r.resp.Properties, Inputs: chk.Inputs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ID
+	}
+	if id := read(); id != r.resp.ID {
+		t.Fatalf("refresh dropped a ready chart (id %q)", id)
+	}
+	wh.Close()
+	if id := read(); id != "" {
+		t.Error("refresh kept a chart whose webhook does not answer")
+	}
 }

@@ -37,6 +37,19 @@ async function serveLate(ms: number, cancelled: () => boolean): Promise<void> {
     if (!cancelled()) await webhook!.send("start");
 }
 
+// webIngress is report 002's Ingress, which the chart's validating webhook intercepts.
+function webIngress(namespace: string, dependsOn: pulumi.Resource[]): k8s.networking.v1.Ingress {
+    return new k8s.networking.v1.Ingress("web", {
+        // No ingress controller fills status.loadBalancer here, which the Ingress await waits for.
+        metadata: { name: "web", namespace, annotations: { "pulumi.com/skipAwait": "true" } },
+        spec: {
+            ingressClassName: "nginx",
+            rules: [{ host: "web.example.test", http: { paths: [{ path: "/", pathType: "Prefix",
+                backend: { service: { name: "web", port: { number: 80 } } } }] } }],
+        },
+    }, { dependsOn });
+}
+
 test("field report 002: an Ingress after a Helm release of ingress-nginx needs HelmReleaseReady", { timeout: 600_000 }, async () => {
     const chart = localChart("ingress-nginx", webhook!);
     const program = (gated: boolean) => async () => {
@@ -51,15 +64,7 @@ test("field report 002: an Ingress after a Helm release of ingress-nginx needs H
             }, { dependsOn: [release] });
         }
         const ns = new k8s.core.v1.Namespace("apps", { metadata: { name: "apps" } });
-        new k8s.networking.v1.Ingress("web", {
-            // No ingress controller fills status.loadBalancer here, which the Ingress await waits for.
-            metadata: { name: "web", namespace: "apps", annotations: { "pulumi.com/skipAwait": "true" } },
-            spec: {
-                ingressClassName: "nginx",
-                rules: [{ host: "web.example.test", http: { paths: [{ path: "/", pathType: "Prefix",
-                    backend: { service: { name: "web", port: { number: 80 } } } }] } }],
-            },
-        }, { dependsOn: [before, ns] });
+        webIngress("apps", [before, ns]);
         return {};
     };
 
@@ -96,14 +101,7 @@ test("field report 002 with a Chart v4: ChartReady on chart.resources", { timeou
     const program = async () => {
         const c = new k8s.helm.v4.Chart("ingress-nginx", { chart, namespace: "ingress-nginx" });
         const gate = new readiness.ChartReady("ingress-nginx-ready", { resources: c.resources, timeout: "2m" });
-        new k8s.networking.v1.Ingress("web", {
-            metadata: { name: "web", namespace: "default", annotations: { "pulumi.com/skipAwait": "true" } },
-            spec: {
-                ingressClassName: "nginx",
-                rules: [{ host: "web.example.test", http: { paths: [{ path: "/", pathType: "Prefix",
-                    backend: { service: { name: "web", port: { number: 80 } } } }] } }],
-            },
-        }, { dependsOn: [gate] });
+        webIngress("default", [gate]);
         return { objects: gate.objects, webhooks: gate.webhooks };
     };
     const gated = await stack(env, cluster, { stackName: "chartv4", projectName: "report002-ts", program });
