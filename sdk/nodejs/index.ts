@@ -31,6 +31,11 @@ export type CertificateReady = import("./certificateReady").CertificateReady;
 export const CertificateReady: typeof import("./certificateReady").CertificateReady = null as any;
 utilities.lazyLoad(exports, ["CertificateReady"], () => require("./certificateReady"));
 
+export { ChartReadyArgs } from "./chartReady";
+export type ChartReady = import("./chartReady").ChartReady;
+export const ChartReady: typeof import("./chartReady").ChartReady = null as any;
+utilities.lazyLoad(exports, ["ChartReady"], () => require("./chartReady"));
+
 export { CrdReadyArgs } from "./crdReady";
 export type CrdReady = import("./crdReady").CrdReady;
 export const CrdReady: typeof import("./crdReady").CrdReady = null as any;
@@ -116,6 +121,8 @@ const _module = {
                 return new CertManagerReady(name, <any>undefined, { urn })
             case "readiness:index:CertificateReady":
                 return new CertificateReady(name, <any>undefined, { urn })
+            case "readiness:index:ChartReady":
+                return new ChartReady(name, <any>undefined, { urn })
             case "readiness:index:CrdReady":
                 return new CrdReady(name, <any>undefined, { urn })
             case "readiness:index:ExternalSecretReady":

@@ -27,6 +27,8 @@ func (m *module) Construct(ctx *pulumi.Context, name, typ, urn string) (r pulumi
 		r = &CertManagerReady{}
 	case "readiness:index:CertificateReady":
 		r = &CertificateReady{}
+	case "readiness:index:ChartReady":
+		r = &ChartReady{}
 	case "readiness:index:CrdReady":
 		r = &CrdReady{}
 	case "readiness:index:ExternalSecretReady":
