@@ -14,7 +14,7 @@ import (
 
 // fuzzGates are every gate's type token name.
 var fuzzGates = []string{"CrdReady", "ResourceReady", "RolloutReady", "ServiceReady", "ExternalSecretReady", "NodesReady",
-	"SecretReady", "CertificateReady", "WebhookReady", "HttpReady", "HelmReleaseReady", "AdmissionReady", "ImageReady"}
+	"SecretReady", "CertificateReady", "WebhookReady", "HttpReady", "HelmReleaseReady", "AdmissionReady", "ImageReady", "ChartReady"}
 
 // fuzzMarker starts every input value the fuzz test marks secret; no message may contain it.
 const fuzzMarker = "SECRETVALUE"
@@ -95,6 +95,7 @@ func FuzzCheck(f *testing.F) {
 		{7, `{"name":"c","minValidity":"-1h","stableFor":"1x","failureGrace":"2h","timeout":"1h"}`},
 		{2, `{"kind":"Pod","name":"x"}`},
 		{4, `{"name":"es"}`},
+		{13, `{"resources":[{"apiVersion":"v1","kind":"Secret","namespace":"n","name":"../x"},"n/s",{"data":{"k":"v"}}],"probe":{"kind":"Secret"}}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.gate, s.doc, uint64(0))

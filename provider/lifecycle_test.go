@@ -46,7 +46,7 @@ func TestCrdReadyLifecycle(t *testing.T) {
 func TestImportIsRefusedWithAnExplanation(t *testing.T) {
 	s := newUnconfiguredServer(t) // no cluster at all: the answer must not depend on one
 	for _, typ := range []string{"CrdReady", "ResourceReady", "RolloutReady", "ServiceReady", "ExternalSecretReady",
-		"NodesReady", "SecretReady", "CertificateReady", "WebhookReady", "HttpReady", "HelmReleaseReady"} {
+		"NodesReady", "SecretReady", "CertificateReady", "WebhookReady", "HttpReady", "HelmReleaseReady", "ChartReady"} {
 		_, err := s.Read(p.ReadRequest{ID: "cert-manager/web", Urn: urn(typ)})
 		if err == nil || !strings.Contains(err.Error(), "cannot be imported") || !strings.Contains(err.Error(), "Declare the gate") {
 			t.Errorf("%s: import: want a refusal that says what to do, got %v", typ, err)
