@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -329,11 +330,22 @@ spec:
 	if _, err := g.Preview(context.Background()); err != nil {
 		t.Fatalf("preview: %v", err)
 	}
-	stop := serveWhenAvailable(t, wh, "ingress-nginx", "ingress-nginx-controller", 5*time.Second)
-	res, err := upErr(g)
-	stop()
+	// The webhook serves 3 s after the gate's create began: after everything the Chart itself
+	// awaited, so the Ingress succeeds only if the gate held it for the webhook.
+	evs := make(chan events.EngineEvent)
+	go func() {
+		started := false
+		for e := range evs {
+			if pre := e.ResourcePreEvent; pre != nil && !started && pre.Metadata.Type == "readiness:index:ChartReady" && pre.Metadata.Op == "create" {
+				started = true
+				time.AfterFunc(3*time.Second, func() { _ = wh.Webhook.Start() }) // its error shows as the Ingress's
+			}
+		}
+	}()
+	var out strings.Builder
+	res, err := g.Up(context.Background(), optup.EventStreams(evs), optup.ProgressStreams(&out))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, out.String())
 	}
 	if wh.Calls.Load() == 0 {
 		t.Fatal("the Ingress was created without the webhook ever answering")
