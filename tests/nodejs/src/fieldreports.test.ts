@@ -91,8 +91,7 @@ test("field report 002: an Ingress after a Helm release of ingress-nginx needs H
 // A Chart v4 writes no release record: ChartReady takes its `resources` output as it is (the
 // Node.js SDK passes references to the chart's objects, whose classes @pulumi/kubernetes
 // registers). Without a gate the Ingress fails as in the test above (and in the Go stack test
-// TestChartV4IngressNginxWebhook); here the webhook serves 5 s late, so the stack succeeds only if
-// the gate waited for it.
+// TestChartV4IngressNginxWebhook).
 test("field report 002 with a Chart v4: ChartReady on chart.resources", { timeout: 600_000 }, async () => {
     const chart = localChart("ingress-nginx", webhook!);
     // A Chart v4 creates no namespace: the chart's, made here as by an earlier step of the stack.
@@ -107,15 +106,18 @@ test("field report 002 with a Chart v4: ChartReady on chart.resources", { timeou
     const gated = await stack(env, cluster, { stackName: "chartv4", projectName: "report002-ts", program });
     await gated.preview(); // the Chart's resources are unknown on a first preview: the gate must accept that
     const callsBefore = await webhook!.calls();
-    let done = false;
-    const late = serveLate(5000, () => done);
-    let res;
-    try {
-        res = await gated.up();
-    } finally {
-        done = true;
-        await late;
-    }
+    // The webhook serves 3 s after the gate's create began: after everything the Chart awaited
+    // itself, so the Ingress succeeds only if the gate held it for the webhook.
+    let serving: Promise<void> | undefined;
+    const res = await gated.up({
+        onEvent: (e) => {
+            const m = e.resourcePreEvent?.metadata;
+            if (!serving && m?.type === "readiness:index:ChartReady" && m.op === "create") {
+                serving = sleep(3000).then(() => webhook!.send("start"));
+            }
+        },
+    });
+    await serving;
     assert.ok((await webhook!.calls()) > callsBefore, "the Ingress was created without the webhook ever answering");
     assert.ok(res.outputs.objects.value >= 10, `objects = ${res.outputs.objects.value}: the gate did not get the chart's objects`);
     assert.deepEqual(res.outputs.webhooks.value, ["ingress-nginx-admission"]);
