@@ -224,9 +224,10 @@ func chartBuilder(a ChartReadyArgs) builder[ChartReadyState] {
 	}
 }
 
-// mostCommonNamespace is the chart's namespace as its objects say (the first of the most
-// common; "" when every object is cluster-scoped): where probes derived from its webhooks'
-// rules are dry-run created, as HelmReleaseReady does in the release's namespace.
+// mostCommonNamespace is the chart's namespace as its objects say: the one most of them are in
+// (on a tie, the one that got there first; "" when every object is cluster-scoped). Probes
+// derived from its webhooks' rules are dry-run created there, as HelmReleaseReady does in the
+// release's namespace.
 func mostCommonNamespace(refs []helmrelease.ObjectRef) string {
 	count, best := map[string]int{}, ""
 	for _, r := range refs {
