@@ -40,24 +40,18 @@ import (
 //   - helm.sh/v3:Release with `skipAwait: true` of a Deployment whose pods never become ready:
 //     the Release succeeds; HelmReleaseReady after it times out (the gate is what blocks) and the
 //     ConfigMap after the gate is not created;
-//   - `pulumi.com/skipAwait: "true"` on such a Deployment: created, never awaited;
-//   - helm.sh/v4:Chart whose Sprocket a webhook denies: the stack fails with the webhook's
-//     denial, and neither the gate after the Chart nor what follows it is created (nothing
-//     waits on them: the gate's 10m timeout is never started).
+//   - `pulumi.com/skipAwait: "true"` on such a Deployment: created, never awaited.
 //
-// Second up, with the webhooks serving and allowing and the kubelet making the pods ready: the
-// gate passes once they are, and the stack succeeds.
+// Second up, with the webhook serving and the kubelet making the pods ready: the gate passes
+// once they are, and the stack succeeds.
 func TestPulumiKubernetesOwnWaits(t *testing.T) {
 	ctx := context.Background()
 	env := prepare(t)
 	ns := testenv.Namespace(t, "awaits")
 	group := fmt.Sprintf("aw%d.readiness.test", time.Now().UnixNano()%1_000_000)
-	// Gadgets go to a webhook that does not serve during the first up; Sprockets to one that denies.
+	// Gadgets go to a webhook that does not serve during the first up.
 	gadgetHook := testenv.NewWebhook(t)
-	sprocketHook := testenv.NewWebhook(t)
-	sprocketHook.Mode.Store("deny")
-	sprocketName := sprocketHook.RegisterAs(t, "ValidatingWebhookConfiguration", "sprockets-"+strings.Split(group, ".")[0], "Fail", group, "sprockets")
-	testenv.Apply(t, testenv.CRD(group, "Gadget", "gadgets")+"---\n"+testenv.CRD(group, "Sprocket", "sprockets"))
+	testenv.Apply(t, testenv.CRD(group, "Gadget", "gadgets"))
 
 	// The ConfigFile: the Widget first, its CRD after it.
 	file := filepath.Join(t.TempDir(), "widgets.yaml")
@@ -80,12 +74,6 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	sprocketChart, err := charts.Write(t.TempDir(), "sprockets", []*unstructured.Unstructured{
-		testenv.Object(t, "apiVersion: "+group+"/v1\nkind: Sprocket\nmetadata: {name: s1, namespace: "+ns+"}\nspec: {size: 1}")})
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	program := func(gateTimeout string) pulumi.RunFunc {
 		return func(ctx *pulumi.Context) error {
 			after := func(name string, dep pulumi.Resource) error {
@@ -141,19 +129,7 @@ spec:
 			if _, err := stack.NewKube(ctx, "idle-direct", idle("idle-direct", `pulumi.com/skipAwait: "true"`)); err != nil {
 				return err
 			}
-			// A Chart v4 whose object a webhook denies, a gate after it, and what follows the gate.
-			sprockets, err := stack.NewChart(ctx, "sprockets", pulumi.Map{"chart": pulumi.String(sprocketChart), "namespace": pulumi.String(ns)})
-			if err != nil {
-				return err
-			}
-			sprocketGate, err := readiness.NewResourceReady(ctx, "s1-ready", &readiness.ResourceReadyArgs{
-				ApiVersion: pulumi.String(group + "/v1"), Kind: pulumi.String("Sprocket"), Name: pulumi.String("s1"),
-				Namespace: pulumi.String(ns), Exists: pulumi.Bool(true), Timeout: pulumi.String("10m"),
-			}, pulumi.DependsOn([]pulumi.Resource{sprockets}))
-			if err != nil {
-				return err
-			}
-			return after("after-s1-ready", sprocketGate)
+			return nil
 		}
 	}
 
@@ -199,14 +175,12 @@ spec:
 		t.Fatal(err)
 	}
 	if err == nil {
-		t.Fatalf("the first up must fail (webhook not serving, a denial, a gate timing out); it succeeded:\n%s", out.String())
+		t.Fatalf("the first up must fail (webhook not serving, a gate timing out); it succeeded:\n%s", out.String())
 	}
 	log := err.Error() + "\n" + out.String()
 	for _, want := range []string{
 		// waitFor on the webhook's Deployment did not make the webhook serve.
 		`failed calling webhook "validating.gadgets-`, "connection refused",
-		// The Chart's Sprocket, denied.
-		`admission webhook "` + sprocketName + `" denied the request`,
 		// The Release returned with its pods not ready; the gate after it is what waited.
 		"readiness:index:HelmReleaseReady (idle-ready)", "timed out after",
 	} {
@@ -219,23 +193,17 @@ spec:
 		state[r.Type+" "+resource.URN(r.URN).Name()] = true
 	}
 	for name, want := range map[string]bool{
-		"kubernetes:helm.sh/v3:Release idle":                           true, // skipAwait: succeeded with no pod ready
-		"kubernetes:apps/v1:Deployment idle-direct":                    true, // the skipAwait annotation
-		"kubernetes:apps/v1:Deployment gadget-webhook":                 true, // waitFor condition=Available: passed
-		"kubernetes:core/v1:ConfigMap after-widgets":                   true,
-		"readiness:index:HelmReleaseReady idle-ready":                  false, // timed out
-		"kubernetes:core/v1:ConfigMap after-idle-ready":                false,
-		"readiness:index:ResourceReady s1-ready":                       false, // never created after the denied Chart
-		"kubernetes:core/v1:ConfigMap after-s1-ready":                  false,
-		"kubernetes:" + group + "/v1:Gadget g1":                        false,
-		"kubernetes:" + group + "/v1:Sprocket sprockets:" + ns + "/s1": false,
+		"kubernetes:helm.sh/v3:Release idle":            true, // skipAwait: succeeded with no pod ready
+		"kubernetes:apps/v1:Deployment idle-direct":     true, // the skipAwait annotation
+		"kubernetes:apps/v1:Deployment gadget-webhook":  true, // waitFor condition=Available: passed
+		"kubernetes:core/v1:ConfigMap after-widgets":    true,
+		"readiness:index:HelmReleaseReady idle-ready":   false, // timed out
+		"kubernetes:core/v1:ConfigMap after-idle-ready": false,
+		"kubernetes:" + group + "/v1:Gadget g1":         false,
 	} {
 		if state[name] != want {
 			t.Errorf("after the first up, %s in the state = %v, want %v", name, state[name], want)
 		}
-	}
-	if strings.Contains(out.String(), "s1-ready creating") {
-		t.Errorf("the gate after the denied Chart was started:\n%s", out.String())
 	}
 	// waitFor held the ConfigFile until the Widget was Ready.
 	cm, err := testenv.CP.Client.CoreV1().ConfigMaps(ns).Get(ctx, "after-widgets", metav1.GetOptions{})
@@ -248,19 +216,79 @@ spec:
 		notBefore(t, "the ConfigMap after the ConfigFile", cm.CreationTimestamp.Time, *at)
 	}
 
-	// Second up: the webhooks serve and allow, the kubelet makes the Release's pods ready.
+	// Second up: the webhook serves, the kubelet makes the Release's pods ready.
 	gadgetHook.Start(t)
-	sprocketHook.Mode.Store("allow")
 	kubelet := fakes.PlayKubelet(testenv.CP.Client, ns, "app=idle", nil)
 	defer func() { _ = kubelet.Stop() }()
 	s = newStack(t, env, "awaits", program("2m"))
 	if _, err := upErr(s); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"after-idle-ready", "after-s1-ready"} {
-		if _, err := testenv.CP.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			t.Errorf("after the second up: %v", err)
+	if _, err := testenv.CP.Client.CoreV1().ConfigMaps(ns).Get(ctx, "after-idle-ready", metav1.GetOptions{}); err != nil {
+		t.Errorf("after the second up: %v", err)
+	}
+	destroy(t, s)
+}
+
+// TestGateAfterADeniedChart: a helm.sh/v4:Chart whose object a webhook denies. `pulumi up` fails at
+// once with the webhook's denial as pulumi-kubernetes reports it; the gate that depends on the
+// Chart (timeout 10m) is never created, nor what follows it, so nothing hangs. The Chart
+// component itself is reported created (its Construct returns with a child failed): with
+// `--continue-on-error` the engine then runs what depends on the Chart, and the gate after it
+// waits out its own timeout (3 s in that run) for an object that was never created.
+func TestGateAfterADeniedChart(t *testing.T) {
+	env := prepare(t)
+	ns := testenv.Namespace(t, "denied")
+	group := fmt.Sprintf("dn%d.readiness.test", time.Now().UnixNano()%1_000_000)
+	testenv.Apply(t, testenv.CRD(group, "Sprocket", "sprockets"))
+	hook := testenv.NewWebhook(t)
+	hook.Mode.Store("deny")
+	hook.Start(t)
+	hookName := hook.RegisterAs(t, "ValidatingWebhookConfiguration", "sprockets-"+strings.Split(group, ".")[0], "Fail", group, "sprockets")
+	chart, err := charts.Write(t.TempDir(), "sprockets", []*unstructured.Unstructured{
+		testenv.Object(t, "apiVersion: "+group+"/v1\nkind: Sprocket\nmetadata: {name: s1, namespace: "+ns+"}\nspec: {size: 1}")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	program := func(gateTimeout string) pulumi.RunFunc {
+		return func(ctx *pulumi.Context) error {
+			c, err := stack.NewChart(ctx, "sprockets", pulumi.Map{"chart": pulumi.String(chart), "namespace": pulumi.String(ns)})
+			if err != nil {
+				return err
+			}
+			gate, err := readiness.NewResourceReady(ctx, "s1-ready", &readiness.ResourceReadyArgs{
+				ApiVersion: pulumi.String(group + "/v1"), Kind: pulumi.String("Sprocket"), Name: pulumi.String("s1"),
+				Namespace: pulumi.String(ns), Exists: pulumi.Bool(true), Timeout: pulumi.String(gateTimeout),
+			}, pulumi.DependsOn([]pulumi.Resource{c}))
+			if err != nil {
+				return err
+			}
+			_, err = stack.NewKube(ctx, "after-s1-ready", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after-s1-ready, namespace: "+ns+"}",
+				pulumi.DependsOn([]pulumi.Resource{gate}))
+			return err
 		}
+	}
+	s := newStack(t, env, "denied", program("10m"))
+	_, err = upErr(s)
+	requireFailure(t, err, "kubernetes:"+group+"/v1:Sprocket (sprockets:"+ns+"/s1)", `admission webhook "`+hookName+`" denied the request`)
+	if strings.Contains(err.Error(), "s1-ready creating") {
+		t.Fatalf("the gate after the denied Chart was started:\n%v", err)
+	}
+	gates := gatesOf(t, s)
+	if len(gates) != 0 {
+		t.Fatalf("gates in the state after the denied Chart: %v", gates)
+	}
+
+	// --continue-on-error: the gate after the Chart runs, and fails by its own timeout.
+	s = newStack(t, env, "denied", program("3s"))
+	var out strings.Builder
+	_, err = s.Up(context.Background(), optup.ContinueOnError(), optup.ProgressStreams(&out))
+	requireFailure(t, err, `admission webhook "`+hookName+`" denied the request`)
+	if !strings.Contains(out.String(), "readiness:index:ResourceReady s1-ready creating") || !strings.Contains(out.String(), "timed out after 3") {
+		t.Fatalf("with --continue-on-error the gate after the denied Chart should run to its timeout:\n%s", out.String())
+	}
+	if _, err := testenv.CP.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "after-s1-ready", metav1.GetOptions{}); err == nil {
+		t.Fatal("the ConfigMap after the gate was created")
 	}
 	destroy(t, s)
 }
