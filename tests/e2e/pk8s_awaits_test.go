@@ -169,7 +169,9 @@ spec:
 
 	s := newStack(t, env, "awaits", program("5s"))
 	var out strings.Builder
+	t0 := time.Now()
 	_, err = s.Up(ctx, optup.ContinueOnError(), optup.ProgressStreams(&out))
+	t.Logf("first up: %s", time.Since(t0).Round(100*time.Millisecond))
 	stopPlay()
 	if err := <-played; err != nil {
 		t.Fatal(err)
@@ -221,13 +223,17 @@ spec:
 	kubelet := fakes.PlayKubelet(testenv.CP.Client, ns, "app=idle", nil)
 	defer func() { _ = kubelet.Stop() }()
 	s = newStack(t, env, "awaits", program("2m"))
+	t0 = time.Now()
 	if _, err := upErr(s); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("second up: %s", time.Since(t0).Round(100*time.Millisecond))
 	if _, err := testenv.CP.Client.CoreV1().ConfigMaps(ns).Get(ctx, "after-idle-ready", metav1.GetOptions{}); err != nil {
 		t.Errorf("after the second up: %v", err)
 	}
+	t0 = time.Now()
 	destroy(t, s)
+	t.Logf("destroy: %s", time.Since(t0).Round(100*time.Millisecond))
 }
 
 // TestGateAfterADeniedChart: a helm.sh/v4:Chart whose object a webhook denies. `pulumi up` fails at
