@@ -27,7 +27,15 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
 
-// TestPulumiKubernetesOwnWaits: one stack, two `up`s, each behaviour a branch of its own.
+// TestPulumiKubernetesOwnWaits runs its two stacks in one prepared environment (one build of the
+// providers).
+func TestPulumiKubernetesOwnWaits(t *testing.T) {
+	env := prepare(t)
+	t.Run("Annotations", func(t *testing.T) { annotationsAndSkipAwait(t, env) })
+	t.Run("GateAfterADeniedChart", func(t *testing.T) { gateAfterADeniedChart(t, env) })
+}
+
+// annotationsAndSkipAwait: one stack, two `up`s, each behaviour a branch of its own.
 //
 // First up (continueOnError, so every branch runs to its end):
 //   - yaml/v2:ConfigFile holding a Widget and, after it in the file, the Widget's CRD: it creates
@@ -44,9 +52,8 @@ import (
 //
 // Second up, with the webhook serving and the kubelet making the pods ready: the gate passes
 // once they are, and the stack succeeds.
-func TestPulumiKubernetesOwnWaits(t *testing.T) {
+func annotationsAndSkipAwait(t *testing.T, env *stack.Env) {
 	ctx := context.Background()
-	env := prepare(t)
 	ns := testenv.Namespace(t, "awaits")
 	group := fmt.Sprintf("aw%d.readiness.test", time.Now().UnixNano()%1_000_000)
 	// Gadgets go to a webhook that does not serve during the first up.
@@ -236,14 +243,13 @@ spec:
 	t.Logf("destroy: %s", time.Since(t0).Round(100*time.Millisecond))
 }
 
-// TestGateAfterADeniedChart: a helm.sh/v4:Chart whose object a webhook denies. `pulumi up` fails at
+// gateAfterADeniedChart: a helm.sh/v4:Chart whose object a webhook denies. `pulumi up` fails at
 // once with the webhook's denial as pulumi-kubernetes reports it; the gate that depends on the
 // Chart (timeout 10m) is never created, nor what follows it, so nothing hangs. The Chart
 // component itself is reported created (its Construct returns with a child failed): with
 // `--continue-on-error` the engine then runs what depends on the Chart, and the gate after it
 // waits out its own timeout (3 s in that run) for an object that was never created.
-func TestGateAfterADeniedChart(t *testing.T) {
-	env := prepare(t)
+func gateAfterADeniedChart(t *testing.T, env *stack.Env) {
 	ns := testenv.Namespace(t, "denied")
 	group := fmt.Sprintf("dn%d.readiness.test", time.Now().UnixNano()%1_000_000)
 	testenv.Apply(t, testenv.CRD(group, "Sprocket", "sprockets"))
