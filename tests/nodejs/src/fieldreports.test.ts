@@ -176,7 +176,7 @@ test("field report 000: a Deployment mounting a cert-manager Certificate's Secre
         const gated = await stack(env, cluster, { stackName: "gated", projectName: "report000-ts", program: program(true) });
         const round = async (n: number) => {
             const t0 = Date.now();
-            const g = await run(gated, "3s");
+            const g = await run(gated, "2s");
             const tUp = Date.now();
             assert.equal(g.err, undefined, `round ${n}: ${g.err?.message}`);
             assert.deepEqual(g.mounts, [], `round ${n}: with CertificateReady the pod must mount its Secret at once`);
@@ -237,13 +237,15 @@ test("field report 001: ExternalSecrets and a ClusterSecretStore after a Helm re
         // starting stays Terminating until the CRD finalizer's backoff retries (minutes on a loaded
         // machine: "could not list instances: storage is (re)initializing"), so the stack is
         // destroyed only once every one of them is listed from that cache.
-        let cacheWait = 0;
+        let cacheWait = 0, slowest = "";
         const destroy = async (s: Awaited<ReturnType<typeof stack>>) => {
             const tc = Date.now();
             await cachesReady("external-secrets.io");
             cacheWait = Date.now() - tc;
             await setServing(true);
-            await s.destroy();
+            let out = "";
+            await s.destroy({ onOutput: (l) => (out += l) });
+            slowest = out.split("\n").filter((l) => /deleted \(\d+s\)/.test(l)).map((l) => l.trim()).join("; ");
             await setServing(false);
         };
 
@@ -257,12 +259,12 @@ test("field report 001: ExternalSecrets and a ClusterSecretStore after a Helm re
         await destroy(bare);
         await bare.workspace.removeStack("nogate");
 
-        // With the gate: the webhook serves 2 s after its Deployment is available.
+        // With the gate: the webhook serves 1 s after its Deployment is available.
         const gated = await stack(env, cluster, { stackName: "gated", projectName: "report001-ts", program: program(true) });
         const round = async (n: number) => {
             const t0 = Date.now();
             let done = false;
-            const late = serveWhenAvailable(cluster, hook, "external-secrets", "external-secrets-webhook", 2000, () => done);
+            const late = serveWhenAvailable(cluster, hook, "external-secrets", "external-secrets-webhook", 1000, () => done);
             try {
                 await gated.up();
             } finally {
@@ -278,7 +280,7 @@ test("field report 001: ExternalSecrets and a ClusterSecretStore after a Helm re
                 assert.ok(await createdAt(cluster, p) >= Math.floor(servedAt! / 1000) * 1000, `round ${n}: ${p} was created before the webhook served`);
             }
             await destroy(gated);
-            console.log(`report 001 gated, up ${n}/${ROUNDS}: up ${((tUp - t0) / 1000).toFixed(1)} s (webhook served after ${((servedAt! - t0) / 1000).toFixed(1)} s), destroy ${((Date.now() - tUp) / 1000).toFixed(1)} s (of which ${(cacheWait / 1000).toFixed(1)} s for the CRDs' caches)`);
+            console.log(`report 001 gated, up ${n}/${ROUNDS}: up ${((tUp - t0) / 1000).toFixed(1)} s (webhook served after ${((servedAt! - t0) / 1000).toFixed(1)} s), destroy ${((Date.now() - tUp) / 1000).toFixed(1)} s (of which ${(cacheWait / 1000).toFixed(1)} s for the CRDs' caches; ${slowest})`);
         };
         await round(1);
         rebuilds.push({ report: "001", round, finish: async () => { await gated.workspace.removeStack("gated"); hook.stop(); } });
