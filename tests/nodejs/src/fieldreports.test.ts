@@ -202,10 +202,11 @@ test("field report 001: ExternalSecrets and a ClusterSecretStore after a Helm re
     };
     try {
         const chart = localChart("external-secrets", hook);
-        // The teams' namespace comes from an earlier step (a stack that owned it would wait for its
-        // deletion in every destroy, which is not this report's story).
-        const nsr = await request(cluster, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "hello-world" } });
-        assert.ok(nsr.status === 201 || nsr.status === 409, JSON.stringify(nsr.body));
+        // pulumi-kubernetes deletes with foreground propagation by default, which waits for the garbage
+        // collector; the collector learns a newly installed CRD's kind only at its next discovery sync
+        // (every 30 s), so each rebuild's destroy waited up to 30 s per custom resource. Deletion is
+        // not this report's story: background propagation.
+        const background = { "pulumi.com/deletionPropagationPolicy": "background" };
         const program = (gated: boolean) => async () => {
             const release = new k8s.helm.v3.Release("external-secrets", {
                 chart, name: "external-secrets", namespace: "external-secrets", createNamespace: true, timeout: 180,
@@ -217,18 +218,19 @@ test("field report 001: ExternalSecrets and a ClusterSecretStore after a Helm re
                 }, { dependsOn: [release] });
             }
             new k8s.apiextensions.CustomResource("pulumi-esc", {
-                apiVersion: "external-secrets.io/v1", kind: "ClusterSecretStore", metadata: { name: "pulumi-esc" },
+                apiVersion: "external-secrets.io/v1", kind: "ClusterSecretStore", metadata: { name: "pulumi-esc", annotations: background },
                 spec: { provider: { fake: { data: [{ key: "ghcr", value: "{}" }] } } },
             }, { dependsOn: [before] });
+            const team = new k8s.core.v1.Namespace("hello-world", { metadata: { name: "hello-world" } });
             for (const ns of ["default", "hello-world"]) {
                 new k8s.apiextensions.CustomResource(`ghcr-pull-secret-${ns}`, {
                     apiVersion: "external-secrets.io/v1", kind: "ExternalSecret",
-                    metadata: { name: "ghcr-pull-secret", namespace: ns },
+                    metadata: { name: "ghcr-pull-secret", namespace: ns, annotations: background },
                     spec: {
                         refreshInterval: "1h", secretStoreRef: { kind: "ClusterSecretStore", name: "pulumi-esc" },
                         target: { name: "ghcr-pull-secret" }, dataFrom: [{ extract: { key: "ghcr" } }],
                     },
-                }, { dependsOn: [before] });
+                }, { dependsOn: [before, team] });
             }
             return {};
         };
