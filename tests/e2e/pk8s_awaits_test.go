@@ -192,6 +192,7 @@ spec:
 		`failed calling webhook "validating.gadgets-`, "connection refused",
 		// The Release returned with its pods not ready; the gate after it is what waited.
 		"readiness:index:HelmReleaseReady (idle-ready)", "timed out after",
+		"Deployment " + ns + "/idle: 0 of 1 updated replicas are available",
 	} {
 		if !strings.Contains(log, want) {
 			t.Fatalf("the first up's output lacks %q:\n%s", want, log)
