@@ -141,3 +141,10 @@ func NewConfigGroup(ctx *pulumi.Context, name string, args pulumi.Map, opts ...p
 	err := ctx.RegisterRemoteComponentResource("kubernetes:yaml/v2:ConfigGroup", name, args, &c, withPlugin(opts)...)
 	return &c, err
 }
+
+// NewConfigFile applies a YAML file with yaml/v2:ConfigFile (args: file).
+func NewConfigFile(ctx *pulumi.Context, name string, args pulumi.Map, opts ...pulumi.ResourceOption) (*Chart, error) {
+	var c Chart
+	err := ctx.RegisterRemoteComponentResource("kubernetes:yaml/v2:ConfigFile", name, args, &c, withPlugin(opts)...)
+	return &c, err
+}

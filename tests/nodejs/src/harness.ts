@@ -239,3 +239,50 @@ export class FakeWebhook {
     }
     stop(): void { this.child.stdin!.end(); }
 }
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// serveWhenAvailable plays a chart's webhook pod: the webhook starts serving `ms` after the
+// Deployment ns/name first has an available replica (pod Ready is not webhook serving); it
+// resolves with the time it started, or undefined if cancelled first.
+export async function serveWhenAvailable(c: Cluster, webhook: FakeWebhook, ns: string, name: string, ms: number,
+                                         cancelled: () => boolean): Promise<number | undefined> {
+    while (!cancelled()) {
+        const d = await request(c, "GET", `/apis/apps/v1/namespaces/${ns}/deployments/${name}`);
+        if (d.status === 200 && (d.body.status?.availableReplicas ?? 0) > 0 && !d.body.metadata.deletionTimestamp) break;
+        await sleep(200);
+    }
+    if (cancelled()) return undefined;
+    await sleep(ms);
+    if (cancelled()) return undefined;
+    const started = Date.now();
+    await webhook.send("start");
+    return started;
+}
+
+// play runs one of internal/fakes' controller players (internal/fakes/cmd/player: "issue ...",
+// "sync-externalsecrets ...", "kubelet <namespace> <selector>") against the cluster; done
+// resolves with the lines it printed when it exits ("done" last), stop ends it.
+let playerBin: string | undefined;
+let kubeconfigFile: string | undefined;
+export function play(c: Cluster, ...args: string[]): { done: Promise<string[]>; stop: () => void } {
+    if (!playerBin) {
+        playerBin = path.join(tempDir("readiness-player-"), "player");
+        execFileSync("go", ["build", "-o", playerBin, "./internal/fakes/cmd/player"], { cwd: repoRoot, stdio: "inherit" });
+    }
+    if (!kubeconfigFile) {
+        kubeconfigFile = path.join(tempDir("readiness-kubeconfig-"), "kubeconfig");
+        fs.writeFileSync(kubeconfigFile, c.kubeconfig);
+    }
+    const child: ChildProcess = spawn(playerBin, [kubeconfigFile, ...args], { stdio: ["pipe", "pipe", "inherit"] });
+    const lines: string[] = [];
+    readline.createInterface({ input: child.stdout! }).on("line", (l) => lines.push(l));
+    return { done: new Promise((resolve) => child.once("close", () => resolve(lines))), stop: () => child.stdin!.end() };
+}
+
+// createdAt is an object's creationTimestamp (ms; whole seconds).
+export async function createdAt(c: Cluster, apiPath: string): Promise<number> {
+    const r = await request(c, "GET", apiPath);
+    assert.equal(r.status, 200, `GET ${apiPath}: ${JSON.stringify(r.body)}`);
+    return Date.parse(r.body.metadata.creationTimestamp);
+}

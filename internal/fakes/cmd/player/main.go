@@ -4,6 +4,10 @@
 //
 //	player <kubeconfig> issue <namespace> <certificate> <secret> <after>
 //	player <kubeconfig> sync-externalsecrets <name> <after> <namespace>...
+//	player <kubeconfig> kubelet <namespace> <selector>
+//
+// The kubelet runs until stopped; it then prints each FailedMount it reported, one line each
+// ("failed-mount: <message>"), before "done".
 package main
 
 import (
@@ -14,6 +18,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
@@ -29,7 +34,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: player <kubeconfig> issue|sync-externalsecrets ...")
+		return fmt.Errorf("usage: player <kubeconfig> issue|sync-externalsecrets|kubelet ...")
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", args[0])
 	if err != nil {
@@ -40,6 +45,7 @@ func run(args []string) error {
 		return err
 	}
 	var p *fakes.Player
+	var kubelet *fakes.Kubelet
 	switch a := args[1:]; {
 	case a[0] == "issue" && len(a) == 5:
 		after, err := time.ParseDuration(a[4])
@@ -53,8 +59,22 @@ func run(args []string) error {
 			return err
 		}
 		p = fakes.SyncExternalSecrets(dyn, a[1], a[3:], after)
+	case a[0] == "kubelet" && len(a) == 3:
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		kubelet = fakes.PlayKubelet(client, a[1], a[2], nil)
+		p = kubelet.Player
 	default:
 		return fmt.Errorf("unknown player %q", a)
+	}
+	if kubelet != nil {
+		defer func() {
+			for _, m := range kubelet.FailedMounts() {
+				fmt.Println("failed-mount:", m)
+			}
+		}()
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Wait(context.Background()) }()
