@@ -75,3 +75,32 @@ func TestLinkerdShaped(t *testing.T) {
 		t.Errorf("the webhook still names a Service:\n%s", text)
 	}
 }
+
+// The apisix example's chart: the rendered ingress controller moved into the umbrella's release
+// namespace, its webhooks Fail and sent to the server by URL, beside the shaped gateway.
+func TestAPISIXShaped(t *testing.T) {
+	path, err := APISIXShaped(t.TempDir(), fixedWebhook{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(path, "templates", "objects.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, want := range []string{"name: apisix-ingress-controller-webhook\n", "name: gatewayproxies.apisix.apache.org",
+		"url: https://127.0.0.1:4443/validate-apisix-apache-org-v1alpha1-gatewayproxy", "caBundle: Q0E=",
+		"name: apisix-ingress-controller\n  namespace: apisix\n", "image: apache/apisix:3.16.0-ubuntu", "name: apisix-admin"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	if n := strings.Count(text, "failurePolicy: Fail"); n != 12 {
+		t.Errorf("%d webhooks Fail, want all 12", n)
+	}
+	for _, gone := range []string{"failurePolicy: Ignore", "apisix-ingress-system", "service:\n      name: apisix-ingress-controller-webhook-svc"} {
+		if strings.Contains(text, gone) {
+			t.Errorf("chart still holds %q", gone)
+		}
+	}
+}

@@ -43,7 +43,7 @@ func decodeAll(docs []string) ([]*unstructured.Unstructured, error) {
 	for _, d := range docs {
 		u, err := controlplane.Decode(d)
 		if err != nil {
-			return nil, fmt.Errorf("linkerd-shaped chart: %w", err)
+			return nil, fmt.Errorf("shaped chart: %w", err)
 		}
 		out = append(out, u)
 	}

@@ -13,6 +13,7 @@ import * as os from "os";
 import * as path from "path";
 import * as readline from "readline";
 import admission = require("../../../examples/admission/ts/index");
+import apisix = require("../../../examples/apisix/ts/index");
 import certManager = require("../../../examples/cert-manager/ts/index");
 import externalSecrets = require("../../../examples/external-secrets/ts/index");
 import image = require("../../../examples/image/ts/index");
@@ -176,6 +177,64 @@ test("example injector (TypeScript) runs", { timeout: 600_000 }, async () => {
         // After a failure the stack stays: its Ignore webhook, left pointing at a server gone,
         // would hold every later gate on Pods (they wait for such a webhook to answer).
         await request(cluster, "DELETE", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/linkerd-proxy-injector-webhook-config");
+        webhook.stop();
+    }
+});
+
+test("example apisix (TypeScript) runs", { timeout: 600_000 }, async () => {
+    // The `apisix` umbrella chart is not among the rendered charts: chartPath is the rendered
+    // apisix-ingress-controller chart (its CRDs, Deployment, webhook configuration with every
+    // webhook Fail, sent to this server) beside a gateway shaped as the umbrella's
+    // (internal/charts.APISIXShaped). The server plays the controller's webhook: it serves 3 s
+    // after the release is deployed; at that moment only the gates hold the routes and the
+    // GatewayProxy back, and creating the GatewayProxy then fails the report's way.
+    const webhook = await FakeWebhook.start();
+    const routes = "/apis/apisix.apache.org/v2/namespaces/apisix/apisixroutes";
+    const proxies = "/apis/apisix.apache.org/v1alpha1/namespaces/apisix/gatewayproxies";
+    const apps = ["hello-world", "nodejs-demo", "grafana"];
+    try {
+        const s = await stack(env, cluster, { stackName: "dev", projectName: "readiness-example-apisix-ts", program: async () => apisix() });
+        await s.setConfig("chartPath", { value: localChart("apisix", webhook) });
+        let done = false;
+        const serving = (async () => {
+            while (!done) {
+                const r = await request(cluster, "GET", "/api/v1/namespaces/apisix/secrets?labelSelector=owner%3Dhelm%2Cname%3Dapisix%2Cstatus%3Ddeployed");
+                if ((r.body?.items ?? []).length > 0) break;
+                await sleep(200);
+            }
+            if (done) return "up ended before the apisix release was deployed";
+            await sleep(3000);
+            // Whatever the checks find, the webhook then serves, so that `up` ends and the test reports.
+            const found: string[] = [];
+            for (const path of [...apps.map((a) => `${routes}/${a}`), `${proxies}/apisix-config`]) {
+                const r = await request(cluster, "GET", path);
+                if (r.status !== 404) found.push(`${path} exists (${r.status}) before the webhook serves: the gate did not hold it`);
+            }
+            const dry = await request(cluster, "POST", `${proxies}?dryRun=All`, {
+                apiVersion: "apisix.apache.org/v1alpha1", kind: "GatewayProxy", metadata: { name: "apisix-config", namespace: "apisix" },
+                spec: { provider: { type: "ControlPlane", controlPlane: { endpoints: ["http://apisix-admin.apisix.svc:9180"],
+                    auth: { type: "AdminKey", adminKey: { value: "x" } } } } },
+            });
+            const msg: string = dry.body?.message ?? "";
+            if (!msg.includes('failed calling webhook "vgatewayproxy-v1alpha1.kb.io"') || !msg.includes("connection refused")) {
+                found.push(`creating the GatewayProxy while the webhook is down: ${dry.status} ${msg}, not the report's error`);
+            }
+            await webhook.send("start");
+            return found.length ? found.join("; ") : "served";
+        })();
+        try {
+            await s.up();
+        } finally {
+            done = true;
+        }
+        assert.equal(await serving, "served");
+        assert.ok(await webhook.calls() > 0, "up succeeded without the ingress controller's webhooks ever answering");
+        for (const path of [...apps.map((a) => `${routes}/${a}`), `${proxies}/apisix-config`]) {
+            assert.equal((await request(cluster, "GET", path)).status, 200, `${path} was not created`);
+        }
+        await s.destroy();
+        await s.workspace.removeStack("dev");
+    } finally {
         webhook.stop();
     }
 });

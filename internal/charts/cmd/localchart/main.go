@@ -4,7 +4,7 @@
 //	localchart <fixture> <dir> <webhook url> <caBundle>
 //
 // It prints the chart's path. Fixture `linkerd` is charts.LinkerdShaped: it prints the folder
-// holding Linkerd's two charts.
+// holding Linkerd's two charts; fixture `apisix` is charts.APISIXShaped (the umbrella chart).
 package main
 
 import (
@@ -27,8 +27,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: localchart <fixture> <dir> <webhook url> <caBundle>")
 		os.Exit(2)
 	}
-	if os.Args[1] == "linkerd" {
-		path, err := charts.LinkerdShaped(os.Args[2], webhook{os.Args[3], os.Args[4]})
+	shaped := map[string]func(string, charts.Webhook) (string, error){"linkerd": charts.LinkerdShaped, "apisix": charts.APISIXShaped}
+	if write, ok := shaped[os.Args[1]]; ok {
+		path, err := write(os.Args[2], webhook{os.Args[3], os.Args[4]})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
