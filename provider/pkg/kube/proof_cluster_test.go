@@ -155,14 +155,14 @@ func TestClockProvesOtherWatches(t *testing.T) {
 	if ok, err := seenA.Prove(context.Background()); err != nil || !ok {
 		t.Fatalf("a: %v %v", ok, err)
 	}
-	if ok, _ := seenB.Covered(); ok {
+	if seenB.Facts().Covered {
 		t.Fatal("b's copy, older than a's list, was proven by it")
 	}
 	rv := setV(t, cmsB, "c0", "1") // after a's list: b's store passes its revision
 	awaitStore(t, holderB, wakeB, "c0", rv)
 	readsB, lists := holderB.entry.reads.now(), c.Watches.clock(configMaps.GroupResource()).now()
 	_, seenB = subB.Peek("c0")
-	if ok, _ := seenB.Covered(); !ok {
+	if !seenB.Facts().Covered {
 		t.Fatal("b's store has passed a's list revision, yet its copy is not proven")
 	}
 	if ok, err := seenB.Prove(context.Background()); err != nil || !ok {
