@@ -345,6 +345,13 @@ func (g *readGroup) begunSince(since uint64) bool {
 		(g.inflight != nil && g.inflight.seq > since && g.inflight.need.list)
 }
 
+// listing reports whether a list of the scope begun after since is in flight.
+func (g *readGroup) listing(since uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inflight != nil && g.inflight.seq > since && g.inflight.need.list
+}
+
 // now returns the number of reads begun so far: a read whose seq is greater began after this call.
 func (g *readGroup) now() uint64 {
 	g.mu.Lock()

@@ -97,6 +97,12 @@ func (f ProofFacts) Next(mayWait bool) ProofStep {
 // busyWithin is how recent a watch's last event must be for its store to be waited for.
 const busyWithin = 100 * time.Millisecond
 
+// busy reports whether the watch delivered an event within busyWithin: more are likely to
+// follow at once (a burst of writes).
+func (e *watchEntry) busy() bool {
+	return time.Since(time.Unix(0, e.lastEvent.Load())) < busyWithin
+}
+
 // Facts returns what decides how what was seen is to be proven.
 func (v Seen) Facts() ProofFacts {
 	s := v.sub
@@ -107,7 +113,7 @@ func (v Seen) Facts() ProofFacts {
 		Listing: s.clock.listing(s.gsince),
 		OwnList: s.entry.reads.begunSince(s.since),
 		Listed:  s.clock.after(s.gsince),
-		Busy:    time.Since(time.Unix(0, s.entry.lastEvent.Load())) < busyWithin,
+		Busy:    s.entry.busy(),
 	}
 }
 
@@ -133,17 +139,43 @@ func (v Seen) unchanged() bool {
 }
 
 // Next returns how what was seen is to be proven: Proven, AwaitWatch or Read. A list of the
-// resource in flight (AwaitList) is waited for here, once, and the policy asked again.
+// resource in flight (AwaitList) is waited for here, once, and the policy asked again. Before
+// a Read on a watch other subscriptions share, the watch's scope list is begun, unless a list
+// of the resource began meanwhile (then that one is awaited): the one list proves every
+// verdict on the watch, and by the clock on the resource's other watches, so verdicts passing
+// at once on many watches cost one list, not one each.
 func (v Seen) Next(ctx context.Context, mayWait bool) (ProofStep, error) {
-	f := v.Facts()
-	if f.Next(mayWait) == AwaitList {
-		if err := v.sub.clock.await(ctx, v.sub.gsince); err != nil {
-			return Read, err
+	s := v.sub
+	awaited := false
+	for {
+		f := v.Facts()
+		f.Listing = f.Listing && !awaited // a list begun since the one awaited is not waited for
+		step := f.Next(mayWait)
+		if step == AwaitList || (step == Read && !awaited && !s.clock.claim(s.gsince, s.beginProofList)) {
+			if err := s.clock.await(ctx, s.gsince); err != nil {
+				return Read, err
+			}
+			awaited = true
+			continue
 		}
-		f = v.Facts()
-		f.Listing = false // a list begun since is not waited for
+		return step, nil
 	}
-	return f.Next(mayWait), nil
+}
+
+// beginProofList begins a list of the watch's scope, on the clock at once (see claim), when
+// other subscriptions share the watch and none was begun since this one; it runs in the
+// background (for a minute at most) whether or not anyone waits for it.
+func (s *Subscription) beginProofList() {
+	g := &s.entry.reads
+	if g.shared == nil || !g.shared() || g.begunSince(s.since) {
+		return
+	}
+	bg, cancel := context.WithTimeout(context.Background(), time.Minute)
+	r := g.join(bg, s.since, "", true)
+	go func() {
+		defer cancel()
+		_, _ = g.await(bg, r)
+	}()
 }
 
 // Prove reports whether what was seen is the state as of the subscription's start or newer.
@@ -157,19 +189,12 @@ func (v Seen) Prove(ctx context.Context) (bool, error) {
 	}
 	var found []*unstructured.Unstructured
 	switch {
-	case v.name != "" && s.entry.reads.shared != nil && s.entry.reads.shared() && !s.entry.reads.begunSince(s.since):
-		// The first proof on a shared watch: this gate's object by a GET (etcd, milliseconds),
-		// and a list of the watch's scope in the background, which proves every other gate on
-		// it (and, by the clock, on the same resource elsewhere) when they pass. The list is
-		// joined here, so that it is on the clock before this returns: other verdicts on the
-		// resource await it rather than make reads of their own.
-		g := &s.entry.reads
-		bg, cancel := context.WithTimeout(context.Background(), time.Minute)
-		r := g.join(bg, s.since, "", true)
-		go func() {
-			defer cancel()
-			_, _ = g.await(bg, r)
-		}()
+	case v.name != "" && !s.entry.busy() && s.entry.reads.listing(s.since):
+		// The watch's list is in flight (see Next), but the watch is quiet: the list waits for
+		// the API server's watch cache of the type to catch up with etcd, until its next
+		// progress request (up to ~100 ms, 76 ms measured), where a GET reads etcd in
+		// milliseconds. On a busy watch the type's next write brings the cache up to date at
+		// once: the list is as quick, and the GET is saved.
 		f, err := s.cache.readNamed(ctx, s.key, v.name)
 		if err != nil {
 			return false, err
@@ -212,11 +237,12 @@ func sameVersions(a, b map[string]string) bool {
 // proven by its own read instead. One clock per resource, never across resources: an
 // aggregated API or a resource in an `--etcd-servers-overrides` etcd counts its own revisions.
 type revisionClock struct {
-	mu      sync.Mutex
-	started uint64          // lists begun: a list's seq, and what a subscription notes when it begins
-	done    []stamp         // lists done, by seq; the oldest dropped past keepStamps
-	pending map[uint64]bool // lists begun and not yet served (or failed)
-	changed chan struct{}   // closed (and replaced) when a pending list ends
+	mu       sync.Mutex
+	started  uint64          // lists begun: a list's seq, and what a subscription notes when it begins
+	done     []stamp         // lists done, by seq; the oldest dropped past keepStamps
+	pending  map[uint64]bool // lists begun and not yet served (or failed)
+	changed  chan struct{}   // closed (and replaced) when a pending list ends
+	claiming sync.Mutex      // serializes claim
 }
 
 // stamp is one consistent list: begun as the seq-th, served at revision rv.
@@ -242,6 +268,19 @@ func (c *revisionClock) begin() uint64 {
 	}
 	c.pending[c.started] = true
 	return c.started
+}
+
+// claim runs begin (which may begin a list) unless a list begun after since exists (in
+// flight or done), and reports whether it ran: of verdicts deciding at once, one begins a
+// list, the others see it.
+func (c *revisionClock) claim(since uint64, begin func()) bool {
+	c.claiming.Lock()
+	defer c.claiming.Unlock()
+	if c.after(since) {
+		return false
+	}
+	begin()
+	return true
 }
 
 // failed ends the list begun as seq without a revision (an error, a storage without integer
