@@ -245,7 +245,8 @@ func TestClockProvesAStoreThatMovedOn(t *testing.T) {
 	_, seenB := subB.Peek("c0")
 	readsB := holderB.entry.reads.now()
 	setV(t, cmsA, "c0", "1") // etcd's revision moves past b's store
-	if _, err := c.Watches.readList(ctx, WatchKey{Resource: configMaps, Namespace: a}, 0); err != nil { // on the clock, after subB began
+	// A list of a, on the clock, begun after subB.
+	if _, err := c.Watches.readList(ctx, WatchKey{Resource: configMaps, Namespace: a}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if seenB.Facts().Covered {
