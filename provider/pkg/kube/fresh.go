@@ -345,11 +345,12 @@ func (g *readGroup) begunSince(since uint64) bool {
 		(g.inflight != nil && g.inflight.seq > since && g.inflight.need.list)
 }
 
-// listing reports whether a list of the scope begun after since is in flight.
-func (g *readGroup) listing(since uint64) bool {
+// listed reports whether a list of the scope begun after since is done (kept, or caught up
+// with by the store): reading it is free.
+func (g *readGroup) listed(since uint64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.inflight != nil && g.inflight.seq > since && g.inflight.need.list
+	return g.caught > since || (g.last != nil && g.last.seq > since)
 }
 
 // now returns the number of reads begun so far: a read whose seq is greater began after this call.

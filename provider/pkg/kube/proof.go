@@ -189,12 +189,14 @@ func (v Seen) Prove(ctx context.Context) (bool, error) {
 	}
 	var found []*unstructured.Unstructured
 	switch {
-	case v.name != "" && !s.entry.busy() && s.entry.reads.listing(s.since):
-		// The watch's list is in flight (see Next), but the watch is quiet: the list waits for
-		// the API server's watch cache of the type to catch up with etcd, until its next
-		// progress request (up to ~100 ms, 76 ms measured), where a GET reads etcd in
-		// milliseconds. On a busy watch the type's next write brings the cache up to date at
-		// once: the list is as quick, and the GET is saved.
+	case v.name != "" && !s.entry.busy() && s.entry.reads.shared != nil && s.entry.reads.shared() && !s.entry.reads.listed(s.since):
+		// A quiet shared watch whose list is not done: the list (begun by Next, or here) goes
+		// on in the background for the watch's other verdicts, and this one GETs its object.
+		// A consistent list waits for the API server's watch cache of the type to catch up
+		// with etcd, until its next progress request (up to ~100 ms, 76 ms measured), where a
+		// GET reads etcd in milliseconds. On a busy watch the type's next write brings the
+		// cache up to date at once: the list is as quick, and the GET is saved.
+		s.beginProofList()
 		f, err := s.cache.readNamed(ctx, s.key, v.name)
 		if err != nil {
 			return false, err
