@@ -58,7 +58,7 @@ const (
 	// Proven at no cost (see ProofFacts.Covered).
 	Proven ProofStep = iota
 	// AwaitList: a consistent list of the resource (any namespace), begun after the
-	// subscription, is in flight; its revision may prove the copy at no cost (Seen.AwaitList).
+	// subscription, is in flight; its revision may prove the copy at no cost (Seen.Next awaits it).
 	AwaitList
 	// AwaitWatch: such a list is done and the watch, which keeps delivering events, is about
 	// to pass its revision: wait for its events, briefly, rather than read.
