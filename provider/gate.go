@@ -162,7 +162,7 @@ type run struct {
 	hints   []kube.Seen // what hints were judged on (target.hint): proven when the verdict fails
 	proving bool
 	// awaited is when a verdict first waited for its watch to pass a newer revision instead
-	// of reading (see kube.Seen.Covered); proven once one verdict of the run was proven.
+	// of reading (see kube.AwaitWatch); proven once one verdict of the run was proven.
 	awaited time.Time
 	proven  bool
 }
@@ -278,12 +278,15 @@ func (r *run) checking(check func(context.Context) wait.Result) func(context.Con
 		}
 		var reads []kube.Seen
 		for _, v := range judged {
-			ok, soon := v.Covered()
-			if ok {
-				continue
+			step, err := v.Next(ctx, r.mayAwait())
+			if err != nil { // the gate's time is up: the wait loop says so
+				return wait.Result{Message: "confirming that the state judged is current", Confirming: true}
 			}
-			if soon && !r.proven && (r.awaited.IsZero() || time.Since(r.awaited) < coverWait) {
-				// Its watch is busy: wait for it to pass the revision rather than read now.
+			switch step {
+			case kube.Proven:
+				continue
+			case kube.AwaitWatch:
+				// Its watch is busy: wait for it to pass a list's revision rather than read now.
 				if r.awaited.IsZero() {
 					r.awaited = time.Now()
 				}
@@ -306,6 +309,12 @@ func (r *run) checking(check func(context.Context) wait.Result) func(context.Con
 	}
 }
 
+// mayAwait reports whether a verdict may still wait for its busy watch to prove it (see
+// kube.AwaitWatch): not once the run has proven a verdict, nor for more than coverWait.
+func (r *run) mayAwait() bool {
+	return !r.proven && (r.awaited.IsZero() || time.Since(r.awaited) < coverWait)
+}
+
 // read returns the object name as the check should judge it: the informer's copy, noted to be
 // proven if the verdict ends the gate (see checking), so that gates sharing a watch make one
 // read when they pass, not one each when they start. A watch of one named object (a Secret, a
@@ -323,11 +332,16 @@ func (r *run) read(sub *kube.Subscription, name string) (*unstructured.Unstructu
 
 // readList is read for every object matching sel (nil: all).
 func (r *run) readList(sub *kube.Subscription, sel labels.Selector) ([]*unstructured.Unstructured, error) {
-	if r.proving {
+	return r.readListInto(sub, sel, &r.seen)
+}
+
+// readListInto is readList noting what it judged in judged (r.seen, or r.hints for a hint).
+func (r *run) readListInto(sub *kube.Subscription, sel labels.Selector, judged *[]kube.Seen) ([]*unstructured.Unstructured, error) {
+	if r.proving || sub.Named() {
 		return sub.ReadList(r.ctx, sel)
 	}
 	objs, seen := sub.PeekList(sel)
-	r.seen = append(r.seen, seen)
+	*judged = append(*judged, seen)
 	return objs, nil
 }
 

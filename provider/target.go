@@ -31,8 +31,8 @@ type target struct {
 	namespace string // the requested namespace (defaulted); ignored for cluster-scoped kinds
 	name      string
 	selector  labels.Selector
-	// hint marks a lookup that only adds to a message or fails early (never passes a gate): it
-	// takes the shared watch's view as it is, without a consistent read of its own.
+	// hint marks a lookup that only adds to a message or fails early (never passes a gate):
+	// what it judged is proven only when the gate fails (see run.checking).
 	hint bool
 }
 
@@ -95,19 +95,11 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 		}
 		return nil, nil
 	}
+	judged := &r.seen
 	if t.hint {
-		// A hint adds to a verdict and may fail it: a failure it leads to is proven too.
-		if r.proving {
-			if objs, err = sub.ReadList(r.ctx, t.selector); err != nil {
-				return nil, r.readErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), err)
-			}
-			return objs, nil
-		}
-		objs, seen := sub.PeekList(t.selector)
-		r.hints = append(r.hints, seen)
-		return objs, nil
+		judged = &r.hints // a hint adds to a verdict and may fail it: a failure it leads to is proven too
 	}
-	objs, err = r.readList(sub, t.selector)
+	objs, err = r.readListInto(sub, t.selector, judged)
 	if err != nil {
 		return nil, r.readErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), err)
 	}

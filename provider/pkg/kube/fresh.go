@@ -37,7 +37,7 @@ type freshRead struct {
 	// (its floor says as of when an object not found was absent).
 	scope bool
 	// absent is a GET's 404, which says nothing of when: only when the informer holds a copy
-	// to judge is the read repeated as a consistent list, whose resourceVersion says it.
+	// to judge is the read repeated (see Read).
 	absent bool
 	seq    uint64 // its place among its watch's reads (see readGroup)
 }
@@ -239,8 +239,11 @@ func (s *Subscription) Read(ctx context.Context, name string) (*unstructured.Uns
 	}
 	if f == nil || (f.absent && s.Get(name) != nil) {
 		var err error
-		// After a GET's 404, a list: its resourceVersion says whether the informer's copy is newer.
-		if f, err = s.serve(ctx, k, name, f != nil); err != nil {
+		// After a GET's 404, another GET: the informer's copy may be of an object created since
+		// (the GET finds it, as new or newer) or a stale one of an object deleted before (the GET
+		// finds none). Not a list: a consistent list waits for the API server's watch cache of a
+		// quiet type to catch up with etcd (up to 100 ms), a GET reads etcd.
+		if f, err = s.serve(ctx, k, name, false); err != nil {
 			return nil, err
 		}
 	}
@@ -294,6 +297,9 @@ func (s *Subscription) ReadList(ctx context.Context, sel labels.Selector) ([]*un
 // handful of reads, not a thousand.
 type readGroup struct {
 	read func(ctx context.Context, n readNeed) (*freshRead, error)
+	// begin notes a list of the scope on its resource's revision clock as it begins (nil: the
+	// read notes it itself), so that another watch's verdict knows at once that it is coming.
+	begin func() uint64
 	// shared reports whether other subscriptions use the watch (and its scope is small): then a
 	// read is a list of the scope even for one name, so that it proves every subscription begun
 	// before it at once (caughtSince), and other namespaces' too (revisionClock), instead of one
@@ -339,6 +345,14 @@ func (g *readGroup) begunSince(since uint64) bool {
 		(g.inflight != nil && g.inflight.seq > since && g.inflight.need.list)
 }
 
+// listed reports whether a list of the scope begun after since is done (kept, or caught up
+// with by the store): reading it is free.
+func (g *readGroup) listed(since uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.caught > since || (g.last != nil && g.last.seq > since)
+}
+
 // now returns the number of reads begun so far: a read whose seq is greater began after this call.
 func (g *readGroup) now() uint64 {
 	g.mu.Lock()
@@ -352,6 +366,7 @@ func (g *readGroup) now() uint64 {
 type readNeed struct {
 	names map[string]bool
 	list  bool
+	clock uint64 // a list's seq on the revision clock, when noted as it began (see readGroup.begin)
 }
 
 // single returns the one name a GET can answer, if that is all that is needed.
@@ -440,6 +455,9 @@ func (g *readGroup) start() {
 	if g.shared != nil && g.shared() {
 		r.need.list = true
 	}
+	if r.need.list && g.begin != nil {
+		r.need.clock = g.begin()
+	}
 	g.started++
 	r.seq = g.started
 	g.next, g.inflight = nil, r
@@ -493,7 +511,7 @@ func (c *WatchCache) consistentRead(ctx context.Context, key WatchKey, n readNee
 	if name, ok := n.single(); ok {
 		return c.readNamed(ctx, key, name)
 	}
-	f, err := c.readList(ctx, key)
+	f, err := c.readList(ctx, key, n.clock)
 	if err != nil {
 		return nil, err
 	}
@@ -522,33 +540,40 @@ func (c *WatchCache) readNamed(ctx context.Context, key WatchKey, name string) (
 	if !apierrors.IsForbidden(err) {
 		return nil, err
 	}
-	return c.readListOpts(ctx, key, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	return c.readListOpts(ctx, key, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}, 0)
 }
 
-// readList is a consistent list of the watch's scope (narrowed to its name, if it has one).
-func (c *WatchCache) readList(ctx context.Context, key WatchKey) (*freshRead, error) {
+// readList is a consistent list of the watch's scope (narrowed to its name, if it has one);
+// seq is its place on the revision clock if already noted (else 0).
+func (c *WatchCache) readList(ctx context.Context, key WatchKey, seq uint64) (*freshRead, error) {
 	o := metav1.ListOptions{}
 	if key.Name != "" {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.Name).String()
 	}
-	return c.readListOpts(ctx, key, o)
+	return c.readListOpts(ctx, key, o, seq)
 }
 
-// readListOpts is a consistent list (resourceVersion ""): the current state, never older.
-func (c *WatchCache) readListOpts(ctx context.Context, key WatchKey, o metav1.ListOptions) (*freshRead, error) {
+// readListOpts is a consistent list (resourceVersion ""): the current state, never older. seq
+// is its place on the revision clock, if noted already (else 0: noted here).
+func (c *WatchCache) readListOpts(ctx context.Context, key WatchKey, o metav1.ListOptions, seq uint64) (*freshRead, error) {
 	var list *unstructured.UnstructuredList
 	clock := c.clock(key.Resource.GroupResource())
-	seq := clock.begin()
+	if seq == 0 {
+		seq = clock.begin()
+	}
 	err := retryAuthOnce(func() (err error) {
 		list, err = c.client.Resource(key.Resource).Namespace(key.Namespace).List(ctx, o)
 		return err
 	})
 	if err != nil {
+		clock.failed(seq)
 		return nil, err
 	}
 	floor, ok := rv(list.GetResourceVersion())
 	if ok && floor > 0 {
 		clock.served(seq, floor)
+	} else {
+		clock.failed(seq)
 	}
 	f := &freshRead{objs: map[string]*unstructured.Unstructured{}, floor: floor, ok: ok}
 	for i := range list.Items {

@@ -5,6 +5,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,6 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
@@ -155,14 +158,14 @@ func TestClockProvesOtherWatches(t *testing.T) {
 	if ok, err := seenA.Prove(context.Background()); err != nil || !ok {
 		t.Fatalf("a: %v %v", ok, err)
 	}
-	if ok, _ := seenB.Covered(); ok {
+	if seenB.Facts().Covered {
 		t.Fatal("b's copy, older than a's list, was proven by it")
 	}
 	rv := setV(t, cmsB, "c0", "1") // after a's list: b's store passes its revision
 	awaitStore(t, holderB, wakeB, "c0", rv)
 	readsB, lists := holderB.entry.reads.now(), c.Watches.clock(configMaps.GroupResource()).now()
 	_, seenB = subB.Peek("c0")
-	if ok, _ := seenB.Covered(); !ok {
+	if !seenB.Facts().Covered {
 		t.Fatal("b's store has passed a's list revision, yet its copy is not proven")
 	}
 	if ok, err := seenB.Prove(context.Background()); err != nil || !ok {
@@ -170,5 +173,207 @@ func TestClockProvesOtherWatches(t *testing.T) {
 	}
 	if holderB.entry.reads.now() != readsB || c.Watches.clock(configMaps.GroupResource()).now() != lists {
 		t.Fatal("b's proof made a read of its own")
+	}
+}
+
+// TestProofReadAfterAbsentIsAGet, against the API server: a named watch's read found nothing
+// (a Secret not written yet), then the informer holds a copy; the read that follows is a GET,
+// not a consistent list (which waits for the API server's watch cache of a quiet type: 76 ms
+// measured, CertificateReady's detection tail). A stale copy of an object gone is not judged.
+func TestProofReadAfterAbsentIsAGet(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.Namespace(t, "absent")
+	cms := testenv.CP.Client.CoreV1().ConfigMaps(ns)
+	c := clients(t)
+	wake := make(chan struct{}, 1)
+	s := c.Watches.Subscribe(WatchKey{Resource: configMaps, Namespace: ns, Name: "c0"}, wake)
+	defer s.Close()
+	waitSynced(t, s, wake)
+	if o, err := s.Read(ctx, "c0"); err != nil || o != nil {
+		t.Fatalf("c0 does not exist yet: %v %v", o, err)
+	}
+	createConfigMaps(t, cms, 1)
+	rv := setV(t, cms, "c0", "1")
+	awaitStore(t, s, wake, "c0", rv)
+	lists := c.Watches.clock(configMaps.GroupResource()).now()
+	o, err := s.Read(ctx, "c0")
+	if err != nil || o == nil || o.GetResourceVersion() != rv {
+		t.Fatalf("c0 at %s: %v %v", rv, o, err)
+	}
+	if c.Watches.clock(configMaps.GroupResource()).now() != lists {
+		t.Fatal("the read after a 404 was a consistent list, not a GET")
+	}
+	// The near miss: the informer holds a copy of an object deleted before the read.
+	gone := c.Watches.Subscribe(WatchKey{Resource: configMaps, Namespace: ns, Name: "gone"}, wake)
+	defer gone.Close()
+	waitSynced(t, gone, wake)
+	if o, err := gone.Read(ctx, "gone"); err != nil || o != nil {
+		t.Fatalf("gone does not exist: %v %v", o, err)
+	}
+	stale := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: ns, ResourceVersion: "1"}}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gone.entry.informer.GetStore().Add(&unstructured.Unstructured{Object: u}); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := gone.Read(ctx, "gone"); err != nil || o != nil {
+		t.Fatalf("judged the informer's copy of an object that is gone: %v %v", o, err)
+	}
+}
+
+// TestClockProvesAStoreThatMovedOn, against the API server: a copy judged before a list of the
+// resource (another namespace's) is proven once its store has passed the list's revision and
+// still holds that copy, with no read of its own; not once the object itself has changed.
+func TestClockProvesAStoreThatMovedOn(t *testing.T) {
+	ctx := context.Background()
+	a, b := testenv.Namespace(t, "movea"), testenv.Namespace(t, "moveb")
+	cmsA, cmsB := testenv.CP.Client.CoreV1().ConfigMaps(a), testenv.CP.Client.CoreV1().ConfigMaps(b)
+	createConfigMaps(t, cmsA, 1)
+	createConfigMaps(t, cmsB, 2)
+	c := clients(t)
+	wakeA, wakeB := make(chan struct{}, 1), make(chan struct{}, 1)
+	holderA := c.Watches.Subscribe(WatchKey{Resource: configMaps, Namespace: a}, wakeA)
+	defer holderA.Close()
+	holderB := c.Watches.Subscribe(WatchKey{Resource: configMaps, Namespace: b}, wakeB)
+	defer holderB.Close()
+	waitSynced(t, holderA, wakeA)
+	waitSynced(t, holderB, wakeB)
+	subB := c.Watches.Subscribe(WatchKey{Resource: configMaps, Namespace: b}, make(chan struct{}, 1))
+	defer subB.Close()
+	_, seenB := subB.Peek("c0")
+	readsB := holderB.entry.reads.now()
+	setV(t, cmsA, "c0", "1") // etcd's revision moves past b's store
+	// A list of a, on the clock, begun after subB.
+	if _, err := c.Watches.readList(ctx, WatchKey{Resource: configMaps, Namespace: a}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if seenB.Facts().Covered {
+		t.Fatal("b's store has not reached the list's revision, yet its copy is proven")
+	}
+	rv := setV(t, cmsB, "c1", "1") // another object: b's store passes the list's revision
+	awaitStore(t, holderB, wakeB, "c1", rv)
+	if !seenB.Facts().Covered {
+		t.Fatal("b's store passed the list's revision and still holds the copy judged, yet it is not proven")
+	}
+	if holderB.entry.reads.now() != readsB {
+		t.Fatal("b made a read of its own")
+	}
+	rv = setV(t, cmsB, "c0", "1") // the near miss: the object judged has moved on
+	awaitStore(t, holderB, wakeB, "c0", rv)
+	if seenB.Facts().Covered {
+		t.Fatal("a copy the object has moved on from was proven")
+	}
+}
+
+// holdTransport holds the answers to consistent lists (no resourceVersion) of path until
+// released: the API server has served them, the client has not heard yet.
+type holdTransport struct {
+	next    http.RoundTripper
+	path    string
+	release chan struct{}
+}
+
+func (h holdTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := h.next.RoundTrip(r)
+	q := r.URL.Query()
+	if r.Method == http.MethodGet && r.URL.Path == h.path && !q.Has("watch") && !q.Has("resourceVersion") {
+		<-h.release
+	}
+	return resp, err
+}
+
+// TestProofAwaitsAListOfAnotherWatch, against the API server: a verdict on one watch, while a
+// list of the same resource begun after it (another watch's first proof) is in flight, awaits
+// that list instead of reading, and is proven by it with no read of its own once its store has
+// passed the list's revision. Verdicts passing at once on many watches so cost one list.
+func TestProofAwaitsAListOfAnotherWatch(t *testing.T) {
+	ctx := context.Background()
+	a, b := testenv.Namespace(t, "awaita"), testenv.Namespace(t, "awaitb")
+	cmsA, cmsB := testenv.CP.Client.CoreV1().ConfigMaps(a), testenv.CP.Client.CoreV1().ConfigMaps(b)
+	createConfigMaps(t, cmsA, 2)
+	createConfigMaps(t, cmsB, 2)
+	cfg, _, err := LoadConfig(Settings{Kubeconfig: string(testenv.CP.Kubeconfig)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return holdTransport{next: rt, path: "/api/v1/namespaces/" + a + "/configmaps", release: release}
+	})
+	c, err := NewClients(cfg, a, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyA, keyB := WatchKey{Resource: configMaps, Namespace: a}, WatchKey{Resource: configMaps, Namespace: b}
+	wakeA, wakeB := make(chan struct{}, 1), make(chan struct{}, 1)
+	holderA, holderB := c.Watches.Subscribe(keyA, wakeA), c.Watches.Subscribe(keyB, wakeB)
+	defer holderA.Close()
+	defer holderB.Close()
+	waitSynced(t, holderA, wakeA)
+	waitSynced(t, holderB, wakeB)
+	subA, subB := c.Watches.Subscribe(keyA, make(chan struct{}, 1)), c.Watches.Subscribe(keyB, make(chan struct{}, 1))
+	defer subA.Close()
+	defer subB.Close()
+	_, seenA := subA.Peek("c0")
+	_, seenB := subB.Peek("c0")
+	setV(t, cmsA, "c1", "1") // etcd's revision moves past b's store (a's c0, judged, stays)
+	clock := c.Watches.clock(configMaps.GroupResource())
+	lists0, readsB := clock.now(), holderB.entry.reads.now()
+	provedA := make(chan error, 1)
+	go func() {
+		if step, err := seenA.Next(ctx, true); err != nil || step != Read {
+			provedA <- fmt.Errorf("a: %v %v, want a read (the first proof on its resource)", step, err)
+			return
+		}
+		ok, err := seenA.Prove(ctx)
+		if err == nil && !ok {
+			err = fmt.Errorf("a's current copy was not proven")
+		}
+		provedA <- err
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !clock.listing(subB.gsince); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a's proof never began a list")
+		}
+	}
+	if !seenB.Facts().Listing {
+		t.Fatal("b does not see a's list in flight")
+	}
+	stepB := make(chan ProofStep, 1)
+	go func() {
+		step, err := seenB.Next(ctx, true)
+		if err != nil {
+			t.Error(err)
+		}
+		stepB <- step
+	}()
+	rv := setV(t, cmsB, "c1", "1") // after the list was served: b's store passes its revision
+	awaitStore(t, holderB, wakeB, "c1", rv)
+	select {
+	case step := <-stepB:
+		t.Fatalf("b decided (%v) while a list that may prove it was in flight", step)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	released = true
+	if step := <-stepB; step != Proven {
+		t.Fatalf("b: %v after a's list, want Proven", step)
+	}
+	if err := <-provedA; err != nil {
+		t.Fatal(err)
+	}
+	if lists := clock.now() - lists0; lists != 1 {
+		t.Errorf("%d lists for verdicts on two watches, want 1", lists)
+	}
+	if holderB.entry.reads.now() != readsB {
+		t.Error("b made a read of its own")
 	}
 }

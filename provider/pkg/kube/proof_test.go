@@ -1,6 +1,9 @@
 package kube
 
 import (
+	"context"
+	"time"
+
 	"math"
 	"testing"
 
@@ -108,5 +111,71 @@ func TestRelistDoesNotRaiseSeen(t *testing.T) {
 	e.saw(obj("201")) // a watch event: the relist is wholly applied
 	if e.seenRV.Load() != 201 || e.relistRV.Load() != 0 {
 		t.Fatalf("seen %d, relist %d after the first event past the list", e.seenRV.Load(), e.relistRV.Load())
+	}
+}
+
+// The proof policy: free when covered; a list in flight that began after the subscription is
+// awaited, whatever else holds; a busy watch behind a done list is waited for only while the
+// gate may wait, and never when its own watch's list (free to read) exists.
+func TestProofPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		f       ProofFacts
+		mayWait bool
+		want    ProofStep
+	}{
+		{"covered", ProofFacts{Covered: true}, true, Proven},
+		{"covered, may not wait", ProofFacts{Covered: true}, false, Proven},
+		{"a list in flight", ProofFacts{Listing: true}, true, AwaitList},
+		{"a list in flight, may not wait: it is a read under way, not a wait for events", ProofFacts{Listing: true}, false, AwaitList},
+		{"its own list in flight", ProofFacts{Listing: true, OwnList: true}, true, AwaitList},
+		{"a list done, busy watch", ProofFacts{Listed: true, Busy: true}, true, AwaitWatch},
+		{"a list done, busy watch, waited long enough", ProofFacts{Listed: true, Busy: true}, false, Read},
+		{"a list done, quiet watch: it may never pass the revision", ProofFacts{Listed: true}, true, Read},
+		{"its own list done: reading it is free", ProofFacts{Listed: true, Busy: true, OwnList: true}, true, Read},
+		{"no list since the subscription, busy watch", ProofFacts{Busy: true}, true, Read},
+		{"nothing at all", ProofFacts{}, true, Read},
+	} {
+		if got := tc.f.Next(tc.mayWait); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A list in flight is noticed by the subscriptions begun before it, and awaited until it is
+// served or fails; one begun before a subscription is not.
+func TestRevisionClockListing(t *testing.T) {
+	var c revisionClock
+	old := c.begin() // in flight, begun before the subscription
+	since := c.now()
+	if c.listing(since) {
+		t.Fatal("a list begun before the subscription counts as in flight for it")
+	}
+	if err := c.await(context.Background(), since); err != nil {
+		t.Fatal(err)
+	}
+	a, b := c.begin(), c.begin()
+	if !c.listing(since) {
+		t.Fatal("lists in flight, begun after the subscription, are not noticed")
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.await(context.Background(), since) }()
+	c.served(a, 10)
+	select {
+	case <-done:
+		t.Fatal("await returned while a list was still in flight")
+	case <-time.After(20 * time.Millisecond):
+	}
+	c.failed(b)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c.listing(since) || !c.listing(old-1) {
+		t.Fatal("only the list begun before the subscription is still in flight")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.await(ctx, old-1); err == nil {
+		t.Fatal("await of a list in flight returned no error after its context ended")
 	}
 }

@@ -175,6 +175,7 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 	}
 	e := &watchEntry{stop: make(chan struct{}), done: make(chan struct{}), wakes: map[*Subscription]chan<- struct{}{}}
 	e.reads.read = func(ctx context.Context, n readNeed) (*freshRead, error) { return c.consistentRead(ctx, key, n) }
+	e.reads.begin = c.clockLocked(key.Resource.GroupResource()).begin
 	// A list proves every subscription of the watch at once, but costs as much as the watch's
 	// own list: past listProofMax objects, each proof is a GET of its name instead.
 	e.reads.shared = func() bool { return e.shared() && len(e.informer.GetStore().ListKeys()) <= listProofMax }
