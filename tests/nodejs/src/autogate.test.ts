@@ -11,65 +11,26 @@
 // Near miss: a ConfigMap nothing can block gets no gate.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { ChildProcess, execFileSync, spawn } from "child_process";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
-import * as readline from "readline";
 import * as k8s from "@pulumi/kubernetes";
 import * as readiness from "@readiness-io/pulumi-readiness";
 import YAML from "yaml";
-import { Cluster, crd, FakeWebhook, localChart, preparePulumi, PulumiEnv, repoRoot, request, stack, startCluster } from "./harness";
+import { Cluster, crd, createdAt, FakeWebhook, localChart, play, preparePulumi, PulumiEnv, request, serveWhenAvailable, sleep, stack, startCluster } from "./harness";
 
 let cluster: Cluster;
 let env: PulumiEnv;
-let kubeconfigPath: string;
-const playerBin = path.join(os.tmpdir(), "readiness-player");
 
 before(async () => {
     cluster = await startCluster();
     env = await preparePulumi();
-    kubeconfigPath = path.join(env.dir, "kubeconfig");
-    fs.writeFileSync(kubeconfigPath, cluster.kubeconfig);
-    execFileSync("go", ["build", "-o", playerBin, "./internal/fakes/cmd/player"], { cwd: repoRoot, stdio: "inherit" });
 });
 after(async () => { await cluster?.stop(); });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function play(...args: string[]): { done: Promise<string>; stop: () => void } {
-    const child: ChildProcess = spawn(playerBin, [kubeconfigPath, ...args], { stdio: ["pipe", "pipe", "inherit"] });
-    let last = "";
-    readline.createInterface({ input: child.stdout! }).on("line", (l) => (last = l));
-    return { done: new Promise((resolve) => child.once("exit", () => resolve(last))), stop: () => child.stdin!.end() };
-}
-
-// serveWhenAvailable plays a chart's webhook pod: it serves `ms` after the Deployment has an
-// available replica (pod Ready is not webhook serving); it resolves with the time it started.
-async function serveWhenAvailable(webhook: FakeWebhook, ns: string, name: string, ms: number, cancelled: () => boolean): Promise<number | undefined> {
-    while (!cancelled()) {
-        const d = await request(cluster, "GET", `/apis/apps/v1/namespaces/${ns}/deployments/${name}`);
-        if (d.status === 200 && (d.body.status?.availableReplicas ?? 0) > 0) break;
-        await sleep(200);
-    }
-    if (cancelled()) return undefined;
-    await sleep(ms);
-    if (cancelled()) return undefined;
-    const started = Date.now();
-    await webhook.send("start");
-    return started;
-}
-
-async function created(apiPath: string): Promise<number> {
-    const r = await request(cluster, "GET", apiPath);
-    assert.equal(r.status, 200, `GET ${apiPath}: ${JSON.stringify(r.body)}`);
-    return Date.parse(r.body.metadata.creationTimestamp);
-}
 
 // createdAfter: creationTimestamp has whole seconds; an object created in the second before
 // `t` started would pass, one created a second or more before it fails.
 async function assertCreatedAfter(apiPath: string, t: number, what: string): Promise<void> {
-    const c = await created(apiPath);
+    const c = await createdAt(cluster, apiPath);
     assert.ok(c >= Math.floor(t / 1000) * 1000, `${apiPath} was created at ${new Date(c).toISOString()}, before ${what} (${new Date(t).toISOString()})`);
 }
 
@@ -166,9 +127,9 @@ test("autoGate: field reports 000, 001 and 002 as one gate-free program, rebuilt
         const upGated = async (s: Awaited<ReturnType<typeof stack>>, round: number) => {
             const at = `round ${round}`;
             let done = false;
-            const esoServing = serveWhenAvailable(esoHook, "external-secrets", "external-secrets-webhook", 5_000, () => done);
-            const cmServing = serveWhenAvailable(cmHook, "cert-manager", "cert-manager-webhook", 5_000, () => done);
-            const issuer = play("issue", "default", "ai-ops-agent", "ai-ops-agent-tls", "3s");
+            const esoServing = serveWhenAvailable(cluster, esoHook, "external-secrets", "external-secrets-webhook", 5_000, () => done);
+            const cmServing = serveWhenAvailable(cluster, cmHook, "cert-manager", "cert-manager-webhook", 5_000, () => done);
+            const issuer = play(cluster, "issue", "default", "ai-ops-agent", "ai-ops-agent-tls", "3s");
             let res;
             try {
                 res = await s.up({ onOutput: (l) => process.stdout.write(l) });
@@ -179,15 +140,15 @@ test("autoGate: field reports 000, 001 and 002 as one gate-free program, rebuilt
             assert.equal(res.summary.result, "succeeded", at);
             const esoStart = await esoServing, cmStart = await cmServing;
             assert.ok(esoStart && cmStart, `${at}: a webhook never started serving`);
-            assert.equal(await issuer.done, "done", at);
+            assert.equal((await issuer.done).at(-1), "done", at);
             // Each dependent was created only after its proof.
             for (const ns of ["default", "team-a"]) await assertCreatedAfter(esPath(ns), esoStart!, `External Secrets' webhook served (${at})`);
             await assertCreatedAfter("/apis/cert-manager.io/v1/clusterissuers/selfsigned", cmStart!, `cert-manager's webhook served (${at})`);
             // Near miss: the ConfigMap nothing can block went ahead at once, long before either webhook served.
-            assert.ok(await created("/api/v1/namespaces/default/configmaps/app-config") < Math.floor(Math.min(esoStart!, cmStart!) / 1000) * 1000,
+            assert.ok(await createdAt(cluster, "/api/v1/namespaces/default/configmaps/app-config") < Math.floor(Math.min(esoStart!, cmStart!) / 1000) * 1000,
                 `${at}: the ConfigMap was held`);
-            const secretAt = await created("/api/v1/namespaces/default/secrets/ai-ops-agent-tls");
-            assert.ok(await created("/apis/apps/v1/namespaces/default/deployments/ai-ops-agent") >= secretAt,
+            const secretAt = await createdAt(cluster, "/api/v1/namespaces/default/secrets/ai-ops-agent-tls");
+            assert.ok(await createdAt(cluster, "/apis/apps/v1/namespaces/default/deployments/ai-ops-agent") >= secretAt,
                 `${at}: the Deployment was created before the Secret it mounts was issued`);
             // The gates in the stack, named after what they guard: one per batch key, none for the
             // near miss. (The engine holds the dependents, but does not record dependsOn that a stack
@@ -225,7 +186,7 @@ test("autoGate: field reports 000, 001 and 002 as one gate-free program, rebuilt
         // Without the line: the field reports' errors (continueOnError: every failure shows). The
         // webhooks do not serve during this up: what a dependent meets when nothing waits for them.
         const bare = await stack(env, cluster, { stackName: "bare", projectName: "autogate-ts", program: program(false) });
-        const bareIssuer = play("issue", "default", "ai-ops-agent", "ai-ops-agent-tls", "3s");
+        const bareIssuer = play(cluster, "issue", "default", "ai-ops-agent", "ai-ops-agent-tls", "3s");
         const tb = Date.now();
         try {
             await assert.rejects(bare.up({ continueOnError: true, onOutput: (l) => process.stdout.write(l) }), (e: Error) => {
