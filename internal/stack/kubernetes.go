@@ -26,6 +26,15 @@ type Kube struct {
 	Metadata pulumi.MapOutput `pulumi:"metadata"`
 }
 
+// CreationTimestamp is the object's metadata.creationTimestamp as the API server set it (RFC 3339,
+// whole seconds).
+func (k *Kube) CreationTimestamp() pulumi.StringOutput {
+	return k.Metadata.ApplyT(func(m map[string]any) string {
+		s, _ := m["creationTimestamp"].(string)
+		return s
+	}).(pulumi.StringOutput)
+}
+
 // NewKube creates the object in manifest (YAML) with pulumi-kubernetes, as
 // `new k8s.apps.v1.Deployment(...)` or `new k8s.apiextensions.CustomResource(...)` would.
 func NewKube(ctx *pulumi.Context, name, manifest string, opts ...pulumi.ResourceOption) (*Kube, error) {

@@ -1,7 +1,8 @@
 // Package stack runs Pulumi programs through the Automation API (inline programs, so no
 // language host is needed) with the built Pulumi CLI, the readiness provider, the real
-// pulumi-kubernetes plugin (kubernetes.go) and the kubetest stand-in provider (which only plays
-// controllers), against a local file backend. Tests and the demo share it.
+// pulumi-kubernetes plugin (kubernetes.go) and the kubetest stand-in provider (built and
+// configured; no stack creates objects with it any more), against a local file backend. Tests
+// and the demo share it.
 package stack
 
 import (
@@ -10,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -99,26 +99,4 @@ func (e *Env) Stack(ctx context.Context, project, name, kubeconfig string, progr
 		}
 	}
 	return s, nil
-}
-
-// KubeObject is a Kubernetes object created by the kubetest stand-in provider, as a
-// pulumi-kubernetes resource would be for a user.
-type KubeObject struct {
-	pulumi.CustomResourceState
-	Name      pulumi.StringOutput `pulumi:"name"`
-	UID       pulumi.StringOutput `pulumi:"uid"`
-	CreatedAt pulumi.StringOutput `pulumi:"createdAt"`
-}
-
-// NewKubeObject creates the object in manifest (YAML) inside the stack.
-func NewKubeObject(ctx *pulumi.Context, name, manifest string, opts ...pulumi.ResourceOption) (*KubeObject, error) {
-	return NewKubeObjectOf(ctx, name, pulumi.String(strings.TrimSpace(manifest)), opts...)
-}
-
-// NewKubeObjectOf is NewKubeObject for a manifest computed from other resources' outputs (a
-// Deployment whose image is a gate's pinned digest).
-func NewKubeObjectOf(ctx *pulumi.Context, name string, manifest pulumi.StringInput, opts ...pulumi.ResourceOption) (*KubeObject, error) {
-	var o KubeObject
-	err := ctx.RegisterResource("kubetest:index:Object", name, pulumi.Map{"manifest": manifest}, &o, opts...)
-	return &o, err
 }

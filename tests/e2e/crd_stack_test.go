@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,13 +38,13 @@ func TestCrdReadyStack(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		obj, err := stack.NewKubeObject(ctx, "widget", widget, pulumi.DependsOn([]pulumi.Resource{gate}))
+		obj, err := stack.NewKube(ctx, "widget", widget, pulumi.DependsOn([]pulumi.Resource{gate}))
 		if err != nil {
 			return err
 		}
 		ctx.Export("kinds", gate.Kinds)
 		ctx.Export("servedVersions", gate.ServedVersions)
-		ctx.Export("widgetCreatedAt", obj.CreatedAt)
+		ctx.Export("widgetCreatedAt", obj.CreationTimestamp())
 		return nil
 	}
 	s, err := env.Stack(ctx, "crd", "dev", string(testenv.CP.Kubeconfig), program)
@@ -62,7 +63,7 @@ func TestCrdReadyStack(t *testing.T) {
 
 	var crdAt time.Time
 	go func() {
-		time.Sleep(3 * time.Second) // the CRD arrives late, as from a slow Helm release
+		sleepToSecond(crdLate) // the CRD arrives late, as from a slow Helm release
 		crdAt = time.Now()
 		testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
 	}()
@@ -71,7 +72,7 @@ func TestCrdReadyStack(t *testing.T) {
 		t.Fatal("up finished before the CRD was installed")
 	}
 	createdAt := outputTime(t, res, "widgetCreatedAt")
-	if !createdAt.After(crdAt) {
+	if createdBefore(createdAt, crdAt) {
 		t.Errorf("the Widget was created at %s, before its CRD (%s)", createdAt, crdAt)
 	}
 	if got := fmt.Sprint(res.Outputs["kinds"].Value); got != "[Widget]" {
@@ -97,14 +98,39 @@ func TestCrdReadyStack(t *testing.T) {
 	}
 }
 
+// crdLate is how late the CRD arrives, as from a slow Helm release: longer than pulumi-kubernetes
+// retries creating an object whose kind is not served (v4.32.0: tries 0, 1, 3, 7, 15 and 31 s after
+// the first, "Retry #0" to "#5", then the error at 63 s), so that only the gate makes the stack wait.
+const crdLate = 45 * time.Second
+
+// signalWriter closes seen the first time what it is given contains needle (pulumi up's progress).
+type signalWriter struct {
+	needle string
+	seen   chan struct{}
+	once   sync.Once
+	mu     sync.Mutex
+	text   strings.Builder
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.text.Write(p)
+	if strings.Contains(w.text.String(), w.needle) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
 // TestWithoutTheGateTheStackFails proves the gate is what makes the difference: the same
-// custom resource with no CrdReady in front fails with "no matches for kind".
+// custom resource with no CrdReady in front fails with "no matches for kind" once
+// pulumi-kubernetes stopped retrying, before the CRD arrives crdLate after its first try.
 func TestWithoutTheGateTheStackFails(t *testing.T) {
 	ctx := context.Background()
 	env := prepare(t)
 	group := fmt.Sprintf("nogate%d.readiness.test", time.Now().UnixNano()%1_000_000)
 	program := func(ctx *pulumi.Context) error {
-		_, err := stack.NewKubeObject(ctx, "widget",
+		_, err := stack.NewKube(ctx, "widget",
 			fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}", group))
 		return err
 	}
@@ -112,18 +138,38 @@ func TestWithoutTheGateTheStackFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The CRD arrives crdLate after pulumi-kubernetes' first try ("Retry #0 ... no matches for kind").
+	out := &signalWriter{needle: "Retry #0", seen: make(chan struct{})}
+	upDone := make(chan struct{})
+	crdInstalled := make(chan bool, 1)
 	go func() {
-		time.Sleep(3 * time.Second)
-		testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
+		select {
+		case <-out.seen:
+		case <-upDone:
+			crdInstalled <- false
+			return
+		}
+		select {
+		case <-time.After(crdLate):
+			testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
+			crdInstalled <- true
+		case <-upDone:
+			crdInstalled <- false
+		}
 	}()
-	var out strings.Builder
-	_, err = s.Up(ctx, optup.ProgressStreams(&out))
+	_, err = s.Up(ctx, optup.ProgressStreams(out))
+	close(upDone)
+	installed := <-crdInstalled
 	if err == nil {
-		t.Fatal("up succeeded without a gate: the test no longer reproduces the race")
+		t.Fatalf("up succeeded without a gate (CRD installed: %v): the test no longer reproduces the race\n%s", installed, out.text.String())
 	}
-	if !strings.Contains(out.String()+err.Error(), "no matches for kind") {
-		t.Errorf("up failed, but not with \"no matches for kind\": %v\n%s", err, out.String())
+	// pulumi-kubernetes' own words once it stopped retrying (a try after the CRD came would pass).
+	for _, want := range []string{"the apiVersion for this resource does not exist", "no matches for kind"} {
+		if !strings.Contains(out.text.String()+err.Error(), want) {
+			t.Errorf("up failed, but not with %q: %v\n%s", want, err, out.text.String())
+		}
 	}
+	t.Logf("without the gate up failed; the CRD had come %s after the first try during up: %v", crdLate, installed)
 	_, _ = s.Destroy(ctx, optdestroy.Remove())
 }
 
@@ -159,19 +205,19 @@ func TestCrdReadyConversionStack(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		obj, err := stack.NewKubeObject(ctx, "widget", fmt.Sprintf("apiVersion: %s/v2\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {count: 3}", group),
+		obj, err := stack.NewKube(ctx, "widget", fmt.Sprintf("apiVersion: %s/v2\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {count: 3}", group),
 			pulumi.DependsOn([]pulumi.Resource{gate}))
 		if err != nil {
 			return err
 		}
 		ctx.Export("conversionVerified", gate.ConversionVerified)
-		ctx.Export("widgetCreatedAt", obj.CreatedAt)
+		ctx.Export("widgetCreatedAt", obj.CreationTimestamp())
 		return nil
 	}
 	s := newStack(t, env, "conversion", program)
 	var startedAt time.Time
 	go func() {
-		time.Sleep(3 * time.Second)
+		sleepToSecond(3 * time.Second)
 		startedAt = time.Now()
 		if err := wh.Start(); err != nil {
 			t.Error(err)
@@ -182,7 +228,7 @@ func TestCrdReadyConversionStack(t *testing.T) {
 		t.Fatal("up finished before the conversion webhook served")
 	}
 	createdAt := outputTime(t, res, "widgetCreatedAt")
-	if !createdAt.After(startedAt) {
+	if createdBefore(createdAt, startedAt) {
 		t.Errorf("the Widget was created at %s, before the conversion webhook served (%s)", createdAt, startedAt)
 	}
 	if got := fmt.Sprint(res.Outputs["conversionVerified"].Value); got != "["+name+"]" {

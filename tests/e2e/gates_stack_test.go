@@ -48,7 +48,7 @@ func TestWebhookReadyStackRebuilds(t *testing.T) {
 				deps = append(deps, gate)
 			}
 			for _, ns := range namespaces {
-				if _, err := stack.NewKubeObject(ctx, "ghcr-pull-secret-"+ns, fmt.Sprintf(
+				if _, err := stack.NewKube(ctx, "ghcr-pull-secret-"+ns, fmt.Sprintf(
 					"apiVersion: %s/v1\nkind: Widget\nmetadata: {name: ghcr-pull-secret, namespace: %s}\nspec: {secretStoreRef: vault}", group, ns),
 					pulumi.DependsOn(deps)); err != nil {
 					return err
@@ -110,7 +110,7 @@ func TestCertificateReadyStack(t *testing.T) {
 	}
 	ns := testenv.Namespace(t, "ai-ops")
 	program := func(ctx *pulumi.Context) error {
-		cert, err := stack.NewKubeObject(ctx, "ai-ops-agent-cert", fmt.Sprintf(`apiVersion: cert-manager.io/v1
+		cert, err := stack.NewKube(ctx, "ai-ops-agent-cert", fmt.Sprintf(`apiVersion: cert-manager.io/v1
 kind: Certificate
 metadata: {name: ai-ops-agent, namespace: %s}
 spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issuerRef: {name: ca-issuer, kind: ClusterIssuer}}`, ns))
@@ -124,7 +124,7 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 		if err != nil {
 			return err
 		}
-		dep, err := stack.NewKubeObject(ctx, "ai-ops-agent", fmt.Sprintf(`apiVersion: apps/v1
+		dep, err := stack.NewKube(ctx, "ai-ops-agent", fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata: {name: ai-ops-agent, namespace: %s}
 spec:
@@ -139,7 +139,7 @@ spec:
 			return err
 		}
 		ctx.Export("secretName", gate.SecretName)
-		ctx.Export("deploymentCreatedAt", dep.CreatedAt)
+		ctx.Export("deploymentCreatedAt", dep.CreationTimestamp())
 		return nil
 	}
 	s := newStack(t, env, "certs", program)
@@ -153,8 +153,8 @@ spec:
 			for i := 0; i < 300; i++ {
 				cur, err := testenv.Dynamic(t).Resource(certGVR).Namespace(ns).Get(ctx, "ai-ops-agent", metav1.GetOptions{})
 				if err == nil {
-					time.Sleep(2 * time.Second) // issuance takes a while
 					c := testenv.IssueCertificate(t, "ai-ops-agent.example.test", 48*time.Hour)
+					sleepToSecond(2 * time.Second) // issuance takes a while
 					secretAt = time.Now()
 					sec := testenv.Object(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: ai-ops-agent-tls, namespace: %s}\ntype: kubernetes.io/tls", ns))
 					sec.Object["data"] = map[string]any{"tls.crt": base64.StdEncoding.EncodeToString(c.CertPEM), "tls.key": base64.StdEncoding.EncodeToString(c.KeyPEM)}
@@ -178,7 +178,7 @@ spec:
 		t.Fatal(err)
 	}
 	depAt := outputTime(t, res, "deploymentCreatedAt")
-	if !depAt.After(secretAt.Add(time.Second)) {
+	if createdBefore(depAt, secretAt.Add(time.Second)) {
 		t.Errorf("the Deployment (%s) was created before its TLS Secret (%s) held for stableFor 1s", depAt, secretAt)
 	}
 	if res.Outputs["secretName"].Value != "ai-ops-agent-tls" {

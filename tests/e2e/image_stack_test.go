@@ -47,26 +47,29 @@ func TestImageReadyStack(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		manifest := img.Pinned.ApplyT(func(image string) string {
-			return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api, namespace: %s}
-spec:
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec:
-      nodeSelector: {type: kwok}
-      imagePullSecrets: [{name: regcred}]
-      containers: [{name: api, image: %q}]`, ns, image)
-		}).(pulumi.StringOutput)
-		dep, err := stack.NewKubeObjectOf(ctx, "api", manifest, pulumi.DependsOn([]pulumi.Resource{img}))
+		// The Deployment runs the gate's pinned digest (an output inside the object).
+		deployment := map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "api", "namespace": ns},
+			"spec": map[string]any{
+				"selector": map[string]any{"matchLabels": map[string]any{"app": "api"}},
+				"template": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{"app": "api"}},
+					"spec": map[string]any{
+						"nodeSelector":     map[string]any{"type": "kwok"},
+						"imagePullSecrets": []any{map[string]any{"name": "regcred"}},
+						"containers":       []any{map[string]any{"name": "api", "image": img.Pinned}},
+					},
+				},
+			},
+		}
+		dep, err := stack.NewKubeFrom(ctx, "api", deployment, pulumi.DependsOn([]pulumi.Resource{img}))
 		if err != nil {
 			return err
 		}
 		ctx.Export("digest", img.Digest)
 		ctx.Export("platformDigest", img.PlatformDigest)
-		ctx.Export("deploymentCreatedAt", dep.CreatedAt)
+		ctx.Export("deploymentCreatedAt", dep.CreationTimestamp())
 		return nil
 	}
 	s := newStack(t, env, "images", program)
@@ -79,7 +82,7 @@ spec:
 	}
 	pushed := make(chan push, 1)
 	go func() {
-		time.Sleep(3 * time.Second)
+		sleepToSecond(3 * time.Second)
 		from := time.Now()
 		d, err := reg.PushIndex("api:1.4.2", "linux/amd64", "linux/arm64")
 		pushed <- push{from, d, err}
@@ -101,7 +104,7 @@ spec:
 		t.Errorf("platformDigest = %q: want the linux/amd64 image's digest", got)
 	}
 	depAt := outputTime(t, res, "deploymentCreatedAt")
-	if !depAt.After(pushedFrom) {
+	if createdBefore(depAt, pushedFrom) {
 		t.Errorf("the Deployment (%s) was created before the image was pushed (%s)", depAt, pushedFrom)
 	}
 	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}

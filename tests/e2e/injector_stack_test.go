@@ -41,7 +41,7 @@ func TestInjectorExpectStack(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		dep, err := stack.NewKubeObject(ctx, "web", fmt.Sprintf(`apiVersion: v1
+		dep, err := stack.NewKube(ctx, "web", fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata: {name: web-config, namespace: %s}
 data: {stage: after-injector}`, ns), pulumi.DependsOn([]pulumi.Resource{gate}))
@@ -50,13 +50,13 @@ data: {stage: after-injector}`, ns), pulumi.DependsOn([]pulumi.Resource{gate}))
 		}
 		ctx.Export("probed", gate.Probed)
 		ctx.Export("failurePolicy", gate.FailurePolicy)
-		ctx.Export("createdAt", dep.CreatedAt)
+		ctx.Export("createdAt", dep.CreationTimestamp())
 		return nil
 	}
 	s := newStack(t, env, "injector", program)
 	var startedAt time.Time
 	go func() {
-		time.Sleep(3 * time.Second) // the injector's pod starts serving late
+		sleepToSecond(3 * time.Second) // the injector's pod starts serving late
 		startedAt = time.Now()
 		injector.Start(t)
 	}()
@@ -65,7 +65,7 @@ data: {stage: after-injector}`, ns), pulumi.DependsOn([]pulumi.Resource{gate}))
 		t.Fatal("up finished before the injector served: a Pod admitted unmutated passed the gate")
 	}
 	createdAt := outputTime(t, res, "createdAt")
-	if !createdAt.After(startedAt) {
+	if createdBefore(createdAt, startedAt) {
 		t.Errorf("the workload's object was created at %s, before the injector served (%s)", createdAt, startedAt)
 	}
 	if res.Outputs["probed"].Value != true || res.Outputs["failurePolicy"].Value != "Ignore" {

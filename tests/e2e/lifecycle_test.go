@@ -37,7 +37,7 @@ func TestTriggersAndClusterChanges(t *testing.T) {
 			timeout = "2m"
 		}
 		// The "release": the webhook registration, as a Helm chart would create it.
-		release, err := stack.NewKubeObject(ctx, "webhook-release", wh.Configuration(cfgName, group))
+		release, err := stack.NewKube(ctx, "webhook-release", wh.Configuration(cfgName, group))
 		if err != nil {
 			return err
 		}
@@ -52,7 +52,7 @@ func TestTriggersAndClusterChanges(t *testing.T) {
 			return err
 		}
 		for _, n := range []string{"a", "b"} {
-			if _, err := stack.NewKubeObject(ctx, "external-secret-"+n,
+			if _, err := stack.NewKube(ctx, "external-secret-"+n,
 				fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: es-%s, namespace: default}", group, n),
 				pulumi.DependsOn([]pulumi.Resource{gate})); err != nil {
 				return err

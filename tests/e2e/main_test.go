@@ -54,7 +54,21 @@ func up(t *testing.T, s auto.Stack) (auto.UpResult, string) {
 	return res, out.String()
 }
 
-// outputTime reads a stack output holding an RFC 3339 time (a kubetest object's createdAt).
+// sleepToSecond sleeps d, then to the next whole second: an event right after it can be
+// compared with the API server's whole-second creationTimestamp with no second of slack.
+func sleepToSecond(d time.Duration) {
+	time.Sleep(d)
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now))
+}
+
+// createdBefore reports whether an object whose creationTimestamp (whole seconds) is created was
+// created before at, an instant just after a whole second (sleepToSecond).
+func createdBefore(created, at time.Time) bool {
+	return created.Before(at.Truncate(time.Second))
+}
+
+// outputTime reads a stack output holding an RFC 3339 time (an object's creationTimestamp).
 func outputTime(t *testing.T, res auto.UpResult, key string) time.Time {
 	t.Helper()
 	v, _ := res.Outputs[key].Value.(string)

@@ -2,8 +2,9 @@
 // and the custom resource behind it is created only afterwards.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import * as k8s from "@pulumi/kubernetes";
 import * as readiness from "@readiness-io/pulumi-readiness";
-import { Cluster, crd, FakeWebhook, KubeObject, preparePulumi, PulumiEnv, request, stack, startCluster } from "./harness";
+import { Cluster, crd, createdBefore, FakeWebhook, preparePulumi, PulumiEnv, request, stack, startCluster, toNextSecond } from "./harness";
 
 let cluster: Cluster;
 let env: PulumiEnv;
@@ -22,10 +23,10 @@ test("CrdReady in a TypeScript stack: preview, up, refresh, input change, destro
     const program = async () => {
         // stableFor: the CRD must stay Established and served for a second before the gate passes.
         const gate = new readiness.CrdReady("widgets-crd", { names: [`widgets.${group}`], timeout, stableFor: "1s" });
-        const widget = new KubeObject("widget",
+        const widget = new k8s.apiextensions.CustomResource("widget",
             { apiVersion: `${group}/v1`, kind: "Widget", metadata: { name: "w1", namespace: "default" } },
             { dependsOn: [gate] });
-        return { kinds: gate.kinds, servedVersions: gate.servedVersions, widgetCreatedAt: widget.createdAt };
+        return { kinds: gate.kinds, servedVersions: gate.servedVersions, widgetCreatedAt: widget.metadata.creationTimestamp };
     };
     const s = await stack(env, cluster, { stackName: "dev", projectName: "crd-ts", program });
 
@@ -37,14 +38,14 @@ test("CrdReady in a TypeScript stack: preview, up, refresh, input change, destro
         crdAt = Date.now();
         const res = await request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd(group, "Widget", "widgets"));
         res.status === 201 ? resolve() : reject(new Error(`creating the CRD: ${res.status} ${JSON.stringify(res.body)}`));
-    }, 3000));
+    }, toNextSecond(3000)));
     const up = await s.up();
     await late;
     assert.ok(crdAt > 0, "up returned before the CRD was installed");
     assert.deepEqual(up.outputs.kinds.value, ["Widget"]);
     assert.deepEqual(up.outputs.servedVersions.value, [`${group}/v1`]);
-    const createdAt = Date.parse(up.outputs.widgetCreatedAt.value);
-    assert.ok(createdAt > crdAt + 1000, `the Widget (${createdAt}) must be created after its CRD (${crdAt}) held for stableFor 1s`);
+    const createdAt = up.outputs.widgetCreatedAt.value;
+    assert.ok(!createdBefore(createdAt, crdAt + 1000), `the Widget (${createdAt}) must be created after its CRD (${new Date(crdAt).toISOString()}) held for stableFor 1s`);
 
     // Re-running with nothing changed waits for nothing and changes nothing.
     const again = await s.up();
@@ -100,10 +101,10 @@ test("CrdReady in a TypeScript stack waits for a late conversion webhook", { tim
     const program = async () => {
         // conversion defaults to true for a CRD whose spec.conversion.strategy is Webhook.
         const gate = new readiness.CrdReady("gizmos-crd", { names: [name], timeout: "2m" });
-        const gizmo = new KubeObject("gizmo",
+        const gizmo = new k8s.apiextensions.CustomResource("gizmo",
             { apiVersion: `${group}/v2`, kind: "Gizmo", metadata: { name: "g1", namespace: "default" }, spec: { count: 2 } },
             { dependsOn: [gate] });
-        return { conversionVerified: gate.conversionVerified, gizmoCreatedAt: gizmo.createdAt };
+        return { conversionVerified: gate.conversionVerified, gizmoCreatedAt: gizmo.metadata.creationTimestamp };
     };
     const s = await stack(env, cluster, { stackName: "dev", projectName: "conversion-ts", program });
     let startedAt = 0;
@@ -111,12 +112,12 @@ test("CrdReady in a TypeScript stack waits for a late conversion webhook", { tim
         startedAt = Date.now();
         await webhook!.send("start");
         resolve();
-    }, 4000));
+    }, toNextSecond(4000)));
     const up = await s.up();
     await late;
     assert.ok(startedAt > 0, "up returned before the conversion webhook served");
     assert.deepEqual(up.outputs.conversionVerified.value, [name]);
-    assert.ok(Date.parse(up.outputs.gizmoCreatedAt.value) > startedAt, "the Gizmo was created before its conversion webhook served");
+    assert.ok(!createdBefore(up.outputs.gizmoCreatedAt.value, startedAt), "the Gizmo was created before its conversion webhook served");
     // The object went through the webhook: v2's count is stored as v1's size.
     const stored = await request(cluster, "GET", `/apis/${group}/v1/namespaces/default/gizmos/g1`);
     assert.equal(stored.body?.spec?.size, 2, JSON.stringify(stored.body));

@@ -155,14 +155,17 @@ export function localChart(fixture: string, webhook: FakeWebhook): string {
         { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] }).toString().trim();
 }
 
-// KubeObject is a Kubernetes object created by the kubetest stand-in provider, which tests use
-// only where it plays a controller.
-export class KubeObject extends pulumi.CustomResource {
-    public readonly createdAt!: pulumi.Output<string>;
-    public readonly uid!: pulumi.Output<string>;
-    constructor(name: string, manifest: pulumi.Input<object>, opts?: pulumi.CustomResourceOptions) {
-        super("kubetest:index:Object", name, { manifest: pulumi.output(manifest).apply((m) => JSON.stringify(m)), createdAt: undefined, uid: undefined }, opts);
-    }
+// toNextSecond is a delay of at least ms that ends just after a whole second: an event then can
+// be compared with the API server's whole-second creationTimestamp with no second of slack.
+export function toNextSecond(ms: number): number {
+    const end = Date.now() + ms;
+    return ms + (1000 - end % 1000);
+}
+
+// createdBefore: an object whose creationTimestamp (whole seconds) is `created` was created before
+// `t`, an instant just after a whole second (toNextSecond).
+export function createdBefore(created: string, t: number): boolean {
+    return Date.parse(created) < Math.floor(t / 1000) * 1000;
 }
 
 export interface Registry {

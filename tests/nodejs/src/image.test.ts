@@ -3,8 +3,9 @@
 // Secret), and the Deployment behind it runs the image pinned by the gate's digest.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import * as k8s from "@pulumi/kubernetes";
 import * as readiness from "@readiness-io/pulumi-readiness";
-import { Cluster, KubeObject, preparePulumi, PulumiEnv, Registry, request, stack, startCluster, startRegistry } from "./harness";
+import { Cluster, createdBefore, preparePulumi, PulumiEnv, Registry, request, stack, startCluster, startRegistry, toNextSecond } from "./harness";
 
 let cluster: Cluster;
 let env: PulumiEnv;
@@ -36,19 +37,21 @@ test("ImageReady in a TypeScript stack: waits for a late push, pins the digest",
             caCertificate: registry.ca,
             timeout: "2m",
         });
-        const deploy = new KubeObject("app", {
-            apiVersion: "apps/v1", kind: "Deployment",
+        const deploy = new k8s.apps.v1.Deployment("app", {
             metadata: { name: "app-ts-image", namespace: ns },
             spec: {
                 replicas: 1,
                 selector: { matchLabels: { app: "app-ts-image" } },
                 template: {
                     metadata: { labels: { app: "app-ts-image" } },
-                    spec: { containers: [{ name: "app", image: image.pinned }], imagePullSecrets: [{ name: secret }] },
+                    spec: {
+                        nodeSelector: { type: "kwok" }, // kwok runs it, so that pulumi-kubernetes sees the rollout
+                        containers: [{ name: "app", image: image.pinned }], imagePullSecrets: [{ name: secret }],
+                    },
                 },
             },
         }, { dependsOn: [image] });
-        return { digest: image.digest, platformDigest: image.platformDigest, platforms: image.platforms, createdAt: deploy.createdAt };
+        return { digest: image.digest, platformDigest: image.platformDigest, platforms: image.platforms, createdAt: deploy.metadata.creationTimestamp };
     };
     const s = await stack(env, cluster, { stackName: "dev", projectName: "image-ts", program });
 
@@ -60,7 +63,7 @@ test("ImageReady in a TypeScript stack: waits for a late push, pins the digest",
             pushed = await registry.push("index app:v1 linux/amd64 linux/arm64");
             resolve();
         } catch (e) { reject(e); }
-    }, 3000));
+    }, toNextSecond(3000)));
     const up = await s.up();
     await late;
     assert.ok(pushedAt > 0, "up returned before the image was pushed");
@@ -68,7 +71,7 @@ test("ImageReady in a TypeScript stack: waits for a late push, pins the digest",
     assert.match(up.outputs.platformDigest.value, /^sha256:[0-9a-f]{64}$/);
     assert.notEqual(up.outputs.platformDigest.value, pushed);
     assert.deepEqual(up.outputs.platforms.value, ["linux/amd64", "linux/arm64"]);
-    assert.ok(Date.parse(up.outputs.createdAt.value) > pushedAt,
+    assert.ok(!createdBefore(up.outputs.createdAt.value, pushedAt),
         `the Deployment (${up.outputs.createdAt.value}) must be created after the push began (${new Date(pushedAt).toISOString()})`);
 
     const dep = await request(cluster, "GET", `/apis/apps/v1/namespaces/${ns}/deployments/app-ts-image`);
