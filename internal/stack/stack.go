@@ -1,8 +1,7 @@
 // Package stack runs Pulumi programs through the Automation API (inline programs, so no
 // language host is needed) with the built Pulumi CLI, the readiness provider, the real
-// pulumi-kubernetes plugin (kubernetes.go) and the kubetest stand-in provider (built and
-// configured; no stack creates objects with it any more), against a local file backend. Tests
-// and the demo share it.
+// pulumi-kubernetes plugin (kubernetes.go), against a local file backend. Controllers are
+// played by internal/fakes against the API server, not by a provider. Tests and the demo share it.
 package stack
 
 import (
@@ -37,7 +36,6 @@ func Prepare(ctx context.Context, dir string) (*Env, error) {
 	root := controlplane.RepoRoot()
 	for bin, pkg := range map[string]string{
 		"pulumi-resource-readiness": "./provider/cmd/pulumi-resource-readiness",
-		"pulumi-resource-kubetest":  "./internal/standin/cmd/pulumi-resource-kubetest",
 	} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(e.BinDir, bin), pkg)
 		cmd.Dir = root
@@ -93,7 +91,7 @@ func (e *Env) Stack(ctx context.Context, project, name, kubeconfig string, progr
 	if err != nil {
 		return s, err
 	}
-	for _, key := range []string{"readiness:kubeconfig", "kubetest:kubeconfig", "kubernetes:kubeconfig"} {
+	for _, key := range []string{"readiness:kubeconfig", "kubernetes:kubeconfig"} {
 		if err := s.SetConfig(ctx, key, auto.ConfigValue{Value: kubeconfig, Secret: true}); err != nil {
 			return s, err
 		}

@@ -95,7 +95,7 @@ export function tempDir(prefix: string): string {
     return dir;
 }
 
-// providerBin builds the provider and the kubetest stand-in (220 MB together) once per test
+// providerBin builds the provider (110 MB) once per test
 // process, into a folder of this checkout's own that later processes build over (Go's cache
 // makes that a link at most), so the test files share one copy on disk.
 let providerBin: string | undefined;
@@ -103,14 +103,11 @@ function buildProviders(): string {
     if (providerBin) return providerBin;
     const key = createHash("sha256").update(repoRoot).digest("hex").slice(0, 12);
     const bin = path.join(os.tmpdir(), `readiness-node-bin-${key}`);
-    for (const [name, pkg] of [["pulumi-resource-readiness", "./provider/cmd/pulumi-resource-readiness"],
-                               ["pulumi-resource-kubetest", "./internal/standin/cmd/pulumi-resource-kubetest"]]) {
-        execFileSync("go", ["build", "-o", path.join(bin, name), pkg], { cwd: repoRoot, stdio: "inherit" });
-    }
+    execFileSync("go", ["build", "-o", path.join(bin, "pulumi-resource-readiness"), "./provider/cmd/pulumi-resource-readiness"], { cwd: repoRoot, stdio: "inherit" });
     return (providerBin = bin);
 }
 
-// preparePulumi builds the provider and the kubetest stand-in and sets up a local backend.
+// preparePulumi builds the provider and sets up a local backend.
 export async function preparePulumi(): Promise<PulumiEnv> {
     const dir = tempDir("readiness-node-");
     const bin = buildProviders();
@@ -141,7 +138,6 @@ export async function stack(env: PulumiEnv, c: Cluster, args: InlineProgramArgs)
     fs.mkdirSync(workDir, { recursive: true });
     const s = await LocalWorkspace.createOrSelectStack(args, { workDir, envVars: env.envVars, pulumiCommand: env.command });
     await s.setConfig("readiness:kubeconfig", { value: c.kubeconfig, secret: true });
-    await s.setConfig("kubetest:kubeconfig", { value: c.kubeconfig, secret: true });
     await s.setConfig("kubernetes:kubeconfig", { value: c.kubeconfig, secret: true });
     return s;
 }
