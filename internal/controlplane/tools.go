@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -65,6 +66,11 @@ func Tool(ctx context.Context, name string) (string, error) {
 // EnsureTools builds any missing tool and returns the folder holding all of them. Builds are
 // keyed on each tools module's go.mod/go.sum (and sources, for our own generator), so a pin
 // change rebuilds; a file lock lets parallel test packages share one build.
+//
+// On a cold machine this is the longest step before any test runs, so each tools module's stale
+// binaries are built by one `go build` (the three Kubernetes binaries share most packages and
+// link side by side) and the modules build at the same time (one module's downloads and links
+// overlap another's compiles).
 func EnsureTools(ctx context.Context, logf func(string, ...any)) (string, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -85,40 +91,97 @@ func EnsureTools(ctx context.Context, logf func(string, ...any)) (string, error)
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
 
+	stale := map[string][]tool{} // by module
+	var modules []string
 	for _, t := range tools {
-		modDir := filepath.Join(root, "tools", t.module)
-		stamp, err := moduleStamp(modDir, t)
+		stamp, err := moduleStamp(filepath.Join(root, "tools", t.module), t)
 		if err != nil {
 			return "", err
 		}
 		out := filepath.Join(binDir, t.name)
-		stampFile := out + ".stamp"
-		if b, err := os.ReadFile(stampFile); err == nil && string(b) == stamp {
+		if b, err := os.ReadFile(out + ".stamp"); err == nil && string(b) == stamp {
 			if _, err := os.Stat(out); err == nil {
 				continue
 			}
 		}
-		logf("building %s (tools/%s) into %s ...", t.name, t.module, binDir)
-		start := time.Now()
-		args := []string{"build", "-o", out + ".tmp"}
-		if t.ldflags != "" {
-			args = append(args, "-ldflags", t.ldflags)
+		if stale[t.module] == nil {
+			modules = append(modules, t.module)
 		}
-		args = append(args, t.pkg)
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = modDir
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("building %s: %v\n%s", t.name, err, b)
+		stale[t.module] = append(stale[t.module], t)
+	}
+	errs := make(chan error, len(modules))
+	for _, m := range modules {
+		go func() { errs <- buildModuleTools(ctx, filepath.Join(root, "tools", m), binDir, stale[m], logf) }()
+	}
+	var first error
+	for range modules {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
-		if err := os.Rename(out+".tmp", out); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(stampFile, []byte(stamp), 0o644); err != nil {
-			return "", err
-		}
-		logf("built %s in %s", t.name, time.Since(start).Round(time.Second))
+	}
+	if first != nil {
+		return "", first
 	}
 	return binDir, nil
+}
+
+// buildModuleTools builds ts, all from the tools module in modDir, into binDir with one `go
+// build` (into a scratch folder, then renamed into place with their stamps).
+func buildModuleTools(ctx context.Context, modDir, binDir string, ts []tool, logf func(string, ...any)) error {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.name
+	}
+	logf("building %s (tools/%s) into %s ...", strings.Join(names, ", "), filepath.Base(modDir), binDir)
+	start := time.Now()
+	scratch, err := os.MkdirTemp(binDir, ".build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	// One ldflags for the whole build: -X of a variable only touches the binaries that have it.
+	args := []string{"build", "-o", scratch + string(filepath.Separator)}
+	for _, t := range ts {
+		if t.ldflags != "" {
+			args = append(args, "-ldflags", t.ldflags)
+			break
+		}
+	}
+	for _, t := range ts {
+		args = append(args, t.pkg)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = modDir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %v\n%s", strings.Join(names, ", "), err, b)
+	}
+	for _, t := range ts {
+		built := filepath.Join(scratch, binaryName(t.pkg))
+		out := filepath.Join(binDir, t.name)
+		if err := os.Rename(built, out); err != nil {
+			return err
+		}
+		stamp, err := moduleStamp(modDir, t)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(out+".stamp", []byte(stamp), 0o644); err != nil {
+			return err
+		}
+	}
+	logf("built %s in %s", strings.Join(names, ", "), time.Since(start).Round(time.Second))
+	return nil
+}
+
+// binaryName is the file `go build -o DIR/` writes for a main package: its last path element,
+// or the one before a major-version suffix (go.etcd.io/etcd/server/v3 -> server).
+func binaryName(pkg string) string {
+	elems := strings.Split(strings.TrimSuffix(pkg, "/"), "/")
+	last := elems[len(elems)-1]
+	if len(elems) > 1 && len(last) > 1 && last[0] == 'v' && strings.Trim(last[1:], "0123456789") == "" {
+		last = elems[len(elems)-2]
+	}
+	return last
 }
 
 // moduleStamp hashes what decides a tool's build: its module's go.mod and go.sum, and for our
