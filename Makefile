@@ -77,8 +77,11 @@ lint:
 	go vet -tags cluster ./provider/pkg/kube
 
 # -tags cluster: provider/pkg/kube's tests against the API server (the rest of provider/pkg needs none).
+# -p 4: the long packages (provider, tests/e2e and its packages fieldreports and autogate, each
+# with its own control plane) spend much of their time waiting on the cluster, so all four run at
+# once on two cores.
 test-go: build tools k8s-plugin
-	go test -tags cluster -count=1 -timeout 40m $$(go list ./... | grep -v '/tests/install$$')
+	go test -tags cluster -count=1 -p 4 -timeout 40m $$(go list ./... | grep -v '/tests/install$$')
 	@# The SDK is its own module (go list ./... above leaves it out): its overlay's unit tests.
 	cd sdk && go test -count=1 ./...
 
@@ -121,12 +124,11 @@ bench: build tools
 bench-smoke: build tools
 	go run ./bench -trials 4 -batch 2 -webhook-trials 2 -scale 50 -stack-gates 5 -ready-trials 3 -stack-scale 4 -autogate-objects 3 -out $${TMPDIR:-/tmp}/readiness-bench-smoke.md > /dev/null
 
-# Compiles every Go example and type-checks every TypeScript one, and runs the Go ones that have
-# a test beside them (examples/*/go/main_test.go: the example's Program as an inline program on
-# a local control plane with the real plugin; one package at a time, each starts its own control
-# plane). The TypeScript ones run in test-nodejs (tests/nodejs/src/examples.test.ts).
+# Runs every Go example (examples/*/go/main_test.go: the example's Program as an inline program
+# on a local control plane with the real plugin; one package at a time, each starts its own
+# control plane; the test binary is the example's compile check) and type-checks every
+# TypeScript one. The TypeScript ones run in test-nodejs (tests/nodejs/src/examples.test.ts).
 examples: sdk-nodejs tools k8s-plugin
-	cd examples && go build ./...
 	cd examples && go test -count=1 -p 1 -timeout 20m ./...
 	cd examples && rm -rf node_modules/@readiness-io package-lock.json && npm install --no-audit --no-fund --loglevel=error && npm run check
 

@@ -6,10 +6,14 @@ package stack
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
+	"syscall"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -26,22 +30,25 @@ type Env struct {
 	command auto.PulumiCommand
 }
 
-// Prepare builds the provider binaries into dir/bin and sets up a local backend under dir.
+// Prepare puts the provider binary into dir/bin and sets up a local backend under dir.
 func Prepare(ctx context.Context, dir string) (*Env, error) {
 	toolsBin, err := controlplane.EnsureTools(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	e := &Env{Dir: dir, BinDir: filepath.Join(dir, "bin")}
-	root := controlplane.RepoRoot()
-	for bin, pkg := range map[string]string{
-		"pulumi-resource-readiness": "./provider/cmd/pulumi-resource-readiness",
-	} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(e.BinDir, bin), pkg)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building %s: %v\n%s", bin, err, out)
-		}
+	provider, err := providerBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(e.BinDir, 0o755); err != nil {
+		return nil, err
+	}
+	// Prepare may run twice on one dir (the bench's stack sections): the link is made again.
+	link := filepath.Join(e.BinDir, "pulumi-resource-readiness")
+	_ = os.Remove(link)
+	if err := os.Symlink(provider, link); err != nil {
+		return nil, err
 	}
 	for _, d := range []string{"state", "home"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
@@ -54,8 +61,8 @@ func Prepare(ctx context.Context, dir string) (*Env, error) {
 	if err := k8splugin.Install(ctx, filepath.Join(toolsBin, "pulumi"), shared, nil); err != nil {
 		return nil, err
 	}
-	// Prepare may run twice on one dir (the bench's stack sections): an existing link is kept.
-	link := filepath.Join(dir, "home", "plugins")
+	// An existing link is kept (Prepare may run twice on one dir).
+	link = filepath.Join(dir, "home", "plugins")
 	if target, err := os.Readlink(link); err != nil || target != filepath.Join(shared, "plugins") {
 		_ = os.Remove(link)
 		if err := os.Symlink(filepath.Join(shared, "plugins"), link); err != nil {
@@ -97,4 +104,48 @@ func (e *Env) Stack(ctx context.Context, project, name, kubeconfig string, progr
 		}
 	}
 	return s, nil
+}
+
+// providerBuild is this process's build of the provider: one per process, not one per test
+// (a 113 MB link, seconds of CPU each time).
+var providerBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// providerBinary builds the provider once per process into a folder of this checkout's own
+// under the temp folder, shared by every process of the checkout (the TypeScript harness builds
+// into the same place). A file lock keeps two processes from writing it at once; `go build`
+// leaves an up-to-date binary untouched, so a process that finds it built pays no link.
+func providerBinary(ctx context.Context) (string, error) {
+	providerBuild.once.Do(func() {
+		root := controlplane.RepoRoot()
+		sum := sha256.Sum256([]byte(root))
+		dir := filepath.Join(os.TempDir(), "readiness-provider-bin-"+hex.EncodeToString(sum[:])[:12])
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			providerBuild.err = err
+			return
+		}
+		lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			providerBuild.err = err
+			return
+		}
+		defer lock.Close()
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			providerBuild.err = err
+			return
+		}
+		defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+		out := filepath.Join(dir, "pulumi-resource-readiness")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./provider/cmd/pulumi-resource-readiness")
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			providerBuild.err = fmt.Errorf("building pulumi-resource-readiness: %v\n%s", err, b)
+			return
+		}
+		providerBuild.path = out
+	})
+	return providerBuild.path, providerBuild.err
 }

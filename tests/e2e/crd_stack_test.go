@@ -18,6 +18,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
@@ -26,7 +27,7 @@ import (
 // created only after CrdReady returned, while its CRD is installed a few seconds late.
 func TestCrdReadyStack(t *testing.T) {
 	ctx := context.Background()
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	group := fmt.Sprintf("e2e%d.readiness.test", time.Now().UnixNano()%1_000_000)
 	widget := fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {size: 3}", group)
 
@@ -63,16 +64,16 @@ func TestCrdReadyStack(t *testing.T) {
 
 	var crdAt time.Time
 	go func() {
-		sleepToSecond(crdLate) // the CRD arrives late, as from a slow Helm release
+		stacktest.SleepToSecond(crdLate) // the CRD arrives late, as from a slow Helm release
 		crdAt = time.Now()
 		testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
 	}()
-	res, out := up(t, s)
+	res, out := stacktest.Up(t, s)
 	if crdAt.IsZero() {
 		t.Fatal("up finished before the CRD was installed")
 	}
-	createdAt := outputTime(t, res, "widgetCreatedAt")
-	if createdBefore(createdAt, crdAt) {
+	createdAt := stacktest.OutputTime(t, res, "widgetCreatedAt")
+	if stacktest.CreatedBefore(createdAt, crdAt) {
 		t.Errorf("the Widget was created at %s, before its CRD (%s)", createdAt, crdAt)
 	}
 	if got := fmt.Sprint(res.Outputs["kinds"].Value); got != "[Widget]" {
@@ -127,7 +128,7 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 // pulumi-kubernetes stopped retrying, before the CRD arrives crdLate after its first try.
 func TestWithoutTheGateTheStackFails(t *testing.T) {
 	ctx := context.Background()
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	group := fmt.Sprintf("nogate%d.readiness.test", time.Now().UnixNano()%1_000_000)
 	program := func(ctx *pulumi.Context) error {
 		_, err := stack.NewKube(ctx, "widget",
@@ -177,7 +178,7 @@ func TestWithoutTheGateTheStackFails(t *testing.T) {
 // non-storage version on CrdReady's conversion proof, with its own conversionProbes object,
 // while the conversion webhook (on 127.0.0.1, registered by URL) starts late.
 func TestCrdReadyConversionStack(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	wh, err := fakes.NewWebhook()
 	if err != nil {
 		t.Fatal(err)
@@ -214,21 +215,21 @@ func TestCrdReadyConversionStack(t *testing.T) {
 		ctx.Export("widgetCreatedAt", obj.CreationTimestamp())
 		return nil
 	}
-	s := newStack(t, env, "conversion", program)
+	s := stacktest.NewStack(t, env, "conversion", program)
 	var startedAt time.Time
 	go func() {
-		sleepToSecond(3 * time.Second)
+		stacktest.SleepToSecond(3 * time.Second)
 		startedAt = time.Now()
 		if err := wh.Start(); err != nil {
 			t.Error(err)
 		}
 	}()
-	res, _ := up(t, s)
+	res, _ := stacktest.Up(t, s)
 	if startedAt.IsZero() {
 		t.Fatal("up finished before the conversion webhook served")
 	}
-	createdAt := outputTime(t, res, "widgetCreatedAt")
-	if createdBefore(createdAt, startedAt) {
+	createdAt := stacktest.OutputTime(t, res, "widgetCreatedAt")
+	if stacktest.CreatedBefore(createdAt, startedAt) {
 		t.Errorf("the Widget was created at %s, before the conversion webhook served (%s)", createdAt, startedAt)
 	}
 	if got := fmt.Sprint(res.Outputs["conversionVerified"].Value); got != "["+name+"]" {

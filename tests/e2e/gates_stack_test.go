@@ -17,6 +17,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
@@ -26,7 +27,7 @@ import (
 // rebuilds in a row succeed with no retry; without the gate the same stack fails.
 func TestWebhookReadyStackRebuilds(t *testing.T) {
 	ctx := context.Background()
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	group := fmt.Sprintf("eso%d.readiness.test", time.Now().UnixNano()%1_000_000)
 	testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
 	namespaces := []string{testenv.Namespace(t, "hello-world"), testenv.Namespace(t, "nodejs-demo"), testenv.Namespace(t, "storage")}
@@ -97,7 +98,7 @@ func TestWebhookReadyStackRebuilds(t *testing.T) {
 // created only after cert-manager issued it. The order is read from the objects' own records.
 func TestCertificateReadyStack(t *testing.T) {
 	ctx := context.Background()
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	crds, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ spec:
 		ctx.Export("deploymentCreatedAt", dep.CreationTimestamp())
 		return nil
 	}
-	s := newStack(t, env, "certs", program)
+	s := stacktest.NewStack(t, env, "certs", program)
 
 	// Play cert-manager: once the Certificate exists, issue it after a delay.
 	var secretAt time.Time
@@ -154,7 +155,7 @@ spec:
 				cur, err := testenv.Dynamic(t).Resource(certGVR).Namespace(ns).Get(ctx, "ai-ops-agent", metav1.GetOptions{})
 				if err == nil {
 					c := testenv.IssueCertificate(t, "ai-ops-agent.example.test", 48*time.Hour)
-					sleepToSecond(2 * time.Second) // issuance takes a while
+					stacktest.SleepToSecond(2 * time.Second) // issuance takes a while
 					secretAt = time.Now()
 					sec := testenv.Object(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: ai-ops-agent-tls, namespace: %s}\ntype: kubernetes.io/tls", ns))
 					sec.Object["data"] = map[string]any{"tls.crt": base64.StdEncoding.EncodeToString(c.CertPEM), "tls.key": base64.StdEncoding.EncodeToString(c.KeyPEM)}
@@ -173,12 +174,12 @@ spec:
 			return fmt.Errorf("the stack never created the Certificate")
 		}()
 	}()
-	res, _ := up(t, s)
+	res, _ := stacktest.Up(t, s)
 	if err := <-issued; err != nil {
 		t.Fatal(err)
 	}
-	depAt := outputTime(t, res, "deploymentCreatedAt")
-	if createdBefore(depAt, secretAt.Add(time.Second)) {
+	depAt := stacktest.OutputTime(t, res, "deploymentCreatedAt")
+	if stacktest.CreatedBefore(depAt, secretAt.Add(time.Second)) {
 		t.Errorf("the Deployment (%s) was created before its TLS Secret (%s) held for stableFor 1s", depAt, secretAt)
 	}
 	if res.Outputs["secretName"].Value != "ai-ops-agent-tls" {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/internal/testregistry"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
@@ -25,7 +26,7 @@ import (
 // image pinned by the digest the gate resolved, not the tag.
 func TestImageReadyStack(t *testing.T) {
 	ctx := context.Background()
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	reg, err := testregistry.Start(testregistry.Options{TLS: true, Users: map[string]string{"ci": "e2e-registry-pass"}})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func TestImageReadyStack(t *testing.T) {
 		ctx.Export("deploymentCreatedAt", dep.CreationTimestamp())
 		return nil
 	}
-	s := newStack(t, env, "images", program)
+	s := stacktest.NewStack(t, env, "images", program)
 
 	// Play CI: the image is pushed a while after `pulumi up` started.
 	type push struct {
@@ -82,7 +83,7 @@ func TestImageReadyStack(t *testing.T) {
 	}
 	pushed := make(chan push, 1)
 	go func() {
-		sleepToSecond(3 * time.Second)
+		stacktest.SleepToSecond(3 * time.Second)
 		from := time.Now()
 		d, err := reg.PushIndex("api:1.4.2", "linux/amd64", "linux/arm64")
 		pushed <- push{from, d, err}
@@ -103,8 +104,8 @@ func TestImageReadyStack(t *testing.T) {
 	if got, _ := res.Outputs["platformDigest"].Value.(string); !strings.HasPrefix(got, "sha256:") || got == digest {
 		t.Errorf("platformDigest = %q: want the linux/amd64 image's digest", got)
 	}
-	depAt := outputTime(t, res, "deploymentCreatedAt")
-	if createdBefore(depAt, pushedFrom) {
+	depAt := stacktest.OutputTime(t, res, "deploymentCreatedAt")
+	if stacktest.CreatedBefore(depAt, pushedFrom) {
 		t.Errorf("the Deployment (%s) was created before the image was pushed (%s)", depAt, pushedFrom)
 	}
 	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}

@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
@@ -18,7 +19,7 @@ import (
 // sidecar; the gate returns only once the dry-run result carries the injected container. The
 // injector refuses the gate's direct calls, so the mutation is the only proof.
 func TestInjectorExpectStack(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	ns := testenv.Namespace(t, "inject")
 	testenv.ServiceAccountReady(t, ns)
 	injector := testenv.NewWebhook(t)
@@ -53,19 +54,19 @@ data: {stage: after-injector}`, ns), pulumi.DependsOn([]pulumi.Resource{gate}))
 		ctx.Export("createdAt", dep.CreationTimestamp())
 		return nil
 	}
-	s := newStack(t, env, "injector", program)
+	s := stacktest.NewStack(t, env, "injector", program)
 	var startedAt time.Time
 	go func() {
-		sleepToSecond(3 * time.Second) // the injector's pod starts serving late
+		stacktest.SleepToSecond(3 * time.Second) // the injector's pod starts serving late
 		startedAt = time.Now()
 		injector.Start(t)
 	}()
-	res, _ := up(t, s)
+	res, _ := stacktest.Up(t, s)
 	if startedAt.IsZero() {
 		t.Fatal("up finished before the injector served: a Pod admitted unmutated passed the gate")
 	}
-	createdAt := outputTime(t, res, "createdAt")
-	if createdBefore(createdAt, startedAt) {
+	createdAt := stacktest.OutputTime(t, res, "createdAt")
+	if stacktest.CreatedBefore(createdAt, startedAt) {
 		t.Errorf("the workload's object was created at %s, before the injector served (%s)", createdAt, startedAt)
 	}
 	if res.Outputs["probed"].Value != true || res.Outputs["failurePolicy"].Value != "Ignore" {

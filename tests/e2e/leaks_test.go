@@ -12,6 +12,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
@@ -21,7 +22,7 @@ import (
 // checkpoint.
 func TestNoSecretValueLeaks(t *testing.T) {
 	ctx := context.Background()
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	ns := testenv.Namespace(t, "leak")
 	const marker = "MARKER-pl4nted-s3cret-value"
 	testenv.Apply(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: %s}\nstringData: {password: %s, username: admin}", ns, marker))
@@ -80,7 +81,7 @@ func TestNoSecretValueLeaks(t *testing.T) {
 // value may appear in the stack's output or errors.
 func TestKubeconfigThatFailsToLoadLeaksNothing(t *testing.T) {
 	ctx := context.Background()
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	value := base64.StdEncoding.EncodeToString(testenv.CP.Kubeconfig)
 	s, err := env.Stack(ctx, "leak", "kubeconfig-b64", value, func(ctx *pulumi.Context) error {
 		_, err := readiness.NewNodesReady(ctx, "nodes", &readiness.NodesReadyArgs{Timeout: pulumi.String("5s")})

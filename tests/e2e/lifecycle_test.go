@@ -16,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
@@ -24,7 +25,7 @@ import (
 // changed under a finished stack (a Helm upgrade restarting the webhook).
 func TestTriggersAndClusterChanges(t *testing.T) {
 	ctx := context.Background()
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	group := fmt.Sprintf("trg%d.readiness.test", time.Now().UnixNano()%1_000_000)
 	testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
 	wh := testenv.NewWebhook(t)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
@@ -35,7 +36,7 @@ func installModuleCRDs(t *testing.T, module string) {
 // with the two presets: up returns only once both installs are usable.
 func TestPresetsCertManagerAndExternalSecrets(t *testing.T) {
 	ctx := context.Background()
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	installModuleCRDs(t, controlplane.CertManagerModule)
 	installModuleCRDs(t, controlplane.ExternalSecretsModule)
 	for _, ns := range []string{"cert-manager", "external-secrets"} {
@@ -76,7 +77,7 @@ func TestPresetsCertManagerAndExternalSecrets(t *testing.T) {
 		ctx.Export("externalSecretsWebhooks", e.WebhookConfigurations)
 		return nil
 	}
-	s := newStack(t, env, "presets", program)
+	s := stacktest.NewStack(t, env, "presets", program)
 	var started time.Time
 	go func() {
 		time.Sleep(4 * time.Second) // the webhook pods start serving late
@@ -84,7 +85,7 @@ func TestPresetsCertManagerAndExternalSecrets(t *testing.T) {
 		cm.Start(t)
 		eso.Start(t)
 	}()
-	res, out := up(t, s)
+	res, out := stacktest.Up(t, s)
 	if started.IsZero() {
 		t.Fatal("up returned before the webhooks served")
 	}

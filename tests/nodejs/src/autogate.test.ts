@@ -210,7 +210,7 @@ test("autoGate: field reports 000, 001 and 002 as one gate-free program, rebuilt
 });
 
 // A ConfigGroup whose own custom resource its own webhook validates (report 002's APISIX shape),
-// as tests/e2e's TestAutoGateConfigGroupWebhookAndCustomResourceInEitherOrder: the plugin registers
+// as tests/e2e/autogate's TestAutoGateConfigGroupWebhookAndCustomResourceInEitherOrder: the plugin registers
 // its children concurrently, so the custom resource may reach the transform before the webhook
 // configuration. Either order in the YAML, autoGate holds the custom resource until the webhook
 // answers for it (the webhook serves 3 s after its configuration exists); without the line the

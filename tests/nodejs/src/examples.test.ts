@@ -18,19 +18,19 @@ import certManager = require("../../../examples/cert-manager/ts/index");
 import externalSecrets = require("../../../examples/external-secrets/ts/index");
 import image = require("../../../examples/image/ts/index");
 import injector = require("../../../examples/injector/ts/index");
-import { Cluster, FakeWebhook, localChart, preparePulumi, PulumiEnv, request, repoRoot, stack, startCluster, startRegistry } from "./harness";
+import { Cluster, FakeWebhook, localChart, preparePulumi, PulumiEnv, request, repoRoot, stack, startCluster, startRegistry, goBinary } from "./harness";
 
 let cluster: Cluster;
 let env: PulumiEnv;
 let kubeconfigPath: string;
-const playerBin = path.join(os.tmpdir(), "readiness-player");
+let playerBin: string;
 
 before(async () => {
     cluster = await startCluster();
     env = await preparePulumi();
     kubeconfigPath = path.join(env.dir, "kubeconfig");
     fs.writeFileSync(kubeconfigPath, cluster.kubeconfig);
-    execFileSync("go", ["build", "-o", playerBin, "./internal/fakes/cmd/player"], { cwd: repoRoot, stdio: "inherit" });
+    playerBin = goBinary("./internal/fakes/cmd/player");
 });
 after(async () => { await cluster?.stop(); });
 

@@ -31,9 +31,8 @@ export interface Cluster {
 
 // startCluster runs `localcluster up` and resolves once it printed its kubeconfig path.
 export async function startCluster(): Promise<Cluster> {
-    execFileSync("go", ["build", "-o", path.join(os.tmpdir(), "readiness-localcluster"), "./internal/controlplane/cmd/localcluster"],
-        { cwd: repoRoot, stdio: "inherit" });
-    const child: ChildProcess = spawn(path.join(os.tmpdir(), "readiness-localcluster"), ["up"], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
+    const localcluster = goBinary("./internal/controlplane/cmd/localcluster");
+    const child: ChildProcess = spawn(localcluster, ["up"], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
     const kubeconfigPath: string = await new Promise((resolve, reject) => {
         const rl = readline.createInterface({ input: child.stdout! });
         rl.once("line", (line) => resolve(line.trim()));
@@ -95,16 +94,31 @@ export function tempDir(prefix: string): string {
     return dir;
 }
 
-// providerBin builds the provider (110 MB) once per test
-// process, into a folder of this checkout's own that later processes build over (Go's cache
-// makes that a link at most), so the test files share one copy on disk.
-let providerBin: string | undefined;
-function buildProviders(): string {
-    if (providerBin) return providerBin;
+// checkoutBin is this checkout's folder for the binaries the tests build (the same one
+// internal/stack builds the provider into).
+function checkoutBin(): string {
     const key = createHash("sha256").update(repoRoot).digest("hex").slice(0, 12);
-    const bin = path.join(os.tmpdir(), `readiness-node-bin-${key}`);
-    execFileSync("go", ["build", "-o", path.join(bin, "pulumi-resource-readiness"), "./provider/cmd/pulumi-resource-readiness"], { cwd: repoRoot, stdio: "inherit" });
-    return (providerBin = bin);
+    return path.join(os.tmpdir(), `readiness-provider-bin-${key}`);
+}
+
+// goBinary builds one of this repository's commands (once per process) into checkoutBin and
+// returns its path. Test files run side by side: a build that lands while another file runs the
+// binary swaps the file by a rename, and the running process keeps its copy.
+const built = new Map<string, string>();
+export function goBinary(pkg: string): string {
+    let bin = built.get(pkg);
+    if (!bin) {
+        bin = path.join(checkoutBin(), path.basename(pkg));
+        execFileSync("go", ["build", "-o", bin, pkg], { cwd: repoRoot, stdio: "inherit" });
+        built.set(pkg, bin);
+    }
+    return bin;
+}
+
+// providerBin is the folder of the provider binary (110 MB), built once per process (goBinary),
+// which the test files and the Go stack tests (internal/stack) share on disk.
+function buildProviders(): string {
+    return path.dirname(goBinary("./provider/cmd/pulumi-resource-readiness"));
 }
 
 // preparePulumi builds the provider and sets up a local backend.
@@ -175,8 +189,7 @@ export interface Registry {
 
 // startRegistry runs a real OCI registry on 127.0.0.1 (internal/testregistry/cmd/testregistry).
 export async function startRegistry(args: string[] = []): Promise<Registry> {
-    const bin = path.join(os.tmpdir(), "readiness-testregistry");
-    execFileSync("go", ["build", "-o", bin, "./internal/testregistry/cmd/testregistry"], { cwd: repoRoot, stdio: "inherit" });
+    const bin = goBinary("./internal/testregistry/cmd/testregistry");
     const child = spawn(bin, args, { stdio: ["pipe", "pipe", "inherit"] });
     const lines: string[] = [];
     const waiters: { resolve: (l: string) => void; reject: (e: Error) => void }[] = [];
@@ -207,8 +220,7 @@ export async function startRegistry(args: string[] = []): Promise<Registry> {
 export class FakeWebhook {
     private constructor(private child: ChildProcess, private lines: AsyncIterator<string>, public url: string, public convertUrl: string, public caBundle: string) {}
     static async start(): Promise<FakeWebhook> {
-        const bin = path.join(os.tmpdir(), "readiness-fakewebhook");
-        execFileSync("go", ["build", "-o", bin, "./internal/fakes/cmd/fakewebhook"], { cwd: repoRoot, stdio: "inherit" });
+        const bin = goBinary("./internal/fakes/cmd/fakewebhook");
         const child = spawn(bin, [], { stdio: ["pipe", "pipe", "inherit"] });
         const lines = readline.createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
         const { url, convertUrl, caBundle } = JSON.parse((await lines.next()).value);
@@ -262,13 +274,9 @@ export async function serveWhenAvailable(c: Cluster, webhook: FakeWebhook, ns: s
 // play runs one of internal/fakes' controller players (internal/fakes/cmd/player: "issue ...",
 // "sync-externalsecrets ...", "kubelet <namespace> <selector>") against the cluster; done
 // resolves with the lines it printed when it exits ("done" last), stop ends it.
-let playerBin: string | undefined;
 let kubeconfigFile: string | undefined;
 export function play(c: Cluster, ...args: string[]): { done: Promise<string[]>; stop: () => void } {
-    if (!playerBin) {
-        playerBin = path.join(tempDir("readiness-player-"), "player");
-        execFileSync("go", ["build", "-o", playerBin, "./internal/fakes/cmd/player"], { cwd: repoRoot, stdio: "inherit" });
-    }
+    const playerBin = goBinary("./internal/fakes/cmd/player");
     if (!kubeconfigFile) {
         kubeconfigFile = path.join(tempDir("readiness-kubeconfig-"), "kubeconfig");
         fs.writeFileSync(kubeconfigFile, c.kubeconfig);

@@ -1,4 +1,4 @@
-package e2e
+package fieldreports
 
 // Field reports 000, 001 and 002 as stacks of what users run: the charts' real objects installed
 // by pulumi-kubernetes (helm.sh/v3:Release of a local chart wrapping the rendered chart, see
@@ -16,7 +16,6 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,54 +25,10 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
-
-// serveWhenAvailable plays a chart's webhook pod (fakes.ServeWhenAvailable); after < 0: it does
-// not serve until stopped.
-func serveWhenAvailable(t *testing.T, wh *testenv.Webhook, ns, name string, after time.Duration) func() {
-	if after < 0 {
-		return func() {}
-	}
-	p := fakes.ServeWhenAvailable(testenv.CP.Client, wh.Webhook, ns, name, after, nil)
-	return func() {
-		if err := p.Stop(); err != nil {
-			t.Error(err)
-		}
-	}
-}
-
-// upErr runs `pulumi up` and returns its error with the engine's output.
-func upErr(s auto.Stack) (auto.UpResult, error) {
-	var out strings.Builder
-	res, err := s.Up(context.Background(), optup.ProgressStreams(&out))
-	if err != nil {
-		return res, fmt.Errorf("%w\n%s", err, out.String())
-	}
-	return res, nil
-}
-
-func destroy(t *testing.T, s auto.Stack) {
-	t.Helper()
-	var out strings.Builder
-	if _, err := s.Destroy(context.Background(), optdestroy.ProgressStreams(&out)); err != nil {
-		t.Fatalf("destroy: %v\n%s", err, out.String())
-	}
-}
-
-// requireFailure checks that err is the report's error as pulumi-kubernetes reports it.
-func requireFailure(t *testing.T, err error, wants ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("without the gate the stack must fail with %q; it succeeded", wants)
-	}
-	for _, w := range wants {
-		if !strings.Contains(err.Error(), w) {
-			t.Fatalf("without the gate the stack must fail with %q; got:\n%v", w, err)
-		}
-	}
-}
 
 // TestFieldReport002IngressNginxWebhook: a helm.sh/v3:Release of ingress-nginx, then an Ingress.
 // Helm's own wait (Deployment ready) returns before the admission webhook serves, so the
@@ -81,7 +36,7 @@ func requireFailure(t *testing.T, err error, wants ...string) {
 // connection refused`; HelmReleaseReady between them waits for the webhook. The gated stack
 // is rebuilt (up + destroy) five times in a row, as field report 004's rebuild loop does.
 func TestFieldReport002IngressNginxWebhook(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	wh := testenv.NewWebhook(t)
 	chart, err := charts.Local(t.TempDir(), "ingress-nginx", wh.Webhook)
 	if err != nil {
@@ -131,18 +86,18 @@ spec:
 	}
 
 	// Without the gate: the webhook is not serving yet when pulumi-kubernetes creates the Ingress.
-	s := newStack(t, env, "report002", program(false))
-	stop := serveWhenAvailable(t, wh, "ingress-nginx", "ingress-nginx-controller", -1)
-	_, err = upErr(s)
+	s := stacktest.NewStack(t, env, "report002", program(false))
+	stop := stacktest.ServeWhenAvailable(t, wh, "ingress-nginx", "ingress-nginx-controller", -1)
+	_, err = stacktest.UpErr(s)
 	stop()
-	requireFailure(t, err, `failed calling webhook "validate.nginx.ingress.kubernetes.io"`, "connection refused")
-	destroy(t, s)
+	stacktest.RequireFailure(t, err, `failed calling webhook "validate.nginx.ingress.kubernetes.io"`, "connection refused")
+	stacktest.Destroy(t, s)
 
 	// With the gate, rebuilt five times: the webhook serves 5 s after the controller is available.
-	g := newStack(t, env, "report002gated", program(true))
+	g := stacktest.NewStack(t, env, "report002gated", program(true))
 	for i := 1; i <= 5; i++ {
-		stop := serveWhenAvailable(t, wh, "ingress-nginx", "ingress-nginx-controller", 5*time.Second)
-		_, err := upErr(g)
+		stop := stacktest.ServeWhenAvailable(t, wh, "ingress-nginx", "ingress-nginx-controller", 5*time.Second)
+		_, err := stacktest.UpErr(g)
 		stop()
 		if err != nil {
 			t.Fatalf("rebuild %d: %v", i, err)
@@ -150,7 +105,7 @@ spec:
 		if wh.Calls.Load() == 0 {
 			t.Fatalf("rebuild %d: the Ingress was created without the webhook ever answering", i)
 		}
-		destroy(t, g)
+		stacktest.Destroy(t, g)
 		wh.Stop()
 		wh.Calls.Store(0)
 	}
@@ -162,7 +117,7 @@ spec:
 // "validate.externalsecret.external-secrets.io"`. HelmReleaseReady between them makes the
 // rebuild succeed.
 func TestFieldReport001ExternalSecretsWebhook(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	wh := testenv.NewWebhook(t)
 	crds, err := charts.ExternalSecretsCRDs(context.Background())
 	if err != nil {
@@ -220,20 +175,20 @@ spec:
 	// The chart's webhook also intercepts DELETE: destroy while it serves.
 	cleanup := func(s auto.Stack) {
 		_ = wh.Webhook.Start()
-		destroy(t, s)
+		stacktest.Destroy(t, s)
 		wh.Stop()
 	}
 
-	s := newStack(t, env, "report001", program(false))
-	stop := serveWhenAvailable(t, wh, "external-secrets", "external-secrets-webhook", -1)
-	_, err = upErr(s)
+	s := stacktest.NewStack(t, env, "report001", program(false))
+	stop := stacktest.ServeWhenAvailable(t, wh, "external-secrets", "external-secrets-webhook", -1)
+	_, err = stacktest.UpErr(s)
 	stop()
-	requireFailure(t, err, `failed calling webhook "validate.externalsecret.external-secrets.io"`)
+	stacktest.RequireFailure(t, err, `failed calling webhook "validate.externalsecret.external-secrets.io"`)
 	cleanup(s)
 
-	g := newStack(t, env, "report001gated", program(true))
-	stop = serveWhenAvailable(t, wh, "external-secrets", "external-secrets-webhook", 5*time.Second)
-	_, err = upErr(g)
+	g := stacktest.NewStack(t, env, "report001gated", program(true))
+	stop = stacktest.ServeWhenAvailable(t, wh, "external-secrets", "external-secrets-webhook", 5*time.Second)
+	_, err = stacktest.UpErr(g)
 	stop()
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +200,7 @@ spec:
 // Deployment that never becomes ready) fails the stack with Helm's error at once; the gate that
 // depends on it is never created, so nothing hangs on it.
 func TestGateAfterAFailedRelease(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	chart, err := charts.Write(t.TempDir(), "stuck", []*unstructured.Unstructured{testenv.Object(t, `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: stuck, namespace: stuck}
@@ -257,7 +212,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStack(t, env, "failedrelease", func(ctx *pulumi.Context) error {
+	s := stacktest.NewStack(t, env, "failedrelease", func(ctx *pulumi.Context) error {
 		release, err := stack.NewHelmRelease(ctx, "stuck", pulumi.Map{"chart": pulumi.String(chart), "name": pulumi.String("stuck"),
 			"namespace": pulumi.String("stuck"), "createNamespace": pulumi.Bool(true), "timeout": pulumi.Int(10)})
 		if err != nil {
@@ -268,8 +223,8 @@ spec:
 		}, pulumi.DependsOn([]pulumi.Resource{release}))
 		return err
 	})
-	_, err = upErr(s)
-	requireFailure(t, err, "kubernetes:helm.sh/v3:Release", "stuck")
+	_, err = stacktest.UpErr(s)
+	stacktest.RequireFailure(t, err, "kubernetes:helm.sh/v3:Release", "stuck")
 	if strings.Contains(err.Error(), "HelmReleaseReady stuck-ready creating") {
 		t.Fatalf("the gate after a failed release was started:\n%v", err)
 	}
@@ -282,7 +237,7 @@ spec:
 // HelmReleaseReady's rules, webhooks included: the Ingress waits for the webhook; without it
 // the Ingress fails as with a Release.
 func TestChartV4IngressNginxWebhook(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	wh := testenv.NewWebhook(t)
 	chart, err := charts.Local(t.TempDir(), "ingress-nginx", wh.Webhook)
 	if err != nil {
@@ -320,12 +275,12 @@ spec:
 	if _, err := testenv.Resource(t, nsObj).Create(context.Background(), nsObj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	s := newStack(t, env, "chartv4", program(false))
-	_, err = upErr(s)
-	requireFailure(t, err, `failed calling webhook "validate.nginx.ingress.kubernetes.io"`, "connection refused")
-	destroy(t, s)
+	s := stacktest.NewStack(t, env, "chartv4", program(false))
+	_, err = stacktest.UpErr(s)
+	stacktest.RequireFailure(t, err, `failed calling webhook "validate.nginx.ingress.kubernetes.io"`, "connection refused")
+	stacktest.Destroy(t, s)
 
-	g := newStack(t, env, "chartv4gated", program(true))
+	g := stacktest.NewStack(t, env, "chartv4gated", program(true))
 	// A first preview: the Chart's resources are unknown, and the gate must not refuse them.
 	if _, err := g.Preview(context.Background()); err != nil {
 		t.Fatalf("preview: %v", err)
@@ -357,7 +312,7 @@ spec:
 	if hooks := fmt.Sprint(res.Outputs["webhooks"].Value); hooks != "[ingress-nginx-admission]" {
 		t.Errorf("webhooks = %s, want [ingress-nginx-admission]", hooks)
 	}
-	destroy(t, g)
+	stacktest.Destroy(t, g)
 	wh.Stop()
 }
 
@@ -365,7 +320,7 @@ spec:
 // An upgrade (new values: Helm writes revision 2) replaces the gate, which waits again: here for
 // the webhook, down during the upgrade as while a new controller pod starts.
 func TestReleaseUpgradeGateWaitsAgain(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	wh := testenv.NewWebhook(t)
 	chart, err := charts.Local(t.TempDir(), "ingress-nginx", wh.Webhook)
 	if err != nil {
@@ -390,12 +345,12 @@ func TestReleaseUpgradeGateWaitsAgain(t *testing.T) {
 		}
 	}
 	wh.Start(t)
-	s := newStack(t, env, "upgrade", program(1))
-	if _, err := upErr(s); err != nil {
+	s := stacktest.NewStack(t, env, "upgrade", program(1))
+	if _, err := stacktest.UpErr(s); err != nil {
 		t.Fatal(err)
 	}
 	wh.Stop()
-	s2 := newStack(t, env, "upgrade", program(2))
+	s2 := stacktest.NewStack(t, env, "upgrade", program(2))
 	served := make(chan time.Time, 1)
 	go func() {
 		// The upgraded controller's webhook listens 3 s after Helm wrote revision 2.
@@ -425,7 +380,7 @@ func TestReleaseUpgradeGateWaitsAgain(t *testing.T) {
 	if at := <-served; returned.Before(at) {
 		t.Fatalf("the upgraded release's gate returned (%s) before its webhook served (%s)", returned, at)
 	}
-	destroy(t, s2)
+	stacktest.Destroy(t, s2)
 	wh.Stop()
 }
 
@@ -433,19 +388,19 @@ func TestReleaseUpgradeGateWaitsAgain(t *testing.T) {
 // its kind succeeds with no gate: pulumi-kubernetes creates the CRD first and retries the object
 // while its kind is not served yet. (A CRD that another step installs is what CrdReady is for.)
 func TestConfigGroupOrdersCRDsBeforeTheirObjects(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	group := fmt.Sprintf("cg%d.readiness.test", time.Now().UnixNano()%1_000_000)
 	yaml := testenv.CRD(group, "Widget", "widgets") + "\n---\napiVersion: " + group + "/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {size: 1}\n"
-	s := newStack(t, env, "configgroup", func(ctx *pulumi.Context) error {
+	s := stacktest.NewStack(t, env, "configgroup", func(ctx *pulumi.Context) error {
 		_, err := stack.NewConfigGroup(ctx, "app", pulumi.Map{"yaml": pulumi.String(yaml)})
 		return err
 	})
-	if _, err := upErr(s); err != nil {
+	if _, err := stacktest.UpErr(s); err != nil {
 		t.Fatal(err)
 	}
 	w := testenv.Object(t, "apiVersion: "+group+"/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}")
 	if _, err := testenv.Resource(t, w).Get(context.Background(), "w1", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the ConfigGroup's Widget: %v", err)
 	}
-	destroy(t, s)
+	stacktest.Destroy(t, s)
 }

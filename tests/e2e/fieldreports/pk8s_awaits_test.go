@@ -1,4 +1,4 @@
-package e2e
+package fieldreports
 
 // What pulumi-kubernetes (the real plugin) waits for by itself, pinned so that
 // docs/pulumi-kubernetes.md can say which gate goes after each resource.
@@ -23,6 +23,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
@@ -30,7 +31,7 @@ import (
 // TestPulumiKubernetesOwnWaits runs its two stacks in one prepared environment (one build of the
 // providers).
 func TestPulumiKubernetesOwnWaits(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	t.Run("Annotations", func(t *testing.T) { annotationsAndSkipAwait(t, env) })
 	t.Run("GateAfterADeniedChart", func(t *testing.T) { gateAfterADeniedChart(t, env) })
 }
@@ -174,7 +175,7 @@ spec:
 		}()
 	}()
 
-	s := newStack(t, env, "awaits", program("5s"))
+	s := stacktest.NewStack(t, env, "awaits", program("5s"))
 	var out strings.Builder
 	t0 := time.Now()
 	_, err = s.Up(ctx, optup.ContinueOnError(), optup.ProgressStreams(&out))
@@ -199,7 +200,7 @@ spec:
 		}
 	}
 	state := map[string]bool{}
-	for _, r := range stateOf(t, s) {
+	for _, r := range stacktest.StateOf(t, s) {
 		state[r.Type+" "+resource.URN(r.URN).Name()] = true
 	}
 	for name, want := range map[string]bool{
@@ -223,16 +224,16 @@ spec:
 	if at := readyAt.Load(); at == nil {
 		t.Fatal("the Widget was never marked Ready")
 	} else {
-		notBefore(t, "the ConfigMap after the ConfigFile", cm.CreationTimestamp.Time, *at)
+		stacktest.NotBefore(t, "the ConfigMap after the ConfigFile", cm.CreationTimestamp.Time, *at)
 	}
 
 	// Second up: the webhook serves, the kubelet makes the Release's pods ready.
 	gadgetHook.Start(t)
 	kubelet := fakes.PlayKubelet(testenv.CP.Client, ns, "app=idle", nil)
 	defer func() { _ = kubelet.Stop() }()
-	s = newStack(t, env, "awaits", program("2m"))
+	s = stacktest.NewStack(t, env, "awaits", program("2m"))
 	t0 = time.Now()
-	if _, err := upErr(s); err != nil {
+	if _, err := stacktest.UpErr(s); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("second up: %s", time.Since(t0).Round(100*time.Millisecond))
@@ -240,7 +241,7 @@ spec:
 		t.Errorf("after the second up: %v", err)
 	}
 	t0 = time.Now()
-	destroy(t, s)
+	stacktest.Destroy(t, s)
 	t.Logf("destroy: %s", time.Since(t0).Round(100*time.Millisecond))
 }
 
@@ -281,27 +282,27 @@ func gateAfterADeniedChart(t *testing.T, env *stack.Env) {
 			return err
 		}
 	}
-	s := newStack(t, env, "denied", program("10m"))
-	_, err = upErr(s)
-	requireFailure(t, err, "kubernetes:"+group+"/v1:Sprocket (sprockets:"+ns+"/s1)", `admission webhook "`+hookName+`" denied the request`)
+	s := stacktest.NewStack(t, env, "denied", program("10m"))
+	_, err = stacktest.UpErr(s)
+	stacktest.RequireFailure(t, err, "kubernetes:"+group+"/v1:Sprocket (sprockets:"+ns+"/s1)", `admission webhook "`+hookName+`" denied the request`)
 	if strings.Contains(err.Error(), "s1-ready creating") {
 		t.Fatalf("the gate after the denied Chart was started:\n%v", err)
 	}
-	gates := gatesOf(t, s)
+	gates := stacktest.GatesOf(t, s)
 	if len(gates) != 0 {
 		t.Fatalf("gates in the state after the denied Chart: %v", gates)
 	}
 
 	// --continue-on-error: the gate after the Chart runs, and fails by its own timeout.
-	s = newStack(t, env, "denied", program("3s"))
+	s = stacktest.NewStack(t, env, "denied", program("3s"))
 	var out strings.Builder
 	_, err = s.Up(context.Background(), optup.ContinueOnError(), optup.ProgressStreams(&out))
-	requireFailure(t, err, `admission webhook "`+hookName+`" denied the request`)
+	stacktest.RequireFailure(t, err, `admission webhook "`+hookName+`" denied the request`)
 	if !strings.Contains(out.String(), "readiness:index:ResourceReady s1-ready creating") || !strings.Contains(out.String(), "timed out after 3") {
 		t.Fatalf("with --continue-on-error the gate after the denied Chart should run to its timeout:\n%s", out.String())
 	}
 	if _, err := testenv.CP.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "after-s1-ready", metav1.GetOptions{}); err == nil {
 		t.Fatal("the ConfigMap after the gate was created")
 	}
-	destroy(t, s)
+	stacktest.Destroy(t, s)
 }

@@ -1,15 +1,13 @@
-package e2e
+package autogate
 
 // autoGate (issue 24) on the real pulumi-kubernetes plugin: field reports 000, 001 and 002 as one
 // ordinary program with no hand-written gate but readiness.AutoGate at its top.
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +23,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
@@ -54,77 +52,9 @@ func (m *moments) get(what string) (time.Time, bool) {
 	return at, ok
 }
 
-// createdAt is the object's creationTimestamp (whole seconds).
-func createdAt(t *testing.T, doc string) time.Time {
-	t.Helper()
-	u := testenv.Object(t, doc)
-	got, err := testenv.Resource(t, u).Get(context.Background(), u.GetName(), metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
-	}
-	return got.GetCreationTimestamp().Time
-}
-
-// notBefore fails when an object created at created (whole seconds) was created before proof
-// (at most one second earlier is the timestamp's truncation).
-func notBefore(t *testing.T, what string, created, proof time.Time) {
-	t.Helper()
-	if created.Add(time.Second).Before(proof) {
-		t.Errorf("%s was created at %s, before its proof at %s", what, created.Format(time.RFC3339Nano), proof.Format(time.RFC3339Nano))
-	}
-}
-
-// stateResource is one resource of a stack's exported state.
-type stateResource struct {
-	URN          string   `json:"urn"`
-	Type         string   `json:"type"`
-	Dependencies []string `json:"dependencies"`
-}
-
-// stateOf is the stack's resources as its exported state holds them.
-func stateOf(t *testing.T, s auto.Stack) []stateResource {
-	t.Helper()
-	dep, err := s.Export(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Resources []stateResource `json:"resources"`
-	}
-	if err := json.Unmarshal(dep.Deployment, &d); err != nil {
-		t.Fatal(err)
-	}
-	return d.Resources
-}
-
-// gatesOf lists the stack's readiness resources as "Type name".
-func gatesOf(t *testing.T, s auto.Stack) []string {
-	t.Helper()
-	var out []string
-	for _, r := range stateOf(t, s) {
-		if strings.HasPrefix(r.Type, "readiness:index:") {
-			out = append(out, strings.TrimPrefix(r.Type, "readiness:index:")+" "+resource.URN(r.URN).Name())
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// dependenciesOf is the state's dependencies of the stack's one resource of type typ.
-func dependenciesOf(t *testing.T, s auto.Stack, typ string) []string {
-	t.Helper()
-	for _, r := range stateOf(t, s) {
-		if r.Type == typ {
-			return r.Dependencies
-		}
-	}
-	t.Fatalf("no %s in the stack", typ)
-	return nil
-}
-
 func TestAutoGateFieldReportsInOneProgram(t *testing.T) {
 	ctx := context.Background()
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 
 	// 000: cert-manager (CRDs as a separate earlier step, as report000_test does), its webhook serving.
 	cmCRDs, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
@@ -278,7 +208,7 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 		issuer := fakes.IssueWhenCreated(testenv.Dynamic(t), aiOps, "ai-ops-agent", "ai-ops-agent-tls", 12*time.Second, m.mark("issued"))
 		esoServe := fakes.ServeWhenAvailable(testenv.CP.Client, esoHook.Webhook, "external-secrets", "external-secrets-webhook", 5*time.Second, m.mark("eso"))
 		nginxServe := fakes.ServeWhenAvailable(testenv.CP.Client, nginxHook.Webhook, "ingress-nginx", "ingress-nginx-controller", 5*time.Second, m.mark("nginx"))
-		_, err := upErr(s)
+		_, err := stacktest.UpErr(s)
 		_ = k.Stop()
 		for _, p := range []*fakes.Player{issuer, esoServe, nginxServe} {
 			if perr := p.Stop(); perr != nil {
@@ -291,7 +221,7 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 		// The charts' webhooks intercept DELETE too: destroy while they serve.
 		_ = esoHook.Webhook.Start()
 		_ = nginxHook.Webhook.Start()
-		destroy(t, s)
+		stacktest.Destroy(t, s)
 		esoHook.Stop()
 		nginxHook.Stop()
 		_ = testenv.CP.Client.CoreV1().Secrets(aiOps).Delete(context.Background(), "ai-ops-agent-tls", metav1.DeleteOptions{})
@@ -299,9 +229,9 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 	}
 
 	// Without the one line: the reports' errors.
-	plain := newStack(t, env, "autogateoff", program(false))
+	plain := stacktest.NewStack(t, env, "autogateoff", program(false))
 	_, err = run(plain)
-	requireFailure(t, err, "failed calling webhook")
+	stacktest.RequireFailure(t, err, "failed calling webhook")
 	if !strings.Contains(err.Error(), `"validate.externalsecret.external-secrets.io"`) && !strings.Contains(err.Error(), `"validate.nginx.ingress.kubernetes.io"`) {
 		t.Fatalf("without autoGate the stack must fail with report 001's or 002's webhook error; got:\n%v", err)
 	}
@@ -312,7 +242,7 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 	if testing.Short() {
 		rebuilds = 1
 	}
-	gated := newStack(t, env, "autogate", program(true))
+	gated := stacktest.NewStack(t, env, "autogate", program(true))
 	// Preview shows the gates it will insert, named after what they guard.
 	var prev strings.Builder
 	if _, err := gated.Preview(context.Background(), optpreview.ProgressStreams(&prev)); err != nil {
@@ -337,23 +267,23 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 			if !ok {
 				t.Fatalf("rebuild %d: the ESO webhook never served", i)
 			}
-			notBefore(t, "ExternalSecret "+ns, createdAt(t, esDoc(ns)), at)
+			stacktest.NotBefore(t, "ExternalSecret "+ns, stacktest.CreatedAt(t, esDoc(ns)), at)
 		}
 		issued, ok := m.get("issued")
 		if !ok {
 			t.Fatalf("rebuild %d: the Certificate was never issued", i)
 		}
-		notBefore(t, "Deployment ai-ops-agent", createdAt(t, deploymentDoc), issued)
+		stacktest.NotBefore(t, "Deployment ai-ops-agent", stacktest.CreatedAt(t, deploymentDoc), issued)
 		served, ok := m.get("nginx")
 		if !ok {
 			t.Fatalf("rebuild %d: the ingress-nginx webhook never served", i)
 		}
-		notBefore(t, "Ingress web", createdAt(t, ingressDoc), served)
+		stacktest.NotBefore(t, "Ingress web", stacktest.CreatedAt(t, ingressDoc), served)
 		if nginxHook.Calls.Load() == 0 || esoHook.Calls.Load() == 0 {
 			t.Fatalf("rebuild %d: webhook calls nginx %d, eso %d: objects created without their webhook answering", i, nginxHook.Calls.Load(), esoHook.Calls.Load())
 		}
 
-		gates := gatesOf(t, gated)
+		gates := stacktest.GatesOf(t, gated)
 		t.Logf("rebuild %d gates: %s", i, strings.Join(gates, ", "))
 		want := []string{
 			"AdmissionReady auto-admission-certificates.cert-manager.io-" + aiOps + "-cert-manager",
@@ -381,7 +311,7 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 // before the webhook configuration. Either order in the YAML, autoGate holds the custom resource
 // until the webhook answers for it; the webhook serves 3 s after its configuration exists.
 func TestAutoGateConfigGroupWebhookAndCustomResourceInEitherOrder(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	for _, order := range []string{"webhook-first", "resource-first"} {
 		t.Run(order, func(t *testing.T) {
 			group := fmt.Sprintf("ag%d.readiness.test", time.Now().UnixNano()%1_000_000)
@@ -392,7 +322,7 @@ func TestAutoGateConfigGroupWebhookAndCustomResourceInEitherOrder(t *testing.T) 
 			if order == "resource-first" {
 				slices.Reverse(docs)
 			}
-			s := newStack(t, env, "autogatecg", func(ctx *pulumi.Context) error {
+			s := stacktest.NewStack(t, env, "autogatecg", func(ctx *pulumi.Context) error {
 				if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "2m"}); err != nil {
 					return err
 				}
@@ -413,16 +343,16 @@ func TestAutoGateConfigGroupWebhookAndCustomResourceInEitherOrder(t *testing.T) 
 				wh.Start(t)
 				m.mark("served")()
 			}()
-			if _, err := upErr(s); err != nil {
+			if _, err := stacktest.UpErr(s); err != nil {
 				t.Fatal(err)
 			}
 			<-served
 			at, _ := m.get("served")
-			notBefore(t, "Widget w1", createdAt(t, docs[slices.IndexFunc(docs, func(d string) bool { return strings.HasPrefix(d, "apiVersion: "+group) })]), at)
+			stacktest.NotBefore(t, "Widget w1", stacktest.CreatedAt(t, docs[slices.IndexFunc(docs, func(d string) bool { return strings.HasPrefix(d, "apiVersion: "+group) })]), at)
 			if wh.Calls.Load() == 0 {
 				t.Fatal("the Widget was created without the webhook answering")
 			}
-			gates := gatesOf(t, s)
+			gates := stacktest.GatesOf(t, s)
 			t.Logf("gates: %s", strings.Join(gates, ", "))
 			if len(gates) != 2 || !strings.HasPrefix(gates[0], "AdmissionReady auto-admission-widgets."+group+"-default-") || !strings.HasPrefix(gates[1], "ResourceReady auto-exists-") {
 				t.Errorf("gates = %v, want the configuration's existence and one AdmissionReady", gates)
@@ -430,10 +360,10 @@ func TestAutoGateConfigGroupWebhookAndCustomResourceInEitherOrder(t *testing.T) 
 			// F9: the exists gate depends on the configuration itself (a child the transform knows
 			// only by URN), so on an update it cannot see the configuration's old state.
 			hookURN := "urn:pulumi:dev::autogatecg::kubernetes:yaml/v2:ConfigGroup$kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration::app:" + hookName
-			if deps := dependenciesOf(t, s, "readiness:index:ResourceReady"); !slices.Contains(deps, hookURN) {
+			if deps := stacktest.DependenciesOf(t, s, "readiness:index:ResourceReady"); !slices.Contains(deps, hookURN) {
 				t.Errorf("the exists gate's dependencies %q lack the webhook configuration %s", deps, hookURN)
 			}
-			destroy(t, s)
+			stacktest.Destroy(t, s)
 		})
 	}
 }
@@ -442,13 +372,13 @@ func TestAutoGateConfigGroupWebhookAndCustomResourceInEitherOrder(t *testing.T) 
 // them any more: autoGate says which, and how to gate them by hand; an earlier object it does not
 // intercept is not named.
 func TestAutoGateWarnsOfAWebhookRegisteredAfterWhatItIntercepts(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	group := fmt.Sprintf("late%d.readiness.test", time.Now().UnixNano()%1_000_000)
 	testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
 	wh := testenv.NewWebhook(t)
 	wh.Start(t) // serving: this test is about what autoGate says, not about a failure
 	hookName := "widgets-" + strings.Split(group, ".")[0]
-	s := newStack(t, env, "autogatelate", func(ctx *pulumi.Context) error {
+	s := stacktest.NewStack(t, env, "autogatelate", func(ctx *pulumi.Context) error {
 		if err := readiness.AutoGate(ctx, nil); err != nil {
 			return err
 		}
@@ -464,14 +394,14 @@ func TestAutoGateWarnsOfAWebhookRegisteredAfterWhatItIntercepts(t *testing.T) {
 		_, err = stack.NewKube(ctx, "late-hook", wh.Configuration(hookName, group), pulumi.DependsOn([]pulumi.Resource{widget, settings}))
 		return err
 	})
-	_, out := up(t, s)
+	_, out := stacktest.Up(t, s)
 	if !strings.Contains(out, "early-widget was registered before") || !strings.Contains(out, "late-hook, which intercepts it") {
 		t.Errorf("no warning naming the Widget registered before the webhook configuration:\n%s", out)
 	}
 	if strings.Contains(out, "early-settings was registered before") {
 		t.Errorf("the ConfigMap no webhook intercepts was named:\n%s", out)
 	}
-	destroy(t, s)
+	stacktest.Destroy(t, s)
 }
 
 // What autoGate costs a stack with nothing to wait for: 20 top-level ConfigMaps and a ConfigGroup
@@ -481,7 +411,7 @@ func TestAutoGateOverheadFigures(t *testing.T) {
 	if os.Getenv("READINESS_MEASURE_AUTOGATE") == "" {
 		t.Skip("set READINESS_MEASURE_AUTOGATE=1 to measure")
 	}
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	program := func(autoGate bool) pulumi.RunFunc {
 		return func(ctx *pulumi.Context) error {
 			if autoGate {
@@ -503,11 +433,11 @@ func TestAutoGateOverheadFigures(t *testing.T) {
 	times := map[bool][]time.Duration{}
 	for trial := 0; trial < 3; trial++ {
 		for _, on := range []bool{false, true} {
-			s := newStack(t, env, fmt.Sprintf("overhead%v", on), program(on))
+			s := stacktest.NewStack(t, env, fmt.Sprintf("overhead%v", on), program(on))
 			began := time.Now()
-			up(t, s)
+			stacktest.Up(t, s)
 			times[on] = append(times[on], time.Since(began))
-			destroy(t, s)
+			stacktest.Destroy(t, s)
 		}
 	}
 	median := func(ds []time.Duration) time.Duration {
@@ -521,26 +451,26 @@ func TestAutoGateOverheadFigures(t *testing.T) {
 // A gate autoGate inserted that fails (the webhook never serves; timeout 5s) fails the stack with
 // the gate's error: the custom resource it held is not created, and nothing hangs.
 func TestAutoGateFailingGateFailsTheStack(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	group := fmt.Sprintf("agf%d.readiness.test", time.Now().UnixNano()%1_000_000)
 	wh := testenv.NewWebhook(t) // never started
 	hookName := "widgets-" + strings.Split(group, ".")[0]
 	yaml := strings.Join([]string{wh.Configuration(hookName, group), testenv.CRD(group, "Widget", "widgets"),
 		"apiVersion: " + group + "/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {size: 1}\n"}, "\n---\n")
-	s := newStack(t, env, "autogatefail", func(ctx *pulumi.Context) error {
+	s := stacktest.NewStack(t, env, "autogatefail", func(ctx *pulumi.Context) error {
 		if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "5s"}); err != nil {
 			return err
 		}
 		_, err := stack.NewConfigGroup(ctx, "app", pulumi.Map{"yaml": pulumi.String(yaml)})
 		return err
 	})
-	_, err := upErr(s)
-	requireFailure(t, err, "readiness:index:AdmissionReady", "auto-admission-widgets."+group+"-default-")
+	_, err := stacktest.UpErr(s)
+	stacktest.RequireFailure(t, err, "readiness:index:AdmissionReady", "auto-admission-widgets."+group+"-default-")
 	w := testenv.Object(t, "apiVersion: "+group+"/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}")
 	if _, gerr := testenv.Resource(t, w).Get(context.Background(), "w1", metav1.GetOptions{}); !apierrors.IsNotFound(gerr) {
 		t.Fatalf("the Widget behind the failed gate exists (or could not be read: %v)", gerr)
 	}
-	destroy(t, s)
+	stacktest.Destroy(t, s)
 }
 
 // A sidecar injector installed by the stack (a mutating webhook on the Pods of one namespace,
@@ -548,7 +478,7 @@ func TestAutoGateFailingGateFailsTheStack(t *testing.T) {
 // a Deployment after it: autoGate holds the Deployment until a Pod like its template is admitted
 // with the injector answering.
 func TestAutoGateHoldsAWorkloadForItsPodsInjector(t *testing.T) {
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	ns := testenv.Namespace(t, "agi")
 	testenv.ServiceAccountReady(t, ns)
 	injector := testenv.NewWebhook(t)
@@ -565,7 +495,7 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec: {nodeSelector: {type: kwok}, containers: [{name: web, image: registry.local/web:1}]}`
-	s := newStack(t, env, "autogateinject", func(ctx *pulumi.Context) error {
+	s := stacktest.NewStack(t, env, "autogateinject", func(ctx *pulumi.Context) error {
 		if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "2m"}); err != nil {
 			return err
 		}
@@ -590,15 +520,15 @@ spec:
 		injector.Start(t)
 		m.mark("served")()
 	}()
-	if _, err := upErr(s); err != nil {
+	if _, err := stacktest.UpErr(s); err != nil {
 		t.Fatal(err)
 	}
 	<-served
 	at, _ := m.get("served")
-	notBefore(t, "Deployment web", createdAt(t, deployment), at)
-	gates := gatesOf(t, s)
+	stacktest.NotBefore(t, "Deployment web", stacktest.CreatedAt(t, deployment), at)
+	gates := stacktest.GatesOf(t, s)
 	if !slices.Contains(gates, "AdmissionReady auto-admission-pods-"+ns+"-injector") {
 		t.Errorf("gates = %v, want the injector's pod gate", gates)
 	}
-	destroy(t, s)
+	stacktest.Destroy(t, s)
 }

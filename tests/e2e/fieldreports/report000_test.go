@@ -1,4 +1,4 @@
-package e2e
+package fieldreports
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
@@ -27,7 +28,7 @@ import (
 // them the pod mounts the Secret at once.
 func TestFieldReport000CertManagerSecretMount(t *testing.T) {
 	ctx := context.Background()
-	env := prepare(t)
+	env := stacktest.Prepare(t)
 	// cert-manager's CRDs as a separate step (crds.enabled=false): other tests of this package
 	// install the same CRDs, which a release could not adopt.
 	crds, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
@@ -93,15 +94,15 @@ spec:
 	}
 
 	run := func(gated bool) (*fakes.Kubelet, error) {
-		s := newStack(t, env, "report000", program(gated))
+		s := stacktest.NewStack(t, env, "report000", program(gated))
 		k := fakes.PlayKubelet(testenv.CP.Client, ns, "app=ai-ops-agent", nil)
 		issuer := fakes.IssueWhenCreated(testenv.Dynamic(t), ns, "ai-ops-agent", "ai-ops-agent-tls", 12*time.Second, nil)
-		_, err := upErr(s)
+		_, err := stacktest.UpErr(s)
 		_ = k.Stop()
 		if ierr := issuer.Stop(); ierr != nil {
 			t.Fatal(ierr)
 		}
-		destroy(t, s)
+		stacktest.Destroy(t, s)
 		_ = testenv.CP.Client.CoreV1().Secrets(ns).Delete(context.Background(), "ai-ops-agent-tls", metav1.DeleteOptions{})
 		return k, err
 	}
