@@ -96,9 +96,11 @@ test-nodejs: build tools k8s-plugin sdk-nodejs
 	@# No lock file (it is not committed): a local one would pin the old SDK tarball by its integrity.
 	cd tests/nodejs && rm -rf node_modules/@readiness-io package-lock.json && npm install --no-audit --no-fund --loglevel=error && npm test
 
-# The README's test command. Compiling the examples (pulumi-kubernetes' big SDK) runs beside the Go
-# tests, which spend much of their time waiting on the cluster; the rest runs in order (two
-# builds of the same packages at once would each compile them on a cold machine).
+# The README's test command, two jobs at a time. The Go tests (several packages at once, see
+# test-go) come first, beside the examples and then the install paths, the fuzzing and the
+# benchmark smoke pass; the TypeScript stacks after the Go tests. Most of these jobs wait on
+# their clusters most of the time, and no two of them compile the same packages with the same
+# flags at once (each would compile them on a cold machine).
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-all
 
@@ -108,8 +110,9 @@ lint lint-workflows: | check-generated
 tools: | build
 k8s-plugin: | tools
 test-go examples sdk-nodejs: | check-generated lint
-test-nodejs test-install: | test-go
-fuzz: | test-nodejs test-install examples
+test-nodejs: | test-go
+test-install: | examples
+fuzz: | test-install
 bench-smoke: | fuzz
 endif
 
