@@ -97,10 +97,11 @@ test-nodejs: build tools k8s-plugin sdk-nodejs
 	cd tests/nodejs && rm -rf node_modules/@readiness-io package-lock.json && npm install --no-audit --no-fund --loglevel=error && npm test
 
 # The README's test command, two jobs at a time. The Go tests (several packages at once, see
-# test-go) come first, beside the examples and then the install paths, the fuzzing and the
-# benchmark smoke pass; the TypeScript stacks after the Go tests. Most of these jobs wait on
-# their clusters most of the time, and no two of them compile the same packages with the same
-# flags at once (each would compile them on a cold machine).
+# test-go) come first, beside the examples and then the install paths; after the Go tests, the
+# TypeScript stacks, the fuzzing and the benchmark smoke pass, each in whichever of the two slots
+# is free first. Most of these jobs wait on their clusters most of the time, and no two of them
+# compile the same packages with the same flags at once (each would compile them on a cold
+# machine).
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-all
 
@@ -112,8 +113,7 @@ k8s-plugin: | tools
 test-go examples sdk-nodejs: | check-generated lint
 test-nodejs: | test-go
 test-install: | examples
-fuzz: | test-install
-bench-smoke: | fuzz
+fuzz bench-smoke: | test-go
 endif
 
 # The README's main command: a demo stack against a local control plane it starts itself.
