@@ -270,6 +270,9 @@ func (r *run) checking(check func(context.Context) wait.Result) func(context.Con
 		r.seen, r.hints = nil, nil
 		res := check(ctx)
 		if !res.Ready && res.Failed == nil {
+			for _, v := range r.seen { // it waits: prove meanwhile what a pass will judge
+				v.Ahead()
+			}
 			return res
 		}
 		judged := r.seen

@@ -166,8 +166,16 @@ func (v Seen) Next(ctx context.Context, mayWait bool) (ProofStep, error) {
 // other subscriptions share the watch and none was begun since this one; it runs in the
 // background (for a minute at most) whether or not anyone waits for it.
 func (s *Subscription) beginProofList() {
+	if g := &s.entry.reads; g.shared != nil && g.shared() {
+		s.beginList()
+	}
+}
+
+// beginList begins a list of the watch's scope, unless one was begun since the subscription,
+// in the background (for a minute at most) whether or not anyone waits for it.
+func (s *Subscription) beginList() {
 	g := &s.entry.reads
-	if g.shared == nil || !g.shared() || g.begunSince(s.since) {
+	if g.begunSince(s.since) {
 		return
 	}
 	bg, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -245,6 +253,7 @@ type revisionClock struct {
 	pending  map[uint64]bool // lists begun and not yet served (or failed)
 	changed  chan struct{}   // closed (and replaced) when a pending list ends
 	claiming sync.Mutex      // serializes claim
+	ahead    aheadBatch      // subscriptions to prove while they wait (ahead.go)
 }
 
 // stamp is one consistent list: begun as the seq-th, served at revision rv.

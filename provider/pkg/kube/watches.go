@@ -137,6 +137,8 @@ type Subscription struct {
 	since  uint64         // the watch's consistent reads begun before this subscription (fresh.go)
 	clock  *revisionClock // its resource's (proof.go)
 	gsince uint64         // the consistent lists of its resource, any watch, begun before it
+	asked  atomic.Bool    // it asked to be proven ahead (ahead.go)
+	closed atomic.Bool
 	// The consistent read this subscription was served (see fresh.go), until the store caught up.
 	mu         sync.Mutex
 	reads      map[string]*freshRead // by store key (listKey: ReadList's)
@@ -349,6 +351,7 @@ func (e *watchEntry) awaitSync(hasSynced func() bool) {
 // Close releases the subscription; the watch stops when no gate uses it any more.
 func (s *Subscription) Close() {
 	s.once.Do(func() {
+		s.closed.Store(true)
 		s.entry.mu.Lock()
 		delete(s.entry.wakes, s)
 		s.entry.mu.Unlock()

@@ -1,0 +1,117 @@
+//go:build cluster
+
+package kube
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+)
+
+// awaitAheadSent waits until the resource's ahead batch has been sent (or dropped) and no list
+// of the resource is in flight.
+func awaitAheadSent(t *testing.T, c *revisionClock) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		c.ahead.mu.Lock()
+		pending := c.ahead.timer != nil
+		c.ahead.mu.Unlock()
+		if !pending && !c.listing(0) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ahead list was never sent")
+		}
+	}
+}
+
+// TestProvenAhead, against the API server: gates that wait on shared watches of one resource
+// (two namespaces) ask to be proven ahead in a burst; one list is sent while they wait, and
+// when their objects change, the copies they judge are proven with no read. Near misses: a
+// gate that began after that list is not proven by it; a lone gate's named object and a gate
+// gone before the list was sent ask for none.
+func TestProvenAhead(t *testing.T) {
+	a, b := testenv.Namespace(t, "aheada"), testenv.Namespace(t, "aheadb")
+	cmsA, cmsB := testenv.CP.Client.CoreV1().ConfigMaps(a), testenv.CP.Client.CoreV1().ConfigMaps(b)
+	const n = 10
+	createConfigMaps(t, cmsA, n)
+	createConfigMaps(t, cmsB, n)
+	c := clients(t)
+	clock := c.Watches.clock(configMaps.GroupResource())
+	keyA, keyB := WatchKey{Resource: configMaps, Namespace: a}, WatchKey{Resource: configMaps, Namespace: b}
+	wakeA, wakeB := make(chan struct{}, 1), make(chan struct{}, 1)
+	holderA, holderB := c.Watches.Subscribe(keyA, wakeA), c.Watches.Subscribe(keyB, wakeB)
+	defer holderA.Close()
+	defer holderB.Close()
+	waitSynced(t, holderA, wakeA)
+	waitSynced(t, holderB, wakeB)
+
+	// A gate gone before the list would be sent asks for none.
+	gone := c.Watches.Subscribe(keyA, make(chan struct{}, 1))
+	_, seen := gone.Peek("c0")
+	seen.Ahead()
+	gone.Close()
+	lists0 := clock.now()
+	awaitAheadSent(t, clock)
+	if clock.now() != lists0 {
+		t.Fatal("a list was sent for a gate that had ended")
+	}
+
+	// A lone gate on its object's own watch is proven by a GET when it passes: no list.
+	lone := c.Watches.Subscribe(WatchKey{Resource: configMaps, Namespace: a, Name: "c0"}, make(chan struct{}, 1))
+	defer lone.Close()
+	_, seen = lone.Peek("c0")
+	seen.Ahead()
+	if clock.ahead.mu.Lock(); len(clock.ahead.subs) != 0 {
+		clock.ahead.mu.Unlock()
+		t.Fatal("a lone gate on a named watch asked for a list")
+	}
+	clock.ahead.mu.Unlock()
+
+	type gate struct {
+		s    *Subscription
+		name string
+	}
+	var gates []gate
+	for i := 0; i < n; i++ {
+		for _, k := range []WatchKey{keyA, keyB} {
+			s := c.Watches.Subscribe(k, make(chan struct{}, 1))
+			defer s.Close()
+			gates = append(gates, gate{s, fmt.Sprint("c", i)})
+		}
+	}
+	for _, g := range gates {
+		_, seen := g.s.Peek(g.name) // judged not ready: it waits
+		seen.Ahead()
+		seen.Ahead() // once per gate
+	}
+	awaitAheadSent(t, clock)
+	if got := clock.now() - lists0; got != 1 {
+		t.Fatalf("%d lists proved %d waiting gates of one resource ahead, want 1", got, len(gates))
+	}
+	late := c.Watches.Subscribe(keyA, make(chan struct{}, 1)) // began after the list
+	defer late.Close()
+
+	var lastA, lastB string
+	for i := 0; i < n; i++ {
+		lastA = setV(t, cmsA, fmt.Sprint("c", i), "1")
+		lastB = setV(t, cmsB, fmt.Sprint("c", i), "1")
+	}
+	awaitStore(t, holderA, wakeA, fmt.Sprint("c", n-1), lastA)
+	awaitStore(t, holderB, wakeB, fmt.Sprint("c", n-1), lastB)
+	lists, readsA, readsB := clock.now(), holderA.entry.reads.now(), holderB.entry.reads.now()
+	for _, g := range gates {
+		_, seen := g.s.Peek(g.name) // the change: it would pass now
+		if f := seen.Facts(); !f.Covered {
+			t.Fatalf("%s/%s: judged after the ahead list, yet not proven by it: %+v", g.s.key.Namespace, g.name, f)
+		}
+	}
+	if _, seen := late.Peek("c0"); seen.Facts().Covered {
+		t.Fatal("a gate that began after the ahead list was proven by it")
+	}
+	if clock.now() != lists || holderA.entry.reads.now() != readsA || holderB.entry.reads.now() != readsB {
+		t.Fatal("proving the gates made a read")
+	}
+}
