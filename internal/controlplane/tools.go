@@ -91,7 +91,7 @@ func EnsureTools(ctx context.Context, logf func(string, ...any)) (string, error)
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
 
-	stale := map[string][]tool{} // by module
+	stale := map[string][]staleTool{} // by module
 	var modules []string
 	for _, t := range tools {
 		stamp, err := moduleStamp(filepath.Join(root, "tools", t.module), t)
@@ -107,7 +107,7 @@ func EnsureTools(ctx context.Context, logf func(string, ...any)) (string, error)
 		if stale[t.module] == nil {
 			modules = append(modules, t.module)
 		}
-		stale[t.module] = append(stale[t.module], t)
+		stale[t.module] = append(stale[t.module], staleTool{t, stamp})
 	}
 	errs := make(chan error, len(modules))
 	for _, m := range modules {
@@ -125,9 +125,15 @@ func EnsureTools(ctx context.Context, logf func(string, ...any)) (string, error)
 	return binDir, nil
 }
 
+// staleTool is a tool to build and the stamp its binary gets once built.
+type staleTool struct {
+	tool
+	stamp string
+}
+
 // buildModuleTools builds ts, all from the tools module in modDir, into binDir with one `go
 // build` (into a scratch folder, then renamed into place with their stamps).
-func buildModuleTools(ctx context.Context, modDir, binDir string, ts []tool, logf func(string, ...any)) error {
+func buildModuleTools(ctx context.Context, modDir, binDir string, ts []staleTool, logf func(string, ...any)) error {
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.name
@@ -163,11 +169,7 @@ func buildModuleTools(ctx context.Context, modDir, binDir string, ts []tool, log
 		if err := os.Rename(built, out); err != nil {
 			return err
 		}
-		stamp, err := moduleStamp(modDir, t)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(out+".stamp", []byte(stamp), 0o644); err != nil {
+		if err := os.WriteFile(out+".stamp", []byte(t.stamp), 0o644); err != nil {
 			return err
 		}
 	}

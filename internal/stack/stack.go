@@ -139,7 +139,9 @@ func providerBinary(ctx context.Context) (string, error) {
 		}
 		defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
 		out := filepath.Join(dir, "pulumi-resource-readiness")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./provider/cmd/pulumi-resource-readiness")
+		// Not the caller's ctx alone: the build is every later caller's too, so one caller's
+		// cancel must not stick; a build that hangs still ends with the test binary.
+		cmd := exec.CommandContext(context.WithoutCancel(ctx), "go", "build", "-o", out, "./provider/cmd/pulumi-resource-readiness")
 		cmd.Dir = root
 		if b, err := cmd.CombinedOutput(); err != nil {
 			providerBuild.err = fmt.Errorf("building pulumi-resource-readiness: %v\n%s", err, b)
