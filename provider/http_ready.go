@@ -237,7 +237,7 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 	if e.good < e.need {
 		// One good answer of several: a proof under way, not a verdict (refresh keeps going).
 		// The next answer is asked for after confirmDelay, as WebhookReady confirms, not after a
-		// backoff step: an endpoint that already answers passes in ~20 ms.
+		// backoff step: an endpoint that already answers passes in ~10 ms.
 		return wait.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), RetryIn: confirmDelay, Confirming: true}
 	}
 	return wait.Result{Ready: true, Message: fmt.Sprintf("HTTP %d", code)}

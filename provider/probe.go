@@ -65,8 +65,8 @@ const (
 	probesNeeded = 2
 	// confirmDelay separates the two good probes: long enough that both are separate real
 	// answers, short enough that a webhook that just started serving is detected without a
-	// backoff step, and that a gate whose target already serves returns within ~25 ms.
-	confirmDelay    = 20 * time.Millisecond
+	// backoff step, and that a gate whose target already serves returns within ~15 ms.
+	confirmDelay    = 10 * time.Millisecond
 	probeMinBackoff = 100 * time.Millisecond
 	probeMaxBackoff = 250 * time.Millisecond
 	// afterEventBackoff is the first retry after what the gate watches changed.
