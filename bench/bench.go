@@ -308,6 +308,11 @@ func (b *bench) webhookTrials(ctx context.Context, trials int, event bool, gate 
 	// The webhooks intercept a kind of their own, so the other benchmarks never meet a stale one.
 	probe := property.New(property.NewMap(map[string]property.Value{"apiVersion": str(group + "/v1"), "kind": str("Probe"),
 		"metadata": property.New(property.NewMap(map[string]property.Value{"name": str("probe"), "namespace": str("bench-1")}))}))
+	// The API server's first create of a new CRD's kind can take most of a second: make it
+	// before any webhook intercepts the kind, so the first trial measures the gate.
+	if err := b.dryRunCreatesFast(ctx, schema.GroupVersionResource{Group: group, Version: "v1", Resource: "probes"}, "Probe", "bench-1"); err != nil {
+		return nil, err
+	}
 	for i := 0; i < trials; i++ {
 		wh, err := fakes.NewWebhook()
 		if err != nil {
@@ -424,6 +429,24 @@ func (b *bench) conversionFailsFast(ctx context.Context, c testenv.ConversionCRD
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("CRD %s: a dry-run through v2 did not fail fast on its conversion webhook: %v", c.Group, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// dryRunCreatesFast dry-runs creates of kind in ns until one is admitted within 100 ms.
+func (b *bench) dryRunCreatesFast(ctx context.Context, gvr schema.GroupVersionResource, kind, ns string) error {
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": kind,
+		"metadata": map[string]any{"generateName": "warm-", "namespace": ns}}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		t0 := time.Now()
+		_, err := b.dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil && time.Since(t0) < 100*time.Millisecond {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: a dry-run create was not admitted within 100 ms: %v", gvr, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
