@@ -41,12 +41,8 @@ func TestProvenAhead(t *testing.T) {
 	c := clients(t)
 	clock := c.Watches.clock(configMaps.GroupResource())
 	keyA, keyB := WatchKey{Resource: configMaps, Namespace: a}, WatchKey{Resource: configMaps, Namespace: b}
-	wakeA, wakeB := make(chan struct{}, 1), make(chan struct{}, 1)
-	holderA, holderB := c.Watches.Subscribe(keyA, wakeA), c.Watches.Subscribe(keyB, wakeB)
-	defer holderA.Close()
-	defer holderB.Close()
-	waitSynced(t, holderA, wakeA)
-	waitSynced(t, holderB, wakeB)
+	holderA, wakeA := holdSynced(t, c.Watches, keyA)
+	holderB, wakeB := holdSynced(t, c.Watches, keyB)
 
 	// A gate gone before the list would be sent asks for none.
 	gone := c.Watches.Subscribe(keyA, make(chan struct{}, 1))

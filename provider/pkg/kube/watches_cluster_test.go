@@ -56,6 +56,17 @@ func waitSynced(t *testing.T, s *Subscription, wake <-chan struct{}) {
 	}
 }
 
+// holdSynced subscribes to key for the whole test and returns once the
+// watch has made its first list: the holder keeps the shared watch alive
+// while the test's gates come and go.
+func holdSynced(t *testing.T, w *WatchCache, key WatchKey) (*Subscription, chan struct{}) {
+	wake := make(chan struct{}, 1)
+	s := w.Subscribe(key, wake)
+	t.Cleanup(s.Close)
+	waitSynced(t, s, wake)
+	return s, wake
+}
+
 func TestWatchesAreSharedAndReleased(t *testing.T) {
 	defer goleak.VerifyNone(t, append(leakOpts, goleak.IgnoreCurrent())...)
 	c := clients(t)
