@@ -50,7 +50,7 @@ func Prepare(ctx context.Context, dir string) (*Env, error) {
 	if err := os.Symlink(provider, link); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{"state", "home"} {
+	for _, d := range []string{"state", "home", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err
 		}
@@ -79,6 +79,10 @@ func Prepare(ctx context.Context, dir string) (*Env, error) {
 		"PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
 		// A plugin missing here must fail the test, never be fetched from the internet.
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		// pulumi-kubernetes writes the kubeconfig it is given to a new temporary file at each
+		// configure and never removes it: the Pulumi processes' temporary files stay in this
+		// environment's folder, and go with it.
+		"TMPDIR": filepath.Join(dir, "tmp"),
 	}
 	e.command, err = auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: filepath.Dir(toolsBin), SkipVersionCheck: true})
 	if err != nil {

@@ -126,7 +126,7 @@ export async function preparePulumi(): Promise<PulumiEnv> {
     const dir = tempDir("readiness-node-");
     const bin = buildProviders();
     const toolsBin = execFileSync("go", ["run", "./internal/controlplane/cmd/localcluster", "tools"], { cwd: repoRoot }).toString().trim();
-    for (const d of ["state", "home"]) fs.mkdirSync(path.join(dir, d), { recursive: true });
+    for (const d of ["state", "home", "tmp"]) fs.mkdirSync(path.join(dir, d), { recursive: true });
     // pulumi-kubernetes (the pinned plugin), installed once into the project's PULUMI_HOME; this
     // environment's home sees that plugins folder.
     const pluginDir = execFileSync("go", ["run", "./internal/k8splugin/cmd/k8splugin"], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] }).toString().trim();
@@ -143,6 +143,10 @@ export async function preparePulumi(): Promise<PulumiEnv> {
             PULUMI_DIY_BACKEND_NO_LEGACY_WARNING: "true",
             // A plugin missing here must fail the test, never be fetched from the internet.
             PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+            // pulumi-kubernetes writes the kubeconfig it is given to a new temporary file at each
+            // configure and never removes it: the Pulumi processes' temporary files stay in this
+            // environment's folder, and go with it.
+            TMPDIR: path.join(dir, "tmp"),
         },
     };
 }
