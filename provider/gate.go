@@ -433,7 +433,10 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 		StableFor: stableFor, FailureGrace: failureGrace, Recheck: maxBackoffOf(e)}
 	if _, err := r.wait(ctx, spec); err != nil {
 		var te *wait.TimeoutError
-		if es, ok := e.(eventSubject); ok && errors.As(err, &te) {
+		if errors.As(err, &te) {
+			te.Waited += took // the gate's timeout covers reaching the cluster too: say the whole wait
+		}
+		if es, ok := e.(eventSubject); ok && te != nil {
 			ns, name := es.subject()
 			if warnings := r.recentWarnings(ctx, ns, name, 3); len(warnings) > 0 {
 				te.Context = append(te.Context, "recent Warning events: "+strings.Join(warnings, " | "))

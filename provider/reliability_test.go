@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -238,11 +239,23 @@ func TestClusterThatComesUpWithinTheReachWindow(t *testing.T) {
 	kc = bytes.Replace(kc, []byte("certificate-authority-data"), []byte("insecure-skip-tls-verify: true\n    x-unused-ca"), 1)
 	s := newServerWithConfig(t, map[string]property.Value{"kubeconfig": property.New(string(kc)), "clusterReachTimeout": property.New("60s")})
 	ch := createAsync(t, s, "NodesReady", props("timeout", "60s"))
+	// A gate that never passes: its timeout covers the time the cluster was out of reach, and its
+	// error says the whole wait (it said only the part after the cluster answered).
+	ns := testenv.Namespace(t, "reachwin")
+	never := createAsync(t, s, "ResourceReady", props("apiVersion", "v1", "kind", "ConfigMap", "namespace", ns, "name", "never", "exists", true, "timeout", "4s"))
 	mustNotReturn(t, ch, 2*time.Second)
 	stop := proxyTo(t, addr, strings.TrimPrefix(testenv.CP.Host, "https://"))
 	defer stop()
 	if r := await(t, ch, 60*time.Second); r.err != nil {
 		t.Fatalf("a cluster that came up within the window must be fine: %v", r.err)
+	}
+	r := await(t, never, 60*time.Second)
+	m := regexp.MustCompile(`timed out after (\S+) waiting for ConfigMap`).FindStringSubmatch(fmt.Sprint(r.err))
+	if m == nil {
+		t.Fatalf("want a timeout, got %v", r.err)
+	}
+	if d, err := time.ParseDuration(m[1]); err != nil || d < 4*time.Second {
+		t.Errorf("the timeout error says it waited %s; the gate's timeout is 4s, and it waited all of it: %v", m[1], r.err)
 	}
 }
 
