@@ -10,6 +10,7 @@
 package install
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -17,4 +18,20 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, controlplane.Options{})) }
+func TestMain(m *testing.M) { os.Exit(withOwnTmp(m)) }
+
+// withOwnTmp gives the test and every process it starts a TMPDIR of their own, removed at the end:
+// `pulumi plugin install` leaves its extraction folders (12-23 MB each) in TMPDIR.
+func withOwnTmp(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "readiness-install-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Setenv("TMPDIR", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return testenv.Main(m, controlplane.Options{})
+}
