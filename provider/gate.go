@@ -435,11 +435,11 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 		var te *wait.TimeoutError
 		if errors.As(err, &te) {
 			te.Waited += took // the gate's timeout covers reaching the cluster too: say the whole wait
-		}
-		if es, ok := e.(eventSubject); ok && te != nil {
-			ns, name := es.subject()
-			if warnings := r.recentWarnings(ctx, ns, name, 3); len(warnings) > 0 {
-				te.Context = append(te.Context, "recent Warning events: "+strings.Join(warnings, " | "))
+			if es, ok := e.(eventSubject); ok {
+				ns, name := es.subject()
+				if warnings := r.recentWarnings(ctx, ns, name, 3); len(warnings) > 0 {
+					te.Context = append(te.Context, "recent Warning events: "+strings.Join(warnings, " | "))
+				}
 			}
 		}
 		return infer.CreateResponse[O]{}, err
