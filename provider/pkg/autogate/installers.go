@@ -1,0 +1,95 @@
+package autogate
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// builtinGroups are the API groups Kubernetes itself serves: never "installed by a CRD".
+// (*.k8s.io alone does not say it: gateway.networking.k8s.io is a CRD.)
+var builtinGroups = map[string]bool{
+	"": true, "apps": true, "batch": true, "autoscaling": true, "policy": true,
+	"admissionregistration.k8s.io": true, "apiextensions.k8s.io": true, "apiregistration.k8s.io": true,
+	"authentication.k8s.io": true, "authorization.k8s.io": true, "certificates.k8s.io": true,
+	"coordination.k8s.io": true, "discovery.k8s.io": true, "events.k8s.io": true,
+	"flowcontrol.apiserver.k8s.io": true, "internal.apiserver.k8s.io": true, "networking.k8s.io": true,
+	"node.k8s.io": true, "rbac.authorization.k8s.io": true, "resource.k8s.io": true,
+	"scheduling.k8s.io": true, "storage.k8s.io": true, "storagemigration.k8s.io": true,
+}
+
+// IsBuiltin says whether group is one of Kubernetes' own API groups.
+func IsBuiltin(group string) bool { return builtinGroups[group] }
+
+// componentTypes are the kubernetes components whose children the transform sees one by one;
+// the component itself is never gated (a gate in front of a component whose child an
+// installer is would deadlock).
+var componentTypes = map[string]bool{
+	"kubernetes:helm.sh/v4:Chart": true, "kubernetes:helm.sh/v3:Chart": true,
+	"kubernetes:yaml/v2:ConfigGroup": true, "kubernetes:yaml/v2:ConfigFile": true,
+	"kubernetes:yaml:ConfigGroup": true, "kubernetes:yaml:ConfigFile": true,
+	"kubernetes:kustomize/v2:Directory": true, "kubernetes:kustomize:Directory": true,
+}
+
+const releaseType = "kubernetes:helm.sh/v3:Release"
+
+// installerKind is what an installer can block.
+type installerKind int
+
+const (
+	notInstaller installerKind = iota
+	crdInstaller
+	webhookInstaller
+	certificateInstaller
+	externalSecretInstaller
+	releaseInstaller
+)
+
+func kindOf(typ string, obj map[string]any) installerKind {
+	if typ == releaseType {
+		return releaseInstaller
+	}
+	gvk, ok := objectGVK(typ, obj)
+	if !ok {
+		return notInstaller
+	}
+	switch {
+	case gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition":
+		return crdInstaller
+	case gvk.Group == "admissionregistration.k8s.io" &&
+		(gvk.Kind == "ValidatingWebhookConfiguration" || gvk.Kind == "MutatingWebhookConfiguration"):
+		return webhookInstaller
+	case gvk.Group == "cert-manager.io" && gvk.Kind == "Certificate":
+		return certificateInstaller
+	case gvk.Group == "external-secrets.io" && gvk.Kind == "ExternalSecret":
+		return externalSecretInstaller
+	}
+	return notInstaller
+}
+
+// objectGVK is the object's apiVersion/kind, else the one its type token names
+// (kubernetes:<group>/<version>:<Kind>, core for kubernetes:core/v1:X).
+func objectGVK(typ string, obj map[string]any) (schema.GroupVersionKind, bool) {
+	if av, kind := str(obj, "apiVersion"), str(obj, "kind"); av != "" && kind != "" {
+		gv, err := schema.ParseGroupVersion(av)
+		if err == nil {
+			return gv.WithKind(kind), true
+		}
+	}
+	rest, ok := strings.CutPrefix(typ, "kubernetes:")
+	if !ok {
+		return schema.GroupVersionKind{}, false
+	}
+	mod, kind, ok := strings.Cut(rest, ":")
+	if !ok || kind == "" {
+		return schema.GroupVersionKind{}, false
+	}
+	group, version, ok := strings.Cut(mod, "/")
+	if !ok {
+		return schema.GroupVersionKind{}, false
+	}
+	if group == "core" {
+		group = ""
+	}
+	return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}, true
+}
