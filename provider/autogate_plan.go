@@ -27,13 +27,15 @@ type AutoGatePlanResource struct {
 	Name       string         `pulumi:"name"`
 	ParentType *string        `pulumi:"parentType,optional"`
 	Object     map[string]any `pulumi:"object,optional"`
+	Cluster    *string        `pulumi:"cluster,optional"`
 }
 
 type AutoGatePlanInstaller struct {
-	ID     string         `pulumi:"id"`
-	Type   string         `pulumi:"type"`
-	Name   string         `pulumi:"name"`
-	Object map[string]any `pulumi:"object,optional"`
+	ID      string         `pulumi:"id"`
+	Type    string         `pulumi:"type"`
+	Name    string         `pulumi:"name"`
+	Object  map[string]any `pulumi:"object,optional"`
+	Cluster *string        `pulumi:"cluster,optional"`
 }
 
 type AutoGatePlanOptions struct {
@@ -51,13 +53,29 @@ type AutoGatePlanArgs struct {
 }
 
 type AutoGatePlanGate struct {
-	Key        string         `pulumi:"key"`
-	Name       string         `pulumi:"name"`
-	Type       string         `pulumi:"type"`
-	Args       map[string]any `pulumi:"args"`
-	After      []string       `pulumi:"after"`
-	AfterGates []string       `pulumi:"afterGates"`
-	Reason     string         `pulumi:"reason"`
+	Key        string                `pulumi:"key"`
+	Name       string                `pulumi:"name"`
+	Type       string                `pulumi:"type"`
+	Args       map[string]any        `pulumi:"args"`
+	After      []string              `pulumi:"after"`
+	AfterGates []string              `pulumi:"afterGates"`
+	Reason     string                `pulumi:"reason"`
+	ArgsFrom   []AutoGatePlanArgFrom `pulumi:"argsFrom"`
+}
+
+// AutoGatePlanArgFrom is a gate input the SDK reads from an installer's outputs.
+type AutoGatePlanArgFrom struct {
+	Arg       string `pulumi:"arg"`
+	Installer string `pulumi:"installer"`
+	Output    string `pulumi:"output"`
+}
+
+func (a *AutoGatePlanArgFrom) Annotate(an infer.Annotator) {
+	an.Describe(a, "A gate input taken from an installer's outputs once the engine created it: an autonamed installer's name "+
+		"is known only there (pulumi-kubernetes names it at create).")
+	an.Describe(&a.Arg, "The gate input to set (`name`).")
+	an.Describe(&a.Installer, "The installer's id.")
+	an.Describe(&a.Output, "A dotted path into the installer's outputs (`metadata.name`, `status.name`).")
 }
 
 type AutoGatePlanResult struct {
@@ -78,10 +96,13 @@ func (r *AutoGatePlanResource) Annotate(a infer.Annotator) {
 	a.Describe(&r.Name, "The Pulumi resource name.")
 	a.Describe(&r.ParentType, "The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).")
 	a.Describe(&r.Object, "The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.")
+	a.Describe(&r.Cluster, "Which cluster the registration's kubernetes provider talks to, as the SDK names it (its provider's URN); "+
+		"unset for the cluster of the readiness provider answering the call. Installers of another cluster are ignored.")
 }
 
 func (i *AutoGatePlanInstaller) Annotate(a infer.Annotator) {
 	a.Describe(&i.ID, "The SDK's handle for the installer (its URN in the Go SDK).")
+	a.Describe(&i.Cluster, "As the resource's `cluster`: the cluster the installer was created in.")
 }
 
 func (a *AutoGatePlanArgs) Annotate(an infer.Annotator) {
@@ -98,6 +119,7 @@ func (g *AutoGatePlanGate) Annotate(a infer.Annotator) {
 	a.Describe(&g.After, "IDs of the installers the gate must depend on.")
 	a.Describe(&g.AfterGates, "Keys of gates (earlier in this answer or an earlier one) the gate must depend on.")
 	a.Describe(&g.Reason, "One line for logs: what waits for what.")
+	a.Describe(&g.ArgsFrom, "Inputs the SDK sets from installers' outputs before it registers the gate (unknown in a preview).")
 }
 
 func (r *AutoGatePlanResult) Annotate(a infer.Annotator) {
@@ -128,11 +150,12 @@ func decidePlan(in AutoGatePlanArgs, cluster autogate.Cluster) AutoGatePlanResul
 	input := autogate.Input{
 		Resource: autogate.Resource{
 			Type: in.Resource.Type, Name: in.Resource.Name, ParentType: deref(in.Resource.ParentType), Object: in.Resource.Object,
+			Cluster: deref(in.Resource.Cluster),
 		},
 		DependsOn: in.DependsOn,
 	}
 	for _, i := range in.Installers {
-		input.Installers = append(input.Installers, autogate.Installer{ID: i.ID, Type: i.Type, Name: i.Name, Object: i.Object})
+		input.Installers = append(input.Installers, autogate.Installer{ID: i.ID, Type: i.Type, Name: i.Name, Object: i.Object, Cluster: deref(i.Cluster)})
 	}
 	if o := in.Options; o != nil {
 		input.Options = autogate.Options{
@@ -147,7 +170,7 @@ func decidePlan(in AutoGatePlanArgs, cluster autogate.Cluster) AutoGatePlanResul
 	for _, g := range plan.Gates {
 		out.Gates = append(out.Gates, AutoGatePlanGate{
 			Key: g.Key, Name: g.Name, Type: g.Type, Args: g.Args,
-			After: nonNil(g.After), AfterGates: nonNil(g.AfterGates), Reason: g.Reason,
+			After: nonNil(g.After), AfterGates: nonNil(g.AfterGates), Reason: g.Reason, ArgsFrom: argsFrom(g.ArgsFrom),
 		})
 	}
 	return out
@@ -412,3 +435,11 @@ func (unknownCluster) Resource(schema.GroupVersionKind) (string, bool, bool) {
 	return "", false, false
 }
 func (u unknownCluster) DefaultNamespace() string { return u.namespace }
+
+func argsFrom(in []autogate.ArgFrom) []AutoGatePlanArgFrom {
+	out := []AutoGatePlanArgFrom{}
+	for _, a := range in {
+		out = append(out, AutoGatePlanArgFrom{Arg: a.Arg, Installer: a.Installer, Output: a.Output})
+	}
+	return out
+}

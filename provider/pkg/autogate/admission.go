@@ -38,7 +38,7 @@ func (d *decider) crdAndAdmission() {
 		key := fmt.Sprintf("auto-admission-%s-%s-%s%s", slug(d.groupResource()), slugOr(d.namespace, "cluster"), slug(inst.Name), hookSuffix(inst, hooks))
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
-			Args:       map[string]any{"objects": []any{d.in.Resource.Object}},
+			Args:       map[string]any{"objects": []any{d.dryRunObject()}},
 			After:      after,
 			AfterGates: []string{existsKey},
 			Reason:     fmt.Sprintf("%s waits for webhook %s of %s to admit it", d.what(), hook, inst.Name),
@@ -68,7 +68,7 @@ func (d *decider) crdAndAdmission() {
 		key := fmt.Sprintf("auto-admission-%s-%s", slug(d.resource+"."+d.gvk.Group), slugOr(d.namespace, "cluster"))
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
-			Args:   map[string]any{"objects": []any{d.in.Resource.Object}},
+			Args:   map[string]any{"objects": []any{d.dryRunObject()}},
 			Reason: fmt.Sprintf("%s waits for the cluster to serve %s", d.what(), d.gvk.GroupKind()),
 		})
 	}
@@ -82,15 +82,15 @@ func (d *decider) configExists(inst *Installer) string {
 	if cfgKind == "" {
 		cfgKind = inst.Type[strings.LastIndex(inst.Type, ":")+1:]
 	}
-	d.add(Gate{
+	g := Gate{
 		Key: key, Name: key, Type: TypeResourceReady,
-		Args: map[string]any{
-			"apiVersion": "admissionregistration.k8s.io/v1", "kind": cfgKind,
-			"name": configName(inst), "exists": true,
-		},
 		After:  []string{inst.ID},
 		Reason: fmt.Sprintf("%s %s must exist before an admitted dry-run says anything", cfgKind, configName(inst)),
-	})
+	}
+	g.Args = map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": cfgKind, "exists": true}
+	// An autonamed configuration's name is in its outputs only (never its Pulumi name).
+	nameArg(&g, g.Args, "name", inst)
+	d.add(g)
 	return key
 }
 
@@ -162,10 +162,11 @@ func (d *decider) groupResource() string {
 	return d.resource + "." + d.gvk.Group
 }
 
+// configName names a configuration installer in messages: its name, or its Pulumi name when
+// the provider names it.
 func configName(inst *Installer) string {
-	md, _ := mapAt(inst.Object, "metadata")
-	if n := str(md, "name"); n != "" {
+	if n, _ := installerName(inst); n != "" {
 		return n
 	}
-	return inst.Name
+	return inst.Name + " (autonamed)"
 }

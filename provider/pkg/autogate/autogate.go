@@ -34,14 +34,18 @@ type Resource struct {
 	Name       string         // Pulumi resource name
 	ParentType string         // the parent's type token; "" at the top level
 	Object     map[string]any // the props as plain JSON; unknowns absent
+	// Cluster names the cluster the registration's kubernetes provider talks to, as the SDK
+	// tells clusters apart: "" for the one the readiness provider answering the plan talks to.
+	Cluster string
 }
 
 // Installer is an earlier registration the plan answered Remember for.
 type Installer struct {
-	ID     string
-	Type   string
-	Name   string
-	Object map[string]any
+	ID      string
+	Type    string
+	Name    string
+	Object  map[string]any
+	Cluster string // as Resource.Cluster: an installer blocks only registrations of its own cluster
 }
 
 // Options are the user's autoGate options the plan needs.
@@ -72,6 +76,15 @@ type Gate struct {
 	// create, and an admitted dry-run before the configuration exists proves nothing.
 	AfterGates []string
 	Reason     string
+	// ArgsFrom are args the SDK takes from an installer's outputs once the engine has created
+	// it: the name pulumi-kubernetes gave an autonamed installer exists nowhere else.
+	ArgsFrom []ArgFrom
+}
+
+// ArgFrom is one gate arg read from an installer's outputs: Arg = outputs at Output (a dotted
+// path: "metadata.name", "status.name").
+type ArgFrom struct {
+	Arg, Installer, Output string
 }
 
 // Plan is the answer for one registration.
@@ -125,6 +138,10 @@ func Decide(in Input, cluster Cluster, intercepts Intercepts) Plan {
 	if !ok || r.Type == releaseType {
 		gvk = schema.GroupVersionKind{}
 	}
+	// Installers of another cluster never gate this registration (nor are they sent to it: an
+	// SDK may still, and this keeps the rule in one place).
+	in.Installers = slices.DeleteFunc(slices.Clone(in.Installers), func(i Installer) bool { return i.Cluster != r.Cluster })
+	in.DependsOn = slices.Clone(in.DependsOn)
 	d := decider{in: in, cluster: cluster, intercepts: intercepts, gvk: gvk}
 	d.resolve()
 	if len(in.Options.Namespaces) > 0 && !slices.Contains(in.Options.Namespaces, d.namespace) {
@@ -208,6 +225,15 @@ func (d *decider) resolve() {
 
 func (d *decider) add(g Gate) {
 	g.Args = withTiming(g.Args, d.in.Options)
+	if c := d.in.Resource.Cluster; c != "" {
+		// Gate keys and names carry the cluster: the same webhook in two clusters is two gates.
+		g.Key += "-" + clusterSlug(c)
+		g.Name += "-" + clusterSlug(c)
+		g.AfterGates = slices.Clone(g.AfterGates)
+		for i := range g.AfterGates {
+			g.AfterGates[i] += "-" + clusterSlug(c)
+		}
+	}
 	for _, have := range d.gates {
 		if have.Key == g.Key {
 			return
@@ -225,12 +251,21 @@ func withTiming(args map[string]any, o Options) map[string]any {
 	return args
 }
 
+// dryRunObject is the registration's object as the kubernetes provider will create it.
+func (d *decider) dryRunObject() map[string]any {
+	return dryRunObject(d.in.Resource.Name, d.in.Resource.Object)
+}
+
+// objectName is the object's name, or the name pulumi-kubernetes will give it (autonamed).
 func (d *decider) objectName() string {
 	md, _ := mapAt(d.in.Resource.Object, "metadata")
 	if n := str(md, "name"); n != "" {
 		return n
 	}
-	return d.in.Resource.Name
+	if g := str(md, "generateName"); g != "" {
+		return g + "xxxxx"
+	}
+	return DryRunName(d.in.Resource.Name)
 }
 
 func (d *decider) what() string {

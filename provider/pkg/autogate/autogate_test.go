@@ -2,6 +2,7 @@ package autogate
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -173,7 +174,7 @@ func TestDecidePodOfAWorkload(t *testing.T) {
 	}
 	pod := p.Gates[1].Args["objects"].([]any)[0].(map[string]any)
 	md := pod["metadata"].(map[string]any)
-	if pod["kind"] != "Pod" || md["namespace"] != "web" || md["name"] != "autogate-web" ||
+	if pod["kind"] != "Pod" || md["namespace"] != "web" || md["name"] != "web-autogate-gt4z2" ||
 		md["labels"].(map[string]any)["inject"] != "yes" || md["annotations"].(map[string]any)["a"] != "b" ||
 		pod["spec"].(map[string]any)["containers"] == nil {
 		t.Errorf("dry-run pod = %v", pod)
@@ -267,15 +268,23 @@ spec: {template: {spec: {containers: [{name: a, image: x, envFrom: [{secretRef: 
 			cluster: fakeCluster{served: map[schema.GroupKind]bool{{Group: "external-secrets.io", Kind: "ExternalSecret"}: true}},
 			want:    want{remember: true, types: []string{TypeHelmReleaseReady, TypeAdmissionReady}, after: [][]string{{"rel"}, {"rel"}}}},
 		{name: "built-in object after a Release: the release only",
-			typ: "kubernetes:core/v1:ConfigMap", y: configMap,
+			typ: "kubernetes:apps/v1:Deployment", y: fmt.Sprintf(deploymentMounting, "other"),
 			installers: func(*testing.T) []Installer { return []Installer{release} }, dependsOn: []string{"rel"},
 			want: want{types: []string{TypeHelmReleaseReady}, after: [][]string{{"rel"}}}},
-		{name: "an autonamed Release: a warning instead of a release gate",
+		{name: "near miss: a ConfigMap after a Release is not held for it (its pods may mount it)",
 			typ: "kubernetes:core/v1:ConfigMap", y: configMap,
+			installers: func(*testing.T) []Installer { return []Installer{release} }, dependsOn: []string{"rel"},
+			want: want{warn: "would wait for itself"}},
+		{name: "near miss: a Secret after a Release (existingSecret) is not held for it",
+			typ: "kubernetes:core/v1:Secret", y: "apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: external-secrets}\n",
+			installers: func(*testing.T) []Installer { return []Installer{release} }, dependsOn: []string{"rel"},
+			want: want{warn: "would wait for itself"}},
+		{name: "an autonamed Release: its gate takes the release's name from its outputs",
+			typ: "kubernetes:apps/v1:Deployment", y: fmt.Sprintf(deploymentMounting, "other"),
 			installers: func(*testing.T) []Installer {
 				return []Installer{{ID: "rel", Type: releaseType, Name: "eso", Object: map[string]any{"chart": "x"}}}
 			}, dependsOn: []string{"rel"},
-			want: want{warn: "sets no `name`"}},
+			want: want{types: []string{TypeHelmReleaseReady}, after: [][]string{{"rel"}}}},
 		{name: "installers are remembered: a CRD", typ: "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", y: esoCRD,
 			want: want{remember: true}},
 		{name: "installers are remembered: a Release", typ: releaseType, y: "name: x\nchart: y\n", want: want{remember: true}},

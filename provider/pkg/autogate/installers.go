@@ -43,6 +43,9 @@ const (
 	certificateInstaller
 	externalSecretInstaller
 	releaseInstaller
+	// A ServiceAccount blocks nothing itself, but the imagePullSecrets it names are pulled with
+	// by every pod that runs as it: rule 3 reads them.
+	serviceAccountInstaller
 )
 
 func kindOf(typ string, obj map[string]any) installerKind {
@@ -63,6 +66,8 @@ func kindOf(typ string, obj map[string]any) installerKind {
 		return certificateInstaller
 	case gvk.Group == "external-secrets.io" && gvk.Kind == "ExternalSecret":
 		return externalSecretInstaller
+	case gvk.Group == "" && gvk.Kind == "ServiceAccount" && obj["imagePullSecrets"] != nil:
+		return serviceAccountInstaller
 	}
 	return notInstaller
 }

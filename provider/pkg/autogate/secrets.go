@@ -5,8 +5,9 @@ import (
 	"slices"
 )
 
-// mountedSecrets applies rule 3: a workload that mounts a Secret a stack Certificate or
-// ExternalSecret in its namespace produces waits for that producer.
+// mountedSecrets applies rule 3: a workload whose pods name a Secret (a volume, an env var, an
+// image pull secret, its own or its ServiceAccount's) that a stack Certificate or ExternalSecret
+// in its namespace produces waits for that producer.
 func (d *decider) mountedSecrets() {
 	path, ok := podTemplateKinds[d.gvk.Group+"/"+d.gvk.Kind]
 	if !ok {
@@ -14,6 +15,11 @@ func (d *decider) mountedSecrets() {
 	}
 	podSpec, _ := mapAt(d.in.Resource.Object, path...)
 	secrets := SecretsOf(podSpec)
+	for _, s := range d.serviceAccountPullSecrets(podSpec) {
+		if !slices.Contains(secrets, s) {
+			secrets = append(secrets, s)
+		}
+	}
 	if len(secrets) == 0 {
 		return
 	}
@@ -23,47 +29,91 @@ func (d *decider) mountedSecrets() {
 		if k != certificateInstaller && k != externalSecretInstaller {
 			continue
 		}
-		md, _ := mapAt(inst.Object, "metadata")
-		ns := str(md, "namespace")
-		if ns == "" {
-			ns = d.cluster.DefaultNamespace()
-		}
-		if ns != d.namespace {
+		if d.namespaceOf(inst) != d.namespace {
 			continue
 		}
-		name := str(md, "name")
-		if name == "" {
-			continue // an autonamed producer: its name is not known here
-		}
-		var produced string
-		if k == certificateInstaller {
-			spec, _ := mapAt(inst.Object, "spec")
-			produced = str(spec, "secretName")
-		} else {
-			target, _ := mapAt(inst.Object, "spec", "target")
-			if produced = str(target, "name"); produced == "" {
-				produced = name
-			}
-		}
-		if !slices.Contains(secrets, produced) {
-			continue
+		produced := producedSecret(inst)
+		if produced == "" || !slices.Contains(secrets, produced) {
+			continue // an autonamed ExternalSecret with no target name: its Secret's name is unknown here
 		}
 		typ, what := TypeCertificateReady, "certificate"
 		if k == externalSecretInstaller {
 			typ, what = TypeExternalSecretReady, "externalsecret"
 		}
-		key := fmt.Sprintf("auto-%s-%s-%s", what, slug(ns), slug(name))
-		d.add(Gate{
+		name, _ := installerName(inst)
+		if name == "" {
+			name = inst.Name // the key only: the gate's name input comes from the outputs
+		}
+		key := fmt.Sprintf("auto-%s-%s-%s", what, slug(d.namespace), slug(name))
+		g := Gate{
 			Key: key, Name: key, Type: typ,
-			Args:   map[string]any{"name": name, "namespace": ns},
 			After:  []string{inst.ID},
-			Reason: fmt.Sprintf("%s mounts Secret %s, which %s %s/%s produces", d.what(), produced, str(inst.Object, "kind"), ns, name),
-		})
+			Reason: fmt.Sprintf("%s uses Secret %s, which %s %s/%s produces", d.what(), produced, str(inst.Object, "kind"), d.namespace, name),
+		}
+		g.Args = map[string]any{"namespace": d.namespace}
+		nameArg(&g, g.Args, "name", inst)
+		d.add(g)
 	}
 }
 
-// SecretsOf lists the Secrets a pod spec mounts or reads: volumes (secret, projected sources)
-// and every container's envFrom and env secretKeyRef.
+// producedSecret is the Secret a Certificate (spec.secretName) or an ExternalSecret
+// (spec.target.name, else its own name) makes; "" when not known before it exists.
+func producedSecret(inst *Installer) string {
+	spec, _ := mapAt(inst.Object, "spec")
+	if kindOf(inst.Type, inst.Object) == certificateInstaller {
+		return str(spec, "secretName")
+	}
+	target, _ := mapAt(spec, "target")
+	if n := str(target, "name"); n != "" {
+		return n
+	}
+	n, _ := installerName(inst)
+	return n
+}
+
+// namespaceOf is where a namespaced installer lives.
+func (d *decider) namespaceOf(inst *Installer) string {
+	md, _ := mapAt(inst.Object, "metadata")
+	if ns := str(md, "namespace"); ns != "" {
+		return ns
+	}
+	return d.cluster.DefaultNamespace()
+}
+
+// serviceAccountPullSecrets are the imagePullSecrets of the stack's ServiceAccount the pods run
+// as (spec.serviceAccountName, else "default"): the kubelet pulls with them too.
+func (d *decider) serviceAccountPullSecrets(podSpec map[string]any) []string {
+	if podSpec == nil {
+		return nil
+	}
+	sa := str(podSpec, "serviceAccountName")
+	if sa == "" {
+		sa = str(podSpec, "serviceAccount") // the deprecated alias the API server still honours
+	}
+	if sa == "" {
+		sa = "default"
+	}
+	var out []string
+	for i := range d.in.Installers {
+		inst := &d.in.Installers[i]
+		if kindOf(inst.Type, inst.Object) != serviceAccountInstaller || d.namespaceOf(inst) != d.namespace {
+			continue
+		}
+		if n, _ := installerName(inst); n != sa {
+			continue
+		}
+		for _, ref := range items(inst.Object, "imagePullSecrets") {
+			if n := str(ref, "name"); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// SecretsOf lists the Secrets a pod spec names statically: volumes (secret, projected
+// sources), imagePullSecrets, and every container's (init, ephemeral too) envFrom and env
+// secretKeyRef.
 func SecretsOf(podSpec map[string]any) []string {
 	var out []string
 	add := func(n string) {
@@ -78,6 +128,18 @@ func SecretsOf(podSpec map[string]any) []string {
 			ps, _ := mapAt(src, "secret")
 			add(str(ps, "name"))
 		}
+		// Volume plugins that read a Secret to mount (the kubelet fails the mount without it).
+		csi, _ := mapAt(v, "csi", "nodePublishSecretRef")
+		add(str(csi, "name"))
+		az, _ := mapAt(v, "azureFile")
+		add(str(az, "secretName"))
+		for _, plugin := range []string{"cephfs", "flexVolume", "iscsi", "rbd", "scaleIO", "storageos"} {
+			ref, _ := mapAt(v, plugin, "secretRef")
+			add(str(ref, "name"))
+		}
+	}
+	for _, ref := range items(podSpec, "imagePullSecrets") {
+		add(str(ref, "name"))
 	}
 	for _, list := range []string{"initContainers", "containers", "ephemeralContainers"} {
 		for _, c := range items(podSpec, list) {

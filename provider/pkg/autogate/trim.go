@@ -53,6 +53,8 @@ func TrimInstaller(typ string, obj map[string]any) map[string]any {
 			s["target"] = pick(target, "name", "creationPolicy")
 		}
 		out["spec"] = s
+	case serviceAccountInstaller:
+		out["imagePullSecrets"] = obj["imagePullSecrets"]
 	}
 	return out
 }

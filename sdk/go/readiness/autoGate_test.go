@@ -66,7 +66,7 @@ func (failingPlanMocks) Call(pulumi.MockCallArgs) (resource.PropertyMap, error) 
 // lets the object through ungated.
 func TestTransformFailsTheRegistrationWhenThePlanFails(t *testing.T) {
 	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
-		g := &autoGate{ctx: ctx, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{}, known: map[string]pulumi.Resource{}}
+		g := newAutoGate(ctx, AutoGateOptions{})
 		res := g.transform(ctx.Context(), &pulumi.ResourceTransformArgs{Custom: true, Type: "kubernetes:core/v1:ConfigMap", Name: "settings",
 			Props: pulumi.Map{"apiVersion": pulumi.String("v1"), "kind": pulumi.String("ConfigMap")}})
 		if res == nil || len(res.Opts.DependsOn) == 0 {
@@ -119,7 +119,8 @@ func TestTransformFailsTheRegistrationWhenThePlanNeverAnswers(t *testing.T) {
 	m := silentPlanMocks{release: make(chan struct{})}
 	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
 		defer close(m.release)
-		g := &autoGate{ctx: ctx, planTimeout: 20 * time.Millisecond, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{}, known: map[string]pulumi.Resource{}}
+		g := newAutoGate(ctx, AutoGateOptions{})
+		g.planTimeout = 20 * time.Millisecond
 		res := g.transform(ctx.Context(), &pulumi.ResourceTransformArgs{Custom: true, Type: "kubernetes:core/v1:ConfigMap", Name: "settings",
 			Props: pulumi.Map{"apiVersion": pulumi.String("v1"), "kind": pulumi.String("ConfigMap")}})
 		if res == nil || len(res.Opts.DependsOn) == 0 {
@@ -186,7 +187,7 @@ func TestGateAfterAChartChildInstallerDependsOnIt(t *testing.T) {
 		if err := ctx.RegisterComponentResource("kubernetes:helm.sh/v4:Chart", "c", &chart); err != nil {
 			return err
 		}
-		g := &autoGate{ctx: ctx, opts: AutoGateOptions{Settle: time.Millisecond}, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{}, known: map[string]pulumi.Resource{}}
+		g := newAutoGate(ctx, AutoGateOptions{Settle: time.Millisecond})
 		child := func(typ, name string) *pulumi.ResourceTransformResult {
 			return g.transform(ctx.Context(), &pulumi.ResourceTransformArgs{Custom: true, Type: typ, Name: name,
 				Props: pulumi.Map{"kind": pulumi.String(name)}, Opts: pulumi.ResourceOptions{Parent: &chart}})

@@ -80,6 +80,66 @@ func (o AutoGatePlanAnswerArrayOutput) Index(i pulumi.IntInput) AutoGatePlanAnsw
 	}).(AutoGatePlanAnswerOutput)
 }
 
+// A gate input taken from an installer's outputs once the engine created it: an autonamed installer's name is known only there (pulumi-kubernetes names it at create).
+type AutoGatePlanArgFrom struct {
+	// The gate input to set (`name`).
+	Arg string `pulumi:"arg"`
+	// The installer's id.
+	Installer string `pulumi:"installer"`
+	// A dotted path into the installer's outputs (`metadata.name`, `status.name`).
+	Output string `pulumi:"output"`
+}
+
+// A gate input taken from an installer's outputs once the engine created it: an autonamed installer's name is known only there (pulumi-kubernetes names it at create).
+type AutoGatePlanArgFromOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanArgFromOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGatePlanArgFrom)(nil)).Elem()
+}
+
+func (o AutoGatePlanArgFromOutput) ToAutoGatePlanArgFromOutput() AutoGatePlanArgFromOutput {
+	return o
+}
+
+func (o AutoGatePlanArgFromOutput) ToAutoGatePlanArgFromOutputWithContext(ctx context.Context) AutoGatePlanArgFromOutput {
+	return o
+}
+
+// The gate input to set (`name`).
+func (o AutoGatePlanArgFromOutput) Arg() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanArgFrom) string { return v.Arg }).(pulumi.StringOutput)
+}
+
+// The installer's id.
+func (o AutoGatePlanArgFromOutput) Installer() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanArgFrom) string { return v.Installer }).(pulumi.StringOutput)
+}
+
+// A dotted path into the installer's outputs (`metadata.name`, `status.name`).
+func (o AutoGatePlanArgFromOutput) Output() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGatePlanArgFrom) string { return v.Output }).(pulumi.StringOutput)
+}
+
+type AutoGatePlanArgFromArrayOutput struct{ *pulumi.OutputState }
+
+func (AutoGatePlanArgFromArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AutoGatePlanArgFrom)(nil)).Elem()
+}
+
+func (o AutoGatePlanArgFromArrayOutput) ToAutoGatePlanArgFromArrayOutput() AutoGatePlanArgFromArrayOutput {
+	return o
+}
+
+func (o AutoGatePlanArgFromArrayOutput) ToAutoGatePlanArgFromArrayOutputWithContext(ctx context.Context) AutoGatePlanArgFromArrayOutput {
+	return o
+}
+
+func (o AutoGatePlanArgFromArrayOutput) Index(i pulumi.IntInput) AutoGatePlanArgFromOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) AutoGatePlanArgFrom {
+		return vs[0].([]AutoGatePlanArgFrom)[vs[1].(int)]
+	}).(AutoGatePlanArgFromOutput)
+}
+
 type AutoGatePlanBatchItem struct {
 	// As `autoGatePlan`'s `dependsOn`.
 	DependsOn []string `pulumi:"dependsOn"`
@@ -211,6 +271,8 @@ type AutoGatePlanGate struct {
 	AfterGates []string `pulumi:"afterGates"`
 	// The gate's inputs.
 	Args map[string]interface{} `pulumi:"args"`
+	// Inputs the SDK sets from installers' outputs before it registers the gate (unknown in a preview).
+	ArgsFrom []AutoGatePlanArgFrom `pulumi:"argsFrom"`
 	// The batch key: one gate resource per key; later registrations with the same key depend on it.
 	Key string `pulumi:"key"`
 	// The gate's Pulumi name, after what it guards.
@@ -248,6 +310,11 @@ func (o AutoGatePlanGateOutput) AfterGates() pulumi.StringArrayOutput {
 // The gate's inputs.
 func (o AutoGatePlanGateOutput) Args() pulumi.MapOutput {
 	return o.ApplyT(func(v AutoGatePlanGate) map[string]interface{} { return v.Args }).(pulumi.MapOutput)
+}
+
+// Inputs the SDK sets from installers' outputs before it registers the gate (unknown in a preview).
+func (o AutoGatePlanGateOutput) ArgsFrom() AutoGatePlanArgFromArrayOutput {
+	return o.ApplyT(func(v AutoGatePlanGate) []AutoGatePlanArgFrom { return v.ArgsFrom }).(AutoGatePlanArgFromArrayOutput)
 }
 
 // The batch key: one gate resource per key; later registrations with the same key depend on it.
@@ -291,6 +358,8 @@ func (o AutoGatePlanGateArrayOutput) Index(i pulumi.IntInput) AutoGatePlanGateOu
 }
 
 type AutoGatePlanInstaller struct {
+	// As the resource's `cluster`: the cluster the installer was created in.
+	Cluster *string `pulumi:"cluster"`
 	// The SDK's handle for the installer (its URN in the Go SDK).
 	Id     string                 `pulumi:"id"`
 	Name   string                 `pulumi:"name"`
@@ -310,6 +379,8 @@ type AutoGatePlanInstallerInput interface {
 }
 
 type AutoGatePlanInstallerArgs struct {
+	// As the resource's `cluster`: the cluster the installer was created in.
+	Cluster pulumi.StringPtrInput `pulumi:"cluster"`
 	// The SDK's handle for the installer (its URN in the Go SDK).
 	Id     pulumi.StringInput `pulumi:"id"`
 	Name   pulumi.StringInput `pulumi:"name"`
@@ -366,6 +437,11 @@ func (o AutoGatePlanInstallerOutput) ToAutoGatePlanInstallerOutput() AutoGatePla
 
 func (o AutoGatePlanInstallerOutput) ToAutoGatePlanInstallerOutputWithContext(ctx context.Context) AutoGatePlanInstallerOutput {
 	return o
+}
+
+// As the resource's `cluster`: the cluster the installer was created in.
+func (o AutoGatePlanInstallerOutput) Cluster() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGatePlanInstaller) *string { return v.Cluster }).(pulumi.StringPtrOutput)
 }
 
 // The SDK's handle for the installer (its URN in the Go SDK).
@@ -584,6 +660,8 @@ func (o AutoGatePlanOptionsPtrOutput) Timeout() pulumi.StringPtrOutput {
 }
 
 type AutoGatePlanResource struct {
+	// Which cluster the registration's kubernetes provider talks to, as the SDK names it (its provider's URN); unset for the cluster of the readiness provider answering the call. Installers of another cluster are ignored.
+	Cluster *string `pulumi:"cluster"`
 	// The Pulumi resource name.
 	Name string `pulumi:"name"`
 	// The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.
@@ -606,6 +684,8 @@ type AutoGatePlanResourceInput interface {
 }
 
 type AutoGatePlanResourceArgs struct {
+	// Which cluster the registration's kubernetes provider talks to, as the SDK names it (its provider's URN); unset for the cluster of the readiness provider answering the call. Installers of another cluster are ignored.
+	Cluster pulumi.StringPtrInput `pulumi:"cluster"`
 	// The Pulumi resource name.
 	Name pulumi.StringInput `pulumi:"name"`
 	// The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.
@@ -640,6 +720,11 @@ func (o AutoGatePlanResourceOutput) ToAutoGatePlanResourceOutput() AutoGatePlanR
 
 func (o AutoGatePlanResourceOutput) ToAutoGatePlanResourceOutputWithContext(ctx context.Context) AutoGatePlanResourceOutput {
 	return o
+}
+
+// Which cluster the registration's kubernetes provider talks to, as the SDK names it (its provider's URN); unset for the cluster of the readiness provider answering the call. Installers of another cluster are ignored.
+func (o AutoGatePlanResourceOutput) Cluster() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGatePlanResource) *string { return v.Cluster }).(pulumi.StringPtrOutput)
 }
 
 // The Pulumi resource name.
@@ -1418,6 +1503,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefPtrInput)(nil)).Elem(), ServiceRefArgs{})
 	pulumi.RegisterOutputType(AutoGatePlanAnswerOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanAnswerArrayOutput{})
+	pulumi.RegisterOutputType(AutoGatePlanArgFromOutput{})
+	pulumi.RegisterOutputType(AutoGatePlanArgFromArrayOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanBatchItemOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanBatchItemArrayOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanGateOutput{})

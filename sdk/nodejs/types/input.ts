@@ -45,6 +45,10 @@ export interface AutoGatePlanBatchItemArgs {
 
 export interface AutoGatePlanInstaller {
     /**
+     * As the resource's `cluster`: the cluster the installer was created in.
+     */
+    cluster?: string;
+    /**
      * The SDK's handle for the installer (its URN in the Go SDK).
      */
     id: string;
@@ -54,6 +58,10 @@ export interface AutoGatePlanInstaller {
 }
 
 export interface AutoGatePlanInstallerArgs {
+    /**
+     * As the resource's `cluster`: the cluster the installer was created in.
+     */
+    cluster?: pulumi.Input<string | undefined>;
     /**
      * The SDK's handle for the installer (its URN in the Go SDK).
      */
@@ -79,6 +87,10 @@ export interface AutoGatePlanOptionsArgs {
 
 export interface AutoGatePlanResource {
     /**
+     * Which cluster the registration's kubernetes provider talks to, as the SDK names it (its provider's URN); unset for the cluster of the readiness provider answering the call. Installers of another cluster are ignored.
+     */
+    cluster?: string;
+    /**
      * The Pulumi resource name.
      */
     name: string;
@@ -97,6 +109,10 @@ export interface AutoGatePlanResource {
 }
 
 export interface AutoGatePlanResourceArgs {
+    /**
+     * Which cluster the registration's kubernetes provider talks to, as the SDK names it (its provider's URN); unset for the cluster of the readiness provider answering the call. Installers of another cluster are ignored.
+     */
+    cluster?: pulumi.Input<string | undefined>;
     /**
      * The Pulumi resource name.
      */

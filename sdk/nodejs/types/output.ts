@@ -27,6 +27,24 @@ export interface AutoGatePlanAnswer {
     warnings: string[];
 }
 
+/**
+ * A gate input taken from an installer's outputs once the engine created it: an autonamed installer's name is known only there (pulumi-kubernetes names it at create).
+ */
+export interface AutoGatePlanArgFrom {
+    /**
+     * The gate input to set (`name`).
+     */
+    arg: string;
+    /**
+     * The installer's id.
+     */
+    installer: string;
+    /**
+     * A dotted path into the installer's outputs (`metadata.name`, `status.name`).
+     */
+    output: string;
+}
+
 export interface AutoGatePlanGate {
     /**
      * IDs of the installers the gate must depend on.
@@ -40,6 +58,10 @@ export interface AutoGatePlanGate {
      * The gate's inputs.
      */
     args: {[key: string]: any};
+    /**
+     * Inputs the SDK sets from installers' outputs before it registers the gate (unknown in a preview).
+     */
+    argsFrom: outputs.AutoGatePlanArgFrom[];
     /**
      * The batch key: one gate resource per key; later registrations with the same key depend on it.
      */

@@ -14,6 +14,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
+
+	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
 // AutoGateOptions tune AutoGate; every field is optional.
@@ -48,14 +50,20 @@ const defaultSettle = 200 * time.Millisecond
 // dependsOn entries (a stack transform); the rules are the provider's function autoGatePlan.
 // A resource that already depends on a readiness gate is left as it is. See docs/autogate.md.
 func AutoGate(ctx *pulumi.Context, opts *AutoGateOptions) error {
-	g := &autoGate{ctx: ctx, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{}, known: map[string]pulumi.Resource{}}
+	var o AutoGateOptions
 	if opts != nil {
-		g.opts = *opts
+		o = *opts
 	}
-	if g.opts.Settle <= 0 {
-		g.opts.Settle = defaultSettle
-	}
+	g := newAutoGate(ctx, o)
 	return ctx.RegisterResourceTransform(g.transform)
+}
+
+func newAutoGate(ctx *pulumi.Context, opts AutoGateOptions) *autoGate {
+	if opts.Settle <= 0 {
+		opts.Settle = defaultSettle
+	}
+	return &autoGate{ctx: ctx, opts: opts, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{},
+		known: map[string]pulumi.Resource{}, edges: map[string][]string{}, clusters: map[string]*autoGateCluster{}}
 }
 
 type autoGate struct {
@@ -69,6 +77,17 @@ type autoGate struct {
 	gates      map[string]*autoGateEntry  // by batch key
 	families   map[string]*autoGateFamily // children by parent URN
 	known      map[string]pulumi.Resource // resources by URN, as transforms saw them (dependsOn, parents)
+	edges      map[string][]string        // every registration's dependsOn and parent URNs, by its URN
+	clusters   map[string]*autoGateCluster // readiness providers for explicit kubernetes providers, by their URN
+}
+
+// autoGateCluster is the readiness provider made for the cluster of one explicit kubernetes
+// provider, configured as that provider is (kubeconfig, context, namespace).
+type autoGateCluster struct {
+	once sync.Once
+	prov pulumi.ProviderResource
+	skip string // why objects of that cluster cannot be gated ("" when they can)
+	err  error
 }
 
 // autoGateEntry is one gate resource, shared by every registration with its key.
@@ -193,6 +212,20 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 	if parentType != "" {
 		res.ParentType = &parentType
 	}
+	g.mu.Lock()
+	g.edges[self] = append(slices.Clone(dependsOn), parentURN)
+	g.mu.Unlock()
+	cluster, prov, skip, err := g.clusterOf(c, args)
+	if err != nil {
+		return nil, err
+	}
+	if skip != "" {
+		g.warn(fmt.Sprintf("%s %s is not gated: %s", args.Type, args.Name, skip))
+		return nil, nil
+	}
+	if cluster != "" {
+		res.Cluster = &cluster
+	}
 
 	seen := &autoGateSeen{res: res}
 	child := componentParent(parentType)
@@ -210,7 +243,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		fam = g.arrive(parentURN)
 	}
 	family := fam
-	plan, err := g.planWith(res, g.snapshot(seen, child, true), dependsOn)
+	plan, err := g.planWith(res, g.snapshot(seen, child, true), dependsOn, prov)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +254,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		if plan.Installer != nil {
 			remembered = plan.Installer
 		}
-		inst := AutoGatePlanInstaller{Id: self, Type: args.Type, Name: args.Name, Object: remembered}
+		inst := AutoGatePlanInstaller{Id: self, Type: args.Type, Name: args.Name, Object: remembered, Cluster: res.Cluster}
 		g.mu.Lock()
 		missed := g.missed(seen)
 		g.installers = append(g.installers, inst)
@@ -230,7 +263,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		if strings.HasSuffix(args.Type, "WebhookConfiguration") {
 			// A child's missed are those decided finally without it: top-level registrations,
 			// or siblings whose group had settled before it arrived.
-			g.warnIntercepted(inst, missed)
+			g.warnIntercepted(inst, missed, prov)
 		}
 	}
 	if child {
@@ -238,7 +271,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		// A sibling registered later (the chart's webhook configuration) may block this child:
 		// decide once the component's registrations settle.
 		g.settle(family)
-		if plan, err = g.planWith(res, g.snapshot(seen, false, false), dependsOn); err != nil {
+		if plan, err = g.planWith(res, g.snapshot(seen, false, false), dependsOn, prov); err != nil {
 			return nil, err
 		}
 	}
@@ -249,14 +282,55 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		return nil, nil
 	}
 	var out []pulumi.Resource
+	left := map[string]bool{}
 	for _, spec := range plan.Gates {
-		gate, err := g.gate(spec)
+		if why := g.cycle(spec, self, left); why != "" {
+			// The gate would wait for what it guards (an installer that depends on this
+			// registration): left out, never a deadlock.
+			left[spec.Key] = true
+			g.warn(fmt.Sprintf("%s %s is not held by %s: %s", args.Type, args.Name, spec.Name, why))
+			continue
+		}
+		gate, err := g.gate(spec, prov)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, gate)
 	}
 	return out, nil
+}
+
+// cycle says why a gate would wait for the registration it guards ("" when it would not): an
+// installer it comes after depends on that registration (through dependsOn or parents), or a
+// gate it comes after was left out for that reason.
+func (g *autoGate) cycle(spec AutoGatePlanGate, self string, left map[string]bool) string {
+	for _, k := range spec.AfterGates {
+		if left[k] {
+			return "the gate it comes after was left out"
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, id := range spec.After {
+		if id == self || g.reaches(id, self, map[string]bool{}) {
+			return fmt.Sprintf("%s depends on it", id)
+		}
+	}
+	return ""
+}
+
+// reaches says whether from depends on to through recorded dependsOn and parent edges (g.mu held).
+func (g *autoGate) reaches(from, to string, seen map[string]bool) bool {
+	if seen[from] {
+		return false
+	}
+	seen[from] = true
+	for _, next := range g.edges[from] {
+		if next == to || (next != "" && g.reaches(next, to, seen)) {
+			return true
+		}
+	}
+	return false
 }
 
 // snapshot is the installers a decision sees, recording that it saw them (and, first, the
@@ -283,7 +357,7 @@ func (g *autoGate) missed(self *autoGateSeen) []AutoGatePlanResource {
 	return out
 }
 
-func (g *autoGate) planWith(res AutoGatePlanResource, installers []AutoGatePlanInstaller, dependsOn []string) (*AutoGatePlanResult, error) {
+func (g *autoGate) planWith(res AutoGatePlanResource, installers []AutoGatePlanInstaller, dependsOn []string, prov pulumi.ProviderResource) (*AutoGatePlanResult, error) {
 	opts := &AutoGatePlanOptions{Namespaces: g.opts.Namespaces}
 	for _, f := range []struct {
 		dst **string
@@ -295,8 +369,8 @@ func (g *autoGate) planWith(res AutoGatePlanResource, installers []AutoGatePlanI
 		}
 	}
 	var invokeOpts []pulumi.InvokeOption
-	if g.opts.Provider != nil {
-		invokeOpts = append(invokeOpts, pulumi.Provider(g.opts.Provider))
+	if prov != nil {
+		invokeOpts = append(invokeOpts, pulumi.Provider(prov))
 	}
 	type answer struct {
 		plan *AutoGatePlanResult
@@ -326,9 +400,12 @@ const autoGatePlanTimeout = 2 * time.Minute
 
 // warnIntercepted warns about registrations made before a top-level webhook configuration that
 // it intercepts: they were decided without it, so nothing held them for it.
-func (g *autoGate) warnIntercepted(hook AutoGatePlanInstaller, before []AutoGatePlanResource) {
+func (g *autoGate) warnIntercepted(hook AutoGatePlanInstaller, before []AutoGatePlanResource, prov pulumi.ProviderResource) {
 	for _, res := range before {
-		plan, err := g.planWith(res, []AutoGatePlanInstaller{hook}, nil)
+		if deref(res.Cluster) != deref(hook.Cluster) {
+			continue
+		}
+		plan, err := g.planWith(res, []AutoGatePlanInstaller{hook}, nil, prov)
 		if err != nil {
 			continue
 		}
@@ -388,7 +465,7 @@ func (g *autoGate) settle(f *autoGateFamily) {
 
 // gate returns the gate resource of spec's key, registering it the first time (at the top
 // level: a gate inside a component whose child waits for it would deadlock).
-func (g *autoGate) gate(spec AutoGatePlanGate) (pulumi.Resource, error) {
+func (g *autoGate) gate(spec AutoGatePlanGate, prov pulumi.ProviderResource) (pulumi.Resource, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if e, ok := g.gates[spec.Key]; ok {
@@ -411,10 +488,19 @@ func (g *autoGate) gate(spec AutoGatePlanGate) (pulumi.Resource, error) {
 		}
 	}
 	opts := []pulumi.ResourceOption{pulumi.DependsOn(deps)}
-	if g.opts.Provider != nil {
-		opts = append(opts, pulumi.Provider(g.opts.Provider))
+	if prov != nil {
+		opts = append(opts, pulumi.Provider(prov))
 	}
+	// The SDK's own defaults (version, plugin download URL), as every hand-written gate has:
+	// one readiness provider per stack, not a second unversioned one.
+	opts = internal.PkgResourceDefaultOpts(opts)
 	props, _ := toInput(spec.Args).(pulumi.Map)
+	if props == nil {
+		props = pulumi.Map{}
+	}
+	for _, a := range spec.ArgsFrom {
+		props[a.Arg] = g.outputOf(a.Installer, a.Output)
+	}
 	if objects, ok := props["objects"]; ok {
 		// AdmissionReady's objects may be Secrets: secret from the start, as the provider stores them.
 		props["objects"] = pulumi.ToSecret(objects)
@@ -456,22 +542,131 @@ const autoGateRegisteredWait = 30 * time.Minute
 // "unknown resource" ends it. No event for "that registration finished" reaches the SDK from
 // outside the code that registers it (here, the kubernetes plugin's Construct).
 func (g *autoGate) waitRegistered(urn string) error {
+	_, err := g.registeredState(urn)
+	return err
+}
+
+// registeredState is waitRegistered that also returns the resource's outputs as the engine has them.
+func (g *autoGate) registeredState(urn string) (map[string]any, error) {
 	deadline := time.Now().Add(autoGateRegisteredWait)
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		var got struct {
-			URN string `pulumi:"urn"`
+			URN   string         `pulumi:"urn"`
+			State map[string]any `pulumi:"state"`
 		}
 		err := g.ctx.Invoke("pulumi:pulumi:getResource", struct {
 			URN string `pulumi:"urn"`
 		}{urn}, &got)
 		if err == nil {
-			return nil
+			return got.State, nil
 		}
 		if !strings.Contains(err.Error(), "unknown resource") || time.Now().After(deadline) {
-			return fmt.Errorf("waiting for the engine to register %s: %w", urn, err)
+			return nil, fmt.Errorf("waiting for the engine to register %s: %w", urn, err)
 		}
 		time.Sleep(delay)
 	}
+}
+
+// outputOf is an installer's output at a dotted path, read once the engine has created it (an
+// autonamed installer's name exists nowhere else); unknown in a preview, where it has none.
+func (g *autoGate) outputOf(urn, path string) pulumi.Input {
+	if g.ctx.DryRun() {
+		return pulumi.UnsafeUnknownOutput(nil)
+	}
+	return pulumi.String(urn).ToStringOutput().ApplyT(func(u string) (string, error) {
+		state, err := g.registeredState(u)
+		if err != nil {
+			return "", err
+		}
+		v, ok := atPath(state, path).(string)
+		if !ok || v == "" {
+			return "", fmt.Errorf("autoGate: %s has no output %s to name its gate with", u, path)
+		}
+		return v, nil
+	}).(pulumi.StringOutput)
+}
+
+// atPath is the value at a dotted path of nested maps (nil when absent).
+func atPath(v any, path string) any {
+	for _, p := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+// clusterOf is the cluster a registration's kubernetes provider talks to: "" and the autoGate
+// provider for the default one; for an explicit provider, its URN and a readiness provider
+// configured as it is; skip says why the registration cannot be gated (its provider renders
+// YAML, or names a kubeconfig cluster readiness cannot select): autoGate never guesses.
+func (g *autoGate) clusterOf(c context.Context, args *pulumi.ResourceTransformArgs) (string, pulumi.ProviderResource, string, error) {
+	if args.Opts.Provider == nil {
+		return "", g.opts.Provider, "", nil
+	}
+	urn, err := g.urnOf(c, args.Opts.Provider)
+	if err != nil {
+		return "", nil, "", err
+	}
+	if name := resource.URN(urn).Name(); urn == "" || name == "default" || strings.HasPrefix(name, "default_") {
+		// The engine's default kubernetes provider: the stack's kubernetes configuration.
+		return "", g.opts.Provider, "", nil
+	}
+	g.mu.Lock()
+	e := g.clusters[urn]
+	if e == nil {
+		e = &autoGateCluster{}
+		g.clusters[urn] = e
+	}
+	g.mu.Unlock()
+	e.once.Do(func() { e.prov, e.skip, e.err = g.clusterProvider(urn) })
+	return urn, e.prov, e.skip, e.err
+}
+
+// clusterProvider makes the readiness provider for the cluster of the kubernetes provider urn,
+// from that provider's configuration as pulumi-kubernetes reads it.
+func (g *autoGate) clusterProvider(urn string) (pulumi.ProviderResource, string, error) {
+	state, err := g.registeredState(urn)
+	if err != nil {
+		return nil, "", err
+	}
+	name := resource.URN(urn).Name()
+	cfg := func(k string) string { s, _ := state[k].(string); return s }
+	if cfg("renderYamlToDirectory") != "" {
+		return nil, "its kubernetes provider " + name + " renders YAML to a directory and talks to no cluster", nil
+	}
+	if cfg("cluster") != "" {
+		return nil, "its kubernetes provider " + name + " selects kubeconfig cluster " + cfg("cluster") +
+			", which a readiness provider cannot; gate its objects by hand with a readiness.Provider for that cluster", nil
+	}
+	if g.ctx.DryRun() && (cfg("kubeconfig") == "" && state["kubeconfig"] != nil) {
+		return nil, "its kubernetes provider " + name + "'s kubeconfig is not known in a preview (decided at up)", nil
+	}
+	args := &ProviderArgs{}
+	if v := cfg("kubeconfig"); v != "" {
+		args.Kubeconfig = pulumi.ToSecret(pulumi.String(v)).(pulumi.StringOutput)
+	}
+	if v := cfg("context"); v != "" {
+		args.Context = pulumi.String(v)
+	}
+	if v := cfg("namespace"); v != "" {
+		args.Namespace = pulumi.String(v)
+	}
+	p, err := NewProvider(g.ctx, "autogate-"+name, args)
+	if err != nil {
+		return nil, "", err
+	}
+	_ = g.ctx.Log.Info("autoGate: objects of kubernetes provider "+name+" are gated by readiness provider autogate-"+name+", configured as it is", nil)
+	return p, "", nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // urnOf is r's URN ("" for nil), and remembers r under it.

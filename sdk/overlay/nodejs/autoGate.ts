@@ -5,6 +5,7 @@
 // gates it answers with into `dependsOn`.
 import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
+import { Provider } from "./provider";
 
 /** Options of {@link autoGate}; all optional. */
 export interface AutoGateOptions {
@@ -63,8 +64,8 @@ export function autoGate(opts?: AutoGateOptions): void {
 // ---------------------------------------------------------------------------------------------
 // The contract with `readiness:index:autoGatePlan` (provider/pkg/autogate).
 
-export interface PlanResource { type: string; name: string; parentType?: string; object: any }
-export interface PlanInstaller { id: string; type: string; name: string; object: any }
+export interface PlanResource { type: string; name: string; parentType?: string; object: any; cluster?: string }
+export interface PlanInstaller { id: string; type: string; name: string; object: any; cluster?: string }
 export interface PlanArgs {
     resource: PlanResource;
     installers: PlanInstaller[];
@@ -78,6 +79,8 @@ export interface PlannedGate {
     /** Keys of gates earlier in the same answer the gate depends on (AdmissionReady after proof its webhook configuration exists). */
     afterGates?: string[];
     reason?: string;
+    /** Inputs read from installers' outputs once the engine created them (an autonamed installer's name). */
+    argsFrom?: { arg: string; installer: string; output: string }[];
 }
 export interface PlanResult {
     remember?: boolean;
@@ -89,11 +92,19 @@ export interface PlanResult {
 
 /** What the gater needs from Pulumi; tests give fakes. */
 export interface AutoGateDeps {
-    plan(args: PlanArgs): Promise<PlanResult>;
+    /** Asks the plan, through the readiness provider of the registration's cluster (undefined: autoGate's own). */
+    plan(args: PlanArgs, provider?: pulumi.ProviderResource): Promise<PlanResult>;
     /** Registers a gate (top level, never a component's child) after the given resources. */
-    createGate(gate: PlannedGate, after: pulumi.Resource[]): pulumi.Resource;
+    createGate(gate: PlannedGate, after: pulumi.Resource[], provider?: pulumi.ProviderResource): pulumi.Resource;
     /** Resolves once the resource with this URN was registered and its step finished. */
     waitRegistered(urn: string): Promise<void>;
+    /** A registered resource's outputs at a dotted path (unknown in a preview). */
+    outputOf?(urn: string, path: string): pulumi.Input<any>;
+    /**
+     * The readiness provider for the cluster of an explicit kubernetes provider (by its URN),
+     * configured as it is; or why its objects cannot be gated.
+     */
+    clusterProvider?(urn: string): Promise<{ provider?: pulumi.ProviderResource; skip?: string }>;
     /** "urn:pulumi:<stack>::<project>::" */
     urnPrefix(): string;
     info(msg: string): void;
@@ -108,6 +119,8 @@ export interface AutoGateDeps {
 interface Installer extends PlanInstaller {
     urn: string;
     seq: number; // the order it was registered (or constructed) in: installers are sent in that order
+    order: number; // where the program wrote it (a component's child: where the component is written)
+    parent?: string; // a component child's parent URN
     handle?: pulumi.Resource; // the program's own object, when it constructed it
 }
 
@@ -120,6 +133,13 @@ interface Reg {
     object: any;
     deps: { urn?: string; handle?: pulumi.Resource; type: string }[];
     handle?: pulumi.Resource;
+    /** Where the program wrote it: only installers written above it count (a cycle otherwise). */
+    order?: number;
+    parentUrn?: string;
+    /** The URN of its explicit kubernetes provider; undefined for the default one. */
+    cluster?: string;
+    provider?: pulumi.ProviderResource;
+    valuesKnown?: () => void;
 }
 
 // A resource the program constructed at the top level, decided in program order: Node sends a
@@ -128,6 +148,8 @@ interface Reg {
 interface Constructed {
     resource: pulumi.Resource;
     decision: Promise<{ gates: PlannedGate[]; objectKey: string; late: number }>;
+    order: number;
+    valuesKnown?: () => void;
 }
 
 interface Pending {
@@ -152,6 +174,9 @@ export class AutoGater {
     private finals = new Map<string, Reg>(); // registrations whose decision is final, by URN
     private slots: (() => void)[] = [];
     private settleMs: number;
+    private componentOrder = new Map<string, number>(); // kubernetes components the program constructed, by URN
+    private pendingValues = new Map<string, Promise<void>>(); // installers constructed with unknown values, until registered
+    private clusters = new Map<string, Promise<{ provider?: pulumi.ProviderResource; skip?: string }>>();
 
     constructor(private opts: AutoGateOptions, private deps: AutoGateDeps) {
         this.settleMs = opts.settle ?? 200;
@@ -163,7 +188,15 @@ export class AutoGater {
      */
     track(type: string, name: string, resource: pulumi.Resource, props: pulumi.Inputs, opts: pulumi.ResourceOptions): void {
         // (Inside Resource's constructor a CustomResource is not marked as one yet: ask its class.)
-        if (!type.startsWith("kubernetes:") || resource instanceof pulumi.ComponentResource || opts.parent) return;
+        if (!type.startsWith("kubernetes:") || opts.parent) return;
+        if (resource instanceof pulumi.ComponentResource) {
+            // Its children register later, concurrently: they count as written here.
+            this.componentOrder.set(childUrn(this.deps.urnPrefix(), undefined, type, name), this.seq++);
+            return;
+        }
+        // An object of an explicit kubernetes provider is decided when it registers, once its
+        // provider (its cluster) is known.
+        if (opts.provider) return;
         const k = `${type}|${name}`;
         if (this.constructed.has(k)) {
             this.constructed.set(k, null);
@@ -172,13 +205,20 @@ export class AutoGater {
         const object = plainNow(props);
         const deps = toArray(opts.dependsOn as any).flatMap((d: any) =>
             pulumi.Resource.isInstance(d) ? [{ handle: d, type: String((d as any).__pulumiType ?? "") }] : []);
-        const reg: Reg = { type, name, urn: childUrn(this.deps.urnPrefix(), undefined, type, name), object, deps, handle: resource };
+        const reg: Reg = { type, name, urn: childUrn(this.deps.urnPrefix(), undefined, type, name), object, deps, handle: resource, order: this.seq };
+        if (hasUnknowns(props)) {
+            // Its values (a namespace from another resource's outputs) are known at registration:
+            // decisions that may need them as an installer's wait for them there.
+            let done!: () => void;
+            this.pendingValues.set(reg.urn, new Promise<void>((r) => (done = r)));
+            reg.valuesKnown = done;
+        }
         const decision = this.decideInOrder(reg, false).then((d) => {
             this.finals.set(reg.urn, reg);
             return { gates: d.gates, objectKey: stableKey(object), late: this.late };
         });
         decision.catch(() => undefined);
-        this.constructed.set(k, { resource, decision });
+        this.constructed.set(k, { resource, decision, order: reg.order!, valuesKnown: reg.valuesKnown });
     }
 
     /**
@@ -198,18 +238,29 @@ export class AutoGater {
             const topLevel = !parentUrn || typeOfUrn(parentUrn) === "pulumi:pulumi:Stack";
             const c = topLevel ? this.constructed.get(`${a.type}|${a.name}`) : undefined;
             const reg = await this.reg(a, parentUrn, c?.resource);
+            const skip = await this.cluster(reg, a);
+            if (skip) {
+                c?.valuesKnown?.();
+                this.deps.warn(`autoGate: ${a.type} ${a.name} is not gated: ${skip}`);
+                return undefined;
+            }
             if (c) {
                 // Decided in program order; again only when its values were not all known then, or
                 // an installer appeared since that program order did not show (a component's child).
-                const d = await c.decision.catch(() => undefined);
-                if (d && d.objectKey === stableKey(reg.object) && d.late === this.late) return await this.wire(a, d.gates);
-                const again = (await this.decideInOrder(reg, true, true)).gates;
-                this.finals.set(reg.urn, reg);
-                return await this.wire(a, again);
+                reg.order = c.order;
+                try {
+                    const d = await c.decision.catch(() => undefined);
+                    if (d && d.objectKey === stableKey(reg.object) && d.late === this.late) return await this.wire(a, d.gates, reg);
+                    const again = (await this.decideInOrder(reg, true, true)).gates;
+                    this.finals.set(reg.urn, reg);
+                    return await this.wire(a, again, reg);
+                } finally {
+                    c.valuesKnown?.();
+                }
             }
             const gates = (await this.decideInOrder(reg, true)).gates;
             this.finals.set(reg.urn, reg);
-            return await this.wire(a, gates);
+            return await this.wire(a, gates, reg);
         } catch (e) {
             throw this.failure(a, e);
         }
@@ -222,9 +273,30 @@ export class AutoGater {
         return err;
     }
 
+    // cluster sets the registration's cluster from its explicit kubernetes provider, and says
+    // why it cannot be gated when its cluster cannot be told ("" when it can).
+    private async cluster(r: Reg, a: pulumi.ResourceTransformArgs): Promise<string> {
+        const urn = a.opts.provider ? await urnOf(a.opts.provider as any) : undefined;
+        const name = urn?.split("::").pop() ?? "";
+        if (!urn || name === "default" || name.startsWith("default_")) {
+            r.provider = this.opts.provider;
+            return "";
+        }
+        if (!this.deps.clusterProvider) return `its kubernetes provider ${name} talks to a cluster autoGate cannot configure a readiness provider for`;
+        let p = this.clusters.get(urn);
+        if (!p) this.clusters.set(urn, (p = this.deps.clusterProvider(urn)));
+        const c = await p;
+        if (c.skip) return c.skip;
+        r.cluster = urn;
+        r.provider = c.provider;
+        return "";
+    }
+
     private async reg(a: pulumi.ResourceTransformArgs, parentUrn: string | undefined, handle?: pulumi.Resource): Promise<Reg> {
         const depUrns = await Promise.all(dependsOnOf(a).map((d) => urnOf(d)));
+        const child = parentUrn && isComponentChild(parentUrn);
         return {
+            ...(child ? { parentUrn, order: this.componentOrder.get(parentUrn!) } : {}),
             type: a.type, name: a.name, urn: childUrn(this.deps.urnPrefix(), parentUrn, a.type, a.name),
             ...(parentUrn && isComponentChild(parentUrn) ? { parentType: typeOfUrn(parentUrn) } : {}),
             object: await plain(a.props),
@@ -251,6 +323,8 @@ export class AutoGater {
         const decided = await Promise.all(items.map(async (p) => {
             try {
                 const reg = await this.reg(p.args, p.parentUrn);
+                const skip = await this.cluster(reg, p.args);
+                if (skip) throw new Error(skip);
                 return { p, reg, ...(await this.decideInOrder(reg, true)), ok: true as const };
             } catch (e) {
                 return { p, ok: false as const, err: e };
@@ -262,9 +336,9 @@ export class AutoGater {
                     if (!d.ok) throw d.err;
                     let gates = d.gates;
                     // An installer of the same component arrived after this child (itself aside): ask again with all of them.
-                    if (this.missing(d.sent, d.reg.urn)) gates = (await this.decide(d.reg, true, true, d.seq)).gates;
+                    if (this.missing(d.sent, d.reg)) gates = (await this.decide(d.reg, true, true, d.seq)).gates;
                     this.finals.set(d.reg.urn, d.reg);
-                    d.p.resolve(await this.wire(d.p.args, gates));
+                    d.p.resolve(await this.wire(d.p.args, gates, d.reg));
                 } catch (e) {
                     d.p.reject(this.failure(d.p.args, e));
                 }
@@ -290,13 +364,23 @@ export class AutoGater {
             remembered();
         }
         await before;
-        if (!this.missing(first.sent, r.urn, seq)) return { ...first, seq };
+        if (!this.missing(first.sent, r, seq)) return { ...first, seq };
         return { ...(await this.decide(r, true, registered, seq)), seq };
     }
 
-    // missing: an installer (registered before seq, when given) that a question did not include.
-    private missing(sent: Set<string>, self: string, seq?: number): boolean {
-        return this.installers.some((i) => i.urn !== self && !sent.has(i.id) && (seq === undefined || i.seq < seq));
+    // missing: an installer (registered before seq, when given) that counts for r and that a
+    // question did not include.
+    private missing(sent: Set<string>, r: Reg, seq?: number): boolean {
+        return this.installers.some((i) => i.urn !== r.urn && !sent.has(i.id) && (seq === undefined || i.seq < seq) && this.counts(i, r, seq ?? this.seq));
+    }
+
+    // counts: whether installer i may gate r. Only what the program wrote above r counts (an
+    // installer written below it may depend on it: a cycle), and, for a component's child, its
+    // siblings, which the plugin registers in no guaranteed order; and only one of r's cluster.
+    private counts(i: { order: number; parent?: string; cluster?: string }, r: Reg, seq: number): boolean {
+        if ((i.cluster ?? "") !== (r.cluster ?? "")) return false;
+        if (r.parentUrn && i.parent === r.parentUrn) return true;
+        return i.order < (r.order ?? seq);
     }
 
     // slot bounds the plan calls in flight: the calls made together go as one batch invoke
@@ -316,27 +400,34 @@ export class AutoGater {
     // returns the gates it must wait for (none when the user opted it out or gated it by hand).
     private async decide(r: Reg, again: boolean, registered: boolean, seq: number): Promise<{ gates: PlannedGate[]; sent: Set<string> }> {
         const sent = new Set<string>();
+        if (registered) await this.valuesOfInstallers(r, seq);
         // The question is taken once a slot is free: fewer earlier answers are missing from it then.
         const result = await this.slot(() => {
             const installers = this.question(r, seq, sent);
             return withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
-                resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
+                resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object, ...(r.cluster ? { cluster: r.cluster } : {}) },
                 installers,
                 dependsOn: this.dependsOnIds(r, sent),
                 options: {
                     timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
                     namespaces: this.opts.namespaces,
                 },
-            }));
+            }, r.provider));
         });
         if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
         // What later decisions need of an installer, as the plan trimmed it (an older provider: the props).
         const remembered = result.installer ?? r.object;
         const known = this.byUrn.get(r.urn);
         if (known) {
-            known.object = remembered; // the values as registered: more of them are known than at construction
+            // The values as registered: more of them are known than at construction (a decision
+            // made with the old ones is made again when its own registration comes).
+            if (stableKey(known.object) !== stableKey(remembered)) this.late++;
+            known.object = remembered;
         } else if (result.remember && (!this.opts.installers || this.opts.installers.includes(r.name))) {
-            const inst: Installer = { id: r.urn, seq, type: r.type, name: r.name, object: remembered, urn: r.urn, handle: r.handle };
+            const inst: Installer = {
+                id: r.urn, seq, order: r.order ?? seq, type: r.type, name: r.name, object: remembered, urn: r.urn, handle: r.handle,
+                ...(r.parentUrn ? { parent: r.parentUrn } : {}), ...(r.cluster ? { cluster: r.cluster } : {}),
+            };
             const at = this.installers.findIndex((i) => i.seq > seq);
             this.installers.splice(at < 0 ? this.installers.length : at, 0, inst);
             this.byUrn.set(r.urn, inst);
@@ -349,19 +440,32 @@ export class AutoGater {
         return { gates: result.gates ?? [], sent };
     }
 
+    // valuesOfInstallers waits (bounded) until the installers that count for r and were
+    // constructed with unknown values (a Certificate whose namespace is another resource's
+    // output) have registered with them: decided before, r would see them in the wrong place.
+    private async valuesOfInstallers(r: Reg, seq: number): Promise<void> {
+        const waits = this.installers.filter((i) => i.urn !== r.urn && this.counts(i, r, seq)).flatMap((i) => {
+            const p = this.pendingValues.get(i.urn);
+            return p ? [p] : [];
+        });
+        if (waits.length === 0) return;
+        await withTimeout(this.deps.planTimeoutMs ?? 120_000, `the values of the installers before ${r.type} ${r.name}`, () => Promise.all(waits))
+            .catch((e) => this.deps.warn(`autoGate: ${r.type} ${r.name} is decided without every installer's values: ${errorText(e)}`));
+    }
+
     // warnIntercepted warns about registrations decided before a webhook configuration installer
     // that it intercepts (top-level ones before it, or a component's children whose group had
     // settled before it arrived): nothing held them for it.
     private async warnIntercepted(hook: Installer, before: Reg[]): Promise<void> {
         for (const r of before) {
-            if (r.urn === hook.urn) continue;
+            if (r.urn === hook.urn || (r.cluster ?? "") !== (hook.cluster ?? "")) continue;
             try {
                 const result = await this.slot(() => withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
-                    resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object },
-                    installers: [{ id: hook.id, type: hook.type, name: hook.name, object: hook.object }],
+                    resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object, ...(r.cluster ? { cluster: r.cluster } : {}) },
+                    installers: [{ id: hook.id, type: hook.type, name: hook.name, object: hook.object, ...(hook.cluster ? { cluster: hook.cluster } : {}) }],
                     dependsOn: [],
                     options: {},
-                })));
+                }, r.provider)));
                 if ((result.gates ?? []).some((g) => g.type === "readiness:index:AdmissionReady" && (g.after ?? []).includes(hook.id))) {
                     this.deps.warn(`autoGate: ${r.type} ${r.name} was registered before ${hook.type} ${hook.name}, which intercepts it: it was not held for that webhook. ` +
                         "Register the webhook configuration (or what installs it) first, or give it a dependsOn on a readiness.AdmissionReady of it by hand");
@@ -379,13 +483,14 @@ export class AutoGater {
     // all be asked twice (200 ExternalSecrets, each an installer: 401 calls).
     private question(r: Reg, seq: number, sent: Set<string>): PlanInstaller[] {
         const earlier: { seq: number; i: PlanInstaller }[] = this.installers
-            .filter((i) => i.urn !== r.urn)
-            .map(({ seq, id, type, name, object }) => ({ seq, i: { id, type, name, object } }));
+            .filter((i) => i.urn !== r.urn && this.counts(i, r, seq))
+            .map(({ seq, id, type, name, object, cluster }) => ({ seq, i: { id, type, name, object, ...(cluster ? { cluster } : {}) } }));
         const have = new Set(earlier.map((e) => e.i.id));
         for (const [s, u] of this.unanswered) {
             if (s >= seq || u.urn === r.urn || have.has(u.urn) || (this.opts.installers && !this.opts.installers.includes(u.name))) continue;
+            if (!this.counts({ order: u.order ?? s, parent: u.parentUrn, cluster: u.cluster }, r, seq)) continue;
             have.add(u.urn);
-            earlier.push({ seq: s, i: { id: u.urn, type: u.type, name: u.name, object: u.object } });
+            earlier.push({ seq: s, i: { id: u.urn, type: u.type, name: u.name, object: u.object, ...(u.cluster ? { cluster: u.cluster } : {}) } });
         }
         earlier.sort((a, b) => a.seq - b.seq);
         for (const e of earlier) sent.add(e.i.id);
@@ -403,16 +508,16 @@ export class AutoGater {
     }
 
     // wire creates (or reuses, by batch key) the gates and adds them to the resource's dependsOn.
-    private async wire(a: pulumi.ResourceTransformArgs, planned: PlannedGate[]): Promise<pulumi.ResourceTransformResult | undefined> {
+    private async wire(a: pulumi.ResourceTransformArgs, planned: PlannedGate[], r: Reg): Promise<pulumi.ResourceTransformResult | undefined> {
         if (planned.length === 0) return undefined;
         const pending: Promise<pulumi.Resource>[] = [];
-        for (const g of planned) pending.push(this.gate(g)); // in order: afterGates name earlier ones
+        for (const g of planned) pending.push(this.gate(g, r.provider)); // in order: afterGates name earlier ones
         const gates = await Promise.all(pending);
         return { props: a.props, opts: { ...a.opts, dependsOn: [...dependsOnOf(a), ...gates] } };
     }
 
     // gate is the one gate of a batch key, created once every installer it comes after exists.
-    private gate(g: PlannedGate): Promise<pulumi.Resource> {
+    private gate(g: PlannedGate, provider?: pulumi.ProviderResource): Promise<pulumi.Resource> {
         let p = this.gates.get(g.key);
         if (!p) {
             const after = (g.after ?? []).map((id) => {
@@ -431,7 +536,15 @@ export class AutoGater {
                 await Promise.all(after.map((i) => (i.handle ? valueOf(i.handle.urn) : this.deps.waitRegistered(i.urn))));
                 const before = await Promise.all(afterGates);
                 if (g.reason) this.deps.info(`autoGate: ${g.name}: ${g.reason}`);
-                return this.deps.createGate(g, [...after.map((i) => i.handle ?? new pulumi.DependencyResource(i.urn)), ...before]);
+                let spec = g;
+                if (g.argsFrom?.length) {
+                    // An autonamed installer's name is in its outputs only.
+                    if (!this.deps.outputOf) throw new Error(`gate ${g.name} needs an installer's outputs`);
+                    const args = { ...(g.args ?? {}) };
+                    for (const f of g.argsFrom) args[f.arg] = this.deps.outputOf(f.installer, f.output);
+                    spec = { ...g, args };
+                }
+                return this.deps.createGate(spec, [...after.map((i) => i.handle ?? new pulumi.DependencyResource(i.urn)), ...before], provider);
             })();
             this.gates.set(g.key, p);
             p.catch(() => this.gates.delete(g.key));
@@ -447,13 +560,30 @@ const maxPlansInFlight = 256;
 // Pulumi glue.
 
 function pulumiDeps(o: AutoGateOptions): AutoGateDeps {
-    const invokeOpts: pulumi.InvokeOptions = { ...utilities.resourceOptsDefaults(), ...(o.provider ? { provider: o.provider } : {}) };
+    // One batcher per readiness provider: a batch is one invoke, through one provider.
+    const batchers = new Map<pulumi.ProviderResource | undefined, (a: PlanArgs) => Promise<PlanResult>>();
+    const batcher = (provider?: pulumi.ProviderResource) => {
+        let b = batchers.get(provider);
+        if (!b) {
+            const invokeOpts: pulumi.InvokeOptions = { ...utilities.resourceOptsDefaults(), ...(provider ? { provider } : {}) };
+            b = planBatcher((batch) => pulumi.runtime.invoke("readiness:index:autoGatePlanBatch", batch as any, invokeOpts) as Promise<PlanBatchResult>);
+            batchers.set(provider, b);
+        }
+        return b;
+    };
     return {
-        plan: planBatcher((batch) => pulumi.runtime.invoke("readiness:index:autoGatePlanBatch", batch as any, invokeOpts) as Promise<PlanBatchResult>),
+        plan: (args, provider) => batcher(provider ?? o.provider)(args),
         // AdmissionReady's objects may be Secrets: secret from the start, as the provider stores them (as in Go).
-        createGate: (g, after) => new Gate(g.type, g.name, g.args?.objects ? { ...g.args, objects: pulumi.secret(g.args.objects) } : g.args ?? {},
-            pulumi.mergeOptions(utilities.resourceOptsDefaults(), { dependsOn: after, ...(o.provider ? { provider: o.provider } : {}) })),
+        createGate: (g, after, provider) => new Gate(g.type, g.name, g.args?.objects ? { ...g.args, objects: pulumi.secret(g.args.objects) } : g.args ?? {},
+            pulumi.mergeOptions(utilities.resourceOptsDefaults(), { dependsOn: after, ...((provider ?? o.provider) ? { provider: provider ?? o.provider } : {}) })),
         waitRegistered,
+        outputOf: (urn, path) => (pulumi.runtime.isDryRun() ? pulumi.output(pulumi.unknown as any)
+            : pulumi.output(registeredState(urn).then((state) => {
+                const v = path.split(".").reduce((x: any, k) => (x && typeof x === "object" ? x[k] : undefined), state);
+                if (typeof v !== "string" || v === "") throw new Error(`autoGate: ${urn} has no output ${path} to name its gate with`);
+                return v;
+            }))),
+        clusterProvider: (urn) => clusterProvider(urn),
         urnPrefix: () => `urn:pulumi:${pulumi.getStack()}::${pulumi.getProject()}::`,
         info: (m) => pulumi.log.info(m),
         warn: (m) => pulumi.log.warn(m),
@@ -520,11 +650,16 @@ export function planBatcher(invoke: (b: PlanBatchArgs) => Promise<PlanBatchResul
 // resource's step finished) until it answers; any other error than "unknown resource" ends it.
 // No event for "that registration finished" reaches an SDK from outside the registering code.
 async function waitRegistered(urn: string): Promise<void> {
+    await registeredState(urn);
+}
+
+// registeredState is waitRegistered that also returns the resource's outputs as the engine has them.
+async function registeredState(urn: string): Promise<any> {
     const deadline = Date.now() + 30 * 60_000;
     for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
         try {
-            await pulumi.runtime.invoke("pulumi:pulumi:getResource", { urn }, {});
-            return;
+            const got: any = await pulumi.runtime.invoke("pulumi:pulumi:getResource", { urn }, {});
+            return got?.state ?? {};
         } catch (e) {
             if (!/unknown resource/.test(errorText(e)) || Date.now() > deadline) throw e;
         }
@@ -532,8 +667,44 @@ async function waitRegistered(urn: string): Promise<void> {
     }
 }
 
+// clusterProvider makes the readiness provider for the cluster of an explicit kubernetes provider,
+// configured from that provider's configuration as pulumi-kubernetes reads it (kubeconfig,
+// context, namespace); a provider that renders YAML or selects a kubeconfig cluster is not
+// guessed at.
+async function clusterProvider(urn: string): Promise<{ provider?: pulumi.ProviderResource; skip?: string }> {
+    const state = await registeredState(urn);
+    const name = urn.split("::").pop() ?? urn;
+    const cfg = (k: string): string | undefined => {
+        const v = state?.[k];
+        return typeof v === "string" && v !== "" ? v : undefined;
+    };
+    if (cfg("renderYamlToDirectory")) return { skip: `its kubernetes provider ${name} renders YAML to a directory and talks to no cluster` };
+    if (cfg("cluster")) {
+        return { skip: `its kubernetes provider ${name} selects kubeconfig cluster ${cfg("cluster")}, which a readiness provider cannot; gate its objects by hand with a readiness.Provider for that cluster` };
+    }
+    if (pulumi.runtime.isDryRun() && pulumi.isUnknown(state?.kubeconfig)) {
+        return { skip: `its kubernetes provider ${name}'s kubeconfig is not known in a preview (decided at up)` };
+    }
+    const kubeconfig = cfg("kubeconfig");
+    const provider = new Provider(`autogate-${name}`, {
+        ...(kubeconfig ? { kubeconfig: pulumi.secret(kubeconfig) } : {}),
+        ...(cfg("context") ? { context: cfg("context") } : {}),
+        ...(cfg("namespace") ? { namespace: cfg("namespace") } : {}),
+    });
+    pulumi.log.info(`autoGate: objects of kubernetes provider ${name} are gated by readiness provider autogate-${name}, configured as it is`);
+    return { provider };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Pure helpers.
+
+// hasUnknowns: whether props hold a value not known yet (an Output, a Promise, an unknown).
+function hasUnknowns(v: any): boolean {
+    if (v === null || v === undefined) return false;
+    if (pulumi.Output.isInstance(v) || v instanceof Promise || pulumi.isUnknown(v)) return true;
+    if (typeof v !== "object" || pulumi.Resource.isInstance(v)) return false;
+    return (Array.isArray(v) ? v : Object.values(v)).some(hasUnknowns);
+}
 
 // withTimeout is f's answer, or an error once ms passed: one plan call that never returns must
 // not hold its registration (and every later decision waiting on it) forever.
