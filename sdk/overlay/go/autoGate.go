@@ -73,11 +73,11 @@ type autoGate struct {
 
 	mu         sync.Mutex
 	installers []AutoGatePlanInstaller
-	earlier    []*autoGateSeen            // every registration so far, for webhook configurations that come late
-	gates      map[string]*autoGateEntry  // by batch key
-	families   map[string]*autoGateFamily // children by parent URN
-	known      map[string]pulumi.Resource // resources by URN, as transforms saw them (dependsOn, parents)
-	edges      map[string][]string        // every registration's dependsOn and parent URNs, by its URN
+	earlier    []*autoGateSeen             // every registration so far, for webhook configurations that come late
+	gates      map[string]*autoGateEntry   // by batch key
+	families   map[string]*autoGateFamily  // children by parent URN
+	known      map[string]pulumi.Resource  // resources by URN, as transforms saw them (dependsOn, parents)
+	edges      map[string][]string         // every registration's dependsOn and parent URNs, by its URN
 	clusters   map[string]*autoGateCluster // readiness providers for explicit kubernetes providers, by their URN
 }
 
