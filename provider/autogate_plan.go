@@ -28,6 +28,7 @@ type AutoGatePlanResource struct {
 	ParentType *string        `pulumi:"parentType,optional"`
 	Object     map[string]any `pulumi:"object,optional"`
 	Cluster    *string        `pulumi:"cluster,optional"`
+	Parent     *string        `pulumi:"parent,optional"`
 }
 
 type AutoGatePlanInstaller struct {
@@ -36,6 +37,7 @@ type AutoGatePlanInstaller struct {
 	Name    string         `pulumi:"name"`
 	Object  map[string]any `pulumi:"object,optional"`
 	Cluster *string        `pulumi:"cluster,optional"`
+	Parent  *string        `pulumi:"parent,optional"`
 }
 
 type AutoGatePlanOptions struct {
@@ -98,11 +100,14 @@ func (r *AutoGatePlanResource) Annotate(a infer.Annotator) {
 	a.Describe(&r.Object, "The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.")
 	a.Describe(&r.Cluster, "Which cluster the registration's kubernetes provider talks to, as the SDK names it (its provider's URN); "+
 		"unset for the cluster of the readiness provider answering the call. Installers of another cluster are ignored.")
+	a.Describe(&r.Parent, "The SDK's handle for the parent component (its URN), for a component's child: tells the children of one component "+
+		"apart from another's whatever their names (Chart v3 and ConfigFile v1 children carry no component prefix).")
 }
 
 func (i *AutoGatePlanInstaller) Annotate(a infer.Annotator) {
 	a.Describe(&i.ID, "The SDK's handle for the installer (its URN in the Go SDK).")
 	a.Describe(&i.Cluster, "As the resource's `cluster`: the cluster the installer was created in.")
+	a.Describe(&i.Parent, "As the resource's `parent`.")
 }
 
 func (a *AutoGatePlanArgs) Annotate(an infer.Annotator) {
@@ -150,12 +155,12 @@ func decidePlan(in AutoGatePlanArgs, cluster autogate.Cluster) AutoGatePlanResul
 	input := autogate.Input{
 		Resource: autogate.Resource{
 			Type: in.Resource.Type, Name: in.Resource.Name, ParentType: deref(in.Resource.ParentType), Object: in.Resource.Object,
-			Cluster: deref(in.Resource.Cluster),
+			Cluster: deref(in.Resource.Cluster), Parent: deref(in.Resource.Parent),
 		},
 		DependsOn: in.DependsOn,
 	}
 	for _, i := range in.Installers {
-		input.Installers = append(input.Installers, autogate.Installer{ID: i.ID, Type: i.Type, Name: i.Name, Object: i.Object, Cluster: deref(i.Cluster)})
+		input.Installers = append(input.Installers, autogate.Installer{ID: i.ID, Type: i.Type, Name: i.Name, Object: i.Object, Cluster: deref(i.Cluster), Parent: deref(i.Parent)})
 	}
 	if o := in.Options; o != nil {
 		input.Options = autogate.Options{

@@ -124,6 +124,11 @@ func (d *decider) ownIgnoredHook(inst *Installer, hook map[string]any) bool {
 	if str(hook, "failurePolicy") != "Ignore" || !componentTypes[d.in.Resource.ParentType] {
 		return false
 	}
+	if d.in.Resource.Parent != "" {
+		// The SDK says which component each is a child of: Chart v4's "<chart>:ns/name", Chart
+		// v3's and ConfigFile v1's "ns/name" alike.
+		return inst.Parent == d.in.Resource.Parent && (d.crd == nil || d.crd.Parent != d.in.Resource.Parent)
+	}
 	component := componentOf(d.in.Resource.Name)
 	if component == "" || componentOf(inst.Name) != component {
 		return false

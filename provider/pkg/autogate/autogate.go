@@ -30,10 +30,13 @@ const (
 
 // Resource is one registration as the SDK's transform sees it.
 type Resource struct {
-	Type       string         // Pulumi type token: kubernetes:apps/v1:Deployment
-	Name       string         // Pulumi resource name
-	ParentType string         // the parent's type token; "" at the top level
-	Object     map[string]any // the props as plain JSON; unknowns absent
+	Type       string // Pulumi type token: kubernetes:apps/v1:Deployment
+	Name       string // Pulumi resource name
+	ParentType string // the parent's type token; "" at the top level
+	// Parent is the SDK's handle for the parent component (its URN); "" at the top level or
+	// from an older SDK (then the component is read from the Pulumi name, as Chart v4 names it).
+	Parent string
+	Object map[string]any // the props as plain JSON; unknowns absent
 	// Cluster names the cluster the registration's kubernetes provider talks to, as the SDK
 	// tells clusters apart: "" for the one the readiness provider answering the plan talks to.
 	Cluster string
@@ -46,6 +49,7 @@ type Installer struct {
 	Name    string
 	Object  map[string]any
 	Cluster string // as Resource.Cluster: an installer blocks only registrations of its own cluster
+	Parent  string // as Resource.Parent
 }
 
 // Options are the user's autoGate options the plan needs.

@@ -536,12 +536,23 @@ spec: {template: {spec: {containers: [{name: c, image: x}]}}}
 		{"near miss: own custom resource, Fail", "Fail", chart, "mesh:default/ghcr", "mesh:injector", "kubernetes:external-secrets.io/v1:ExternalSecret", externalSecret, true, true},
 		{"near miss: another chart's Deployment, Ignore", "Ignore", chart, "app:web/web", "mesh:injector", "kubernetes:apps/v1:Deployment", deployment, false, true},
 		{"near miss: top-level Deployment, Ignore", "Ignore", "", "mesh:mesh/mesh", "mesh:injector", "kubernetes:apps/v1:Deployment", deployment, false, true},
+		// Chart v3 and ConfigFile v1 name their children "ns/name", with no component prefix: the
+		// SDK's parent handle tells the component ("@<parent>" below).
+		{"Chart v3's own Deployment, Ignore (by parent)", "Ignore", "kubernetes:helm.sh/v3:Chart", "mesh/mesh@urn:c1", "injector@urn:c1", "kubernetes:apps/v1:Deployment", deployment, false, false},
+		{"near miss: another Chart v3's Deployment, Ignore (by parent)", "Ignore", "kubernetes:helm.sh/v3:Chart", "web/web@urn:c2", "injector@urn:c1", "kubernetes:apps/v1:Deployment", deployment, false, true},
+		{"near miss: Chart v3's own custom resource of its own CRD (by parent)", "Ignore", "kubernetes:helm.sh/v3:Chart", "default/ghcr@urn:c1", "injector@urn:c1", "kubernetes:external-secrets.io/v1:ExternalSecret", externalSecret, true, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			installers := []Installer{installer(t, "hook", "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration", c.hookName, hookOf(c.policy))}
+			objName, objParent, _ := strings.Cut(c.objName, "@")
+			hookName, hookParent, _ := strings.Cut(c.hookName, "@")
+			hook := installer(t, "hook", "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration", hookName, hookOf(c.policy))
+			hook.Parent = hookParent
+			installers := []Installer{hook}
 			if c.withCRD {
-				installers = append([]Installer{installer(t, "crd", "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "mesh:externalsecrets.external-secrets.io", esoCRD)}, installers...)
+				crd := installer(t, "crd", "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "mesh:externalsecrets.external-secrets.io", esoCRD)
+				crd.Parent = hookParent
+				installers = append([]Installer{crd}, installers...)
 			}
 			for _, trimmed := range []bool{false, true} {
 				ins := slices.Clone(installers)
@@ -550,7 +561,7 @@ spec: {template: {spec: {containers: [{name: c, image: x}]}}}
 						ins[i].Object = TrimInstaller(ins[i].Type, ins[i].Object)
 					}
 				}
-				p := Decide(Input{Resource: Resource{Type: c.typ, Name: c.objName, ParentType: c.parentType, Object: obj(t, c.y)}, Installers: ins}, fakeCluster{}, testIntercepts)
+				p := Decide(Input{Resource: Resource{Type: c.typ, Name: objName, ParentType: c.parentType, Parent: objParent, Object: obj(t, c.y)}, Installers: ins}, fakeCluster{}, testIntercepts)
 				admission := false
 				for _, g := range p.Gates {
 					admission = admission || g.Type == TypeAdmissionReady

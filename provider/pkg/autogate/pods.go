@@ -131,16 +131,23 @@ func podOfDeployment(d map[string]any, name string) (map[string]any, bool) {
 	return podOfFromTemplate(tmpl, rsName, ""), true
 }
 
-// podOfStatefulSet follows statefulset.newVersionedStatefulSetPod for the set's first ordinal:
-// newStatefulSetPod (GetPodFromTemplate, initIdentity, updateStorage) and setPodRevision.
+// podOfStatefulSet follows statefulset.newVersionedStatefulSetPod for the ordinal the controller
+// makes next on a scale-up (start + replicas): newStatefulSetPod (GetPodFromTemplate,
+// initIdentity, updateStorage) and setPodRevision. Not the first ordinal: once the set exists,
+// its Pod <set>-<start> does too, and the dry-run create of an existing Pod would be refused
+// (AlreadyExists) after the webhooks, or turned into an update the webhooks see differently.
 func podOfStatefulSet(set map[string]any, name string) (map[string]any, bool) {
 	tmpl, ok := podOfTemplate(set, "spec", "template")
 	if !ok {
 		return nil, false
 	}
 	spec := podOfMap(set, "spec")
-	// getStartOrdinal: spec.ordinals.start, else 0.
-	ordinal := podOfInt(podOfMap(spec, "ordinals"), "start")
+	// getStartOrdinal: spec.ordinals.start, else 0; replicas default to 1.
+	replicas := 1
+	if _, set := spec["replicas"]; set {
+		replicas = podOfInt(spec, "replicas")
+	}
+	ordinal := podOfInt(podOfMap(spec, "ordinals"), "start") + replicas
 	pod := podOfFromTemplate(tmpl, name, "")
 	md, podSpec := podOfMetadata(pod), podOfMap(pod, "spec")
 

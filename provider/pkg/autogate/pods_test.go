@@ -126,15 +126,15 @@ spec:
 apiVersion: v1
 kind: Pod
 metadata:
-  name: web-0
+  name: web-1
   namespace: prod
   labels:
     app: web
-    statefulset.kubernetes.io/pod-name: web-0
-    apps.kubernetes.io/pod-index: "0"
+    statefulset.kubernetes.io/pod-name: web-1
+    apps.kubernetes.io/pod-index: "1"
     controller-revision-hash: web-autogate
 spec:
-  hostname: web-0
+  hostname: web-1
   subdomain: web-svc
   containers:
   - name: app
@@ -142,7 +142,7 @@ spec:
     volumeMounts: [{name: data, mountPath: /data}]
   volumes:
   - name: data
-    persistentVolumeClaim: {claimName: data-web-0}
+    persistentVolumeClaim: {claimName: data-web-1}
 `,
 	},
 	{
@@ -171,22 +171,22 @@ spec:
 apiVersion: v1
 kind: Pod
 metadata:
-  name: db-3
+  name: db-4
   namespace: prod
   labels:
     app: db
-    statefulset.kubernetes.io/pod-name: db-3
-    apps.kubernetes.io/pod-index: "3"
+    statefulset.kubernetes.io/pod-name: db-4
+    apps.kubernetes.io/pod-index: "4"
     controller-revision-hash: db-autogate
 spec:
-  hostname: db-3
+  hostname: db-4
   containers:
   - name: db
     image: postgres
     volumeMounts: [{name: data, mountPath: /data}, {name: logs, mountPath: /logs}, {name: config, mountPath: /etc/db}]
   volumes:
-  - {name: data, persistentVolumeClaim: {claimName: data-db-3}}
-  - {name: logs, persistentVolumeClaim: {claimName: logs-db-3}}
+  - {name: data, persistentVolumeClaim: {claimName: data-db-4}}
+  - {name: logs, persistentVolumeClaim: {claimName: logs-db-4}}
   - {name: config, configMap: {name: db-config}}
 `,
 	},
@@ -205,18 +205,18 @@ spec:
 apiVersion: v1
 kind: Pod
 metadata:
-  name: ` + strings.Repeat("s", 61) + `-0
+  name: ` + strings.Repeat("s", 61) + `-1
   namespace: prod
   labels:
     app: s
-    statefulset.kubernetes.io/pod-name: ` + strings.Repeat("s", 61) + `-0
-    apps.kubernetes.io/pod-index: "0"
+    statefulset.kubernetes.io/pod-name: ` + strings.Repeat("s", 61) + `-1
+    apps.kubernetes.io/pod-index: "1"
     controller-revision-hash: ` + strings.Repeat("s", 63) + `
 spec:
-  hostname: ` + strings.Repeat("s", 61) + `-0
+  hostname: ` + strings.Repeat("s", 61) + `-1
   containers: [{name: app, image: nginx}]
   volumes:
-  - {name: data, persistentVolumeClaim: {claimName: data-` + strings.Repeat("s", 63) + `-0}}
+  - {name: data, persistentVolumeClaim: {claimName: data-` + strings.Repeat("s", 63) + `-1}}
 `,
 	},
 	{

@@ -364,7 +364,9 @@ type AutoGatePlanInstaller struct {
 	Id     string                 `pulumi:"id"`
 	Name   string                 `pulumi:"name"`
 	Object map[string]interface{} `pulumi:"object"`
-	Type   string                 `pulumi:"type"`
+	// As the resource's `parent`.
+	Parent *string `pulumi:"parent"`
+	Type   string  `pulumi:"type"`
 }
 
 // AutoGatePlanInstallerInput is an input type that accepts AutoGatePlanInstallerArgs and AutoGatePlanInstallerOutput values.
@@ -385,7 +387,9 @@ type AutoGatePlanInstallerArgs struct {
 	Id     pulumi.StringInput `pulumi:"id"`
 	Name   pulumi.StringInput `pulumi:"name"`
 	Object pulumi.MapInput    `pulumi:"object"`
-	Type   pulumi.StringInput `pulumi:"type"`
+	// As the resource's `parent`.
+	Parent pulumi.StringPtrInput `pulumi:"parent"`
+	Type   pulumi.StringInput    `pulumi:"type"`
 }
 
 func (AutoGatePlanInstallerArgs) ElementType() reflect.Type {
@@ -455,6 +459,11 @@ func (o AutoGatePlanInstallerOutput) Name() pulumi.StringOutput {
 
 func (o AutoGatePlanInstallerOutput) Object() pulumi.MapOutput {
 	return o.ApplyT(func(v AutoGatePlanInstaller) map[string]interface{} { return v.Object }).(pulumi.MapOutput)
+}
+
+// As the resource's `parent`.
+func (o AutoGatePlanInstallerOutput) Parent() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGatePlanInstaller) *string { return v.Parent }).(pulumi.StringPtrOutput)
 }
 
 func (o AutoGatePlanInstallerOutput) Type() pulumi.StringOutput {
@@ -666,6 +675,8 @@ type AutoGatePlanResource struct {
 	Name string `pulumi:"name"`
 	// The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.
 	Object map[string]interface{} `pulumi:"object"`
+	// The SDK's handle for the parent component (its URN), for a component's child: tells the children of one component apart from another's whatever their names (Chart v3 and ConfigFile v1 children carry no component prefix).
+	Parent *string `pulumi:"parent"`
 	// The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).
 	ParentType *string `pulumi:"parentType"`
 	// The Pulumi type token (`kubernetes:apps/v1:Deployment`).
@@ -690,6 +701,8 @@ type AutoGatePlanResourceArgs struct {
 	Name pulumi.StringInput `pulumi:"name"`
 	// The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.
 	Object pulumi.MapInput `pulumi:"object"`
+	// The SDK's handle for the parent component (its URN), for a component's child: tells the children of one component apart from another's whatever their names (Chart v3 and ConfigFile v1 children carry no component prefix).
+	Parent pulumi.StringPtrInput `pulumi:"parent"`
 	// The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).
 	ParentType pulumi.StringPtrInput `pulumi:"parentType"`
 	// The Pulumi type token (`kubernetes:apps/v1:Deployment`).
@@ -735,6 +748,11 @@ func (o AutoGatePlanResourceOutput) Name() pulumi.StringOutput {
 // The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.
 func (o AutoGatePlanResourceOutput) Object() pulumi.MapOutput {
 	return o.ApplyT(func(v AutoGatePlanResource) map[string]interface{} { return v.Object }).(pulumi.MapOutput)
+}
+
+// The SDK's handle for the parent component (its URN), for a component's child: tells the children of one component apart from another's whatever their names (Chart v3 and ConfigFile v1 children carry no component prefix).
+func (o AutoGatePlanResourceOutput) Parent() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGatePlanResource) *string { return v.Parent }).(pulumi.StringPtrOutput)
 }
 
 // The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).

@@ -54,6 +54,10 @@ export interface AutoGatePlanInstaller {
     id: string;
     name: string;
     object?: {[key: string]: any};
+    /**
+     * As the resource's `parent`.
+     */
+    parent?: string;
     type: string;
 }
 
@@ -68,6 +72,10 @@ export interface AutoGatePlanInstallerArgs {
     id: pulumi.Input<string>;
     name: pulumi.Input<string>;
     object?: pulumi.Input<{[key: string]: any} | undefined>;
+    /**
+     * As the resource's `parent`.
+     */
+    parent?: pulumi.Input<string | undefined>;
     type: pulumi.Input<string>;
 }
 
@@ -99,6 +107,10 @@ export interface AutoGatePlanResource {
      */
     object?: {[key: string]: any};
     /**
+     * The SDK's handle for the parent component (its URN), for a component's child: tells the children of one component apart from another's whatever their names (Chart v3 and ConfigFile v1 children carry no component prefix).
+     */
+    parent?: string;
+    /**
      * The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).
      */
     parentType?: string;
@@ -121,6 +133,10 @@ export interface AutoGatePlanResourceArgs {
      * The resource's props as plain JSON (a Kubernetes object; a Release's props); unknown values omitted.
      */
     object?: pulumi.Input<{[key: string]: any} | undefined>;
+    /**
+     * The SDK's handle for the parent component (its URN), for a component's child: tells the children of one component apart from another's whatever their names (Chart v3 and ConfigFile v1 children carry no component prefix).
+     */
+    parent?: pulumi.Input<string | undefined>;
     /**
      * The parent's type token, for children of a component (`kubernetes:helm.sh/v4:Chart`).
      */

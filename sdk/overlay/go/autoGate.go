@@ -211,6 +211,8 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 	res := AutoGatePlanResource{Type: args.Type, Name: args.Name, Object: obj}
 	if parentType != "" {
 		res.ParentType = &parentType
+		p := parentURN
+		res.Parent = &p
 	}
 	g.mu.Lock()
 	g.edges[self] = append(slices.Clone(dependsOn), parentURN)
@@ -254,7 +256,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		if plan.Installer != nil {
 			remembered = plan.Installer
 		}
-		inst := AutoGatePlanInstaller{Id: self, Type: args.Type, Name: args.Name, Object: remembered, Cluster: res.Cluster}
+		inst := AutoGatePlanInstaller{Id: self, Type: args.Type, Name: args.Name, Object: remembered, Cluster: res.Cluster, Parent: res.Parent}
 		g.mu.Lock()
 		missed := g.missed(seen)
 		g.installers = append(g.installers, inst)
@@ -554,9 +556,11 @@ func (g *autoGate) registeredState(urn string) (map[string]any, error) {
 			URN   string         `pulumi:"urn"`
 			State map[string]any `pulumi:"state"`
 		}
-		err := g.ctx.Invoke("pulumi:pulumi:getResource", struct {
+		// Raw: a resource's state may hold secrets (a Release's values, a provider's kubeconfig);
+		// only names are read from it, and a kubeconfig is passed on as a secret.
+		_, err := g.ctx.InvokePackageRaw("pulumi:pulumi:getResource", struct {
 			URN string `pulumi:"urn"`
-		}{urn}, &got)
+		}{urn}, &got, "")
 		if err == nil {
 			return got.State, nil
 		}

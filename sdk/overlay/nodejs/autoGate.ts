@@ -64,8 +64,8 @@ export function autoGate(opts?: AutoGateOptions): void {
 // ---------------------------------------------------------------------------------------------
 // The contract with `readiness:index:autoGatePlan` (provider/pkg/autogate).
 
-export interface PlanResource { type: string; name: string; parentType?: string; object: any; cluster?: string }
-export interface PlanInstaller { id: string; type: string; name: string; object: any; cluster?: string }
+export interface PlanResource { type: string; name: string; parentType?: string; parent?: string; object: any; cluster?: string }
+export interface PlanInstaller { id: string; type: string; name: string; object: any; cluster?: string; parent?: string }
 export interface PlanArgs {
     resource: PlanResource;
     installers: PlanInstaller[];
@@ -120,7 +120,6 @@ interface Installer extends PlanInstaller {
     urn: string;
     seq: number; // the order it was registered (or constructed) in: installers are sent in that order
     order: number; // where the program wrote it (a component's child: where the component is written)
-    parent?: string; // a component child's parent URN
     handle?: pulumi.Resource; // the program's own object, when it constructed it
 }
 
@@ -405,7 +404,7 @@ export class AutoGater {
         const result = await this.slot(() => {
             const installers = this.question(r, seq, sent);
             return withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
-                resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object, ...(r.cluster ? { cluster: r.cluster } : {}) },
+                resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType, parent: r.parentUrn } : {}), object: r.object, ...(r.cluster ? { cluster: r.cluster } : {}) },
                 installers,
                 dependsOn: this.dependsOnIds(r, sent),
                 options: {
@@ -461,8 +460,8 @@ export class AutoGater {
             if (r.urn === hook.urn || (r.cluster ?? "") !== (hook.cluster ?? "")) continue;
             try {
                 const result = await this.slot(() => withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
-                    resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType } : {}), object: r.object, ...(r.cluster ? { cluster: r.cluster } : {}) },
-                    installers: [{ id: hook.id, type: hook.type, name: hook.name, object: hook.object, ...(hook.cluster ? { cluster: hook.cluster } : {}) }],
+                    resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType, parent: r.parentUrn } : {}), object: r.object, ...(r.cluster ? { cluster: r.cluster } : {}) },
+                    installers: [{ id: hook.id, type: hook.type, name: hook.name, object: hook.object, ...(hook.cluster ? { cluster: hook.cluster } : {}), ...(hook.parent ? { parent: hook.parent } : {}) }],
                     dependsOn: [],
                     options: {},
                 }, r.provider)));
@@ -484,13 +483,13 @@ export class AutoGater {
     private question(r: Reg, seq: number, sent: Set<string>): PlanInstaller[] {
         const earlier: { seq: number; i: PlanInstaller }[] = this.installers
             .filter((i) => i.urn !== r.urn && this.counts(i, r, seq))
-            .map(({ seq, id, type, name, object, cluster }) => ({ seq, i: { id, type, name, object, ...(cluster ? { cluster } : {}) } }));
+            .map(({ seq, id, type, name, object, cluster, parent }) => ({ seq, i: { id, type, name, object, ...(cluster ? { cluster } : {}), ...(parent ? { parent } : {}) } }));
         const have = new Set(earlier.map((e) => e.i.id));
         for (const [s, u] of this.unanswered) {
             if (s >= seq || u.urn === r.urn || have.has(u.urn) || (this.opts.installers && !this.opts.installers.includes(u.name))) continue;
             if (!this.counts({ order: u.order ?? s, parent: u.parentUrn, cluster: u.cluster }, r, seq)) continue;
             have.add(u.urn);
-            earlier.push({ seq: s, i: { id: u.urn, type: u.type, name: u.name, object: u.object, ...(u.cluster ? { cluster: u.cluster } : {}) } });
+            earlier.push({ seq: s, i: { id: u.urn, type: u.type, name: u.name, object: u.object, ...(u.cluster ? { cluster: u.cluster } : {}), ...(u.parentUrn ? { parent: u.parentUrn } : {}) } });
         }
         earlier.sort((a, b) => a.seq - b.seq);
         for (const e of earlier) sent.add(e.i.id);
