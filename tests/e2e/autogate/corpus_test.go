@@ -38,9 +38,10 @@ func stateOf(t *testing.T, s auto.Stack) map[string]map[string]any {
 	}
 	var d struct {
 		Resources []struct {
-			URN     string         `json:"urn"`
-			Inputs  map[string]any `json:"inputs"`
-			Outputs map[string]any `json:"outputs"`
+			URN      string         `json:"urn"`
+			Inputs   map[string]any `json:"inputs"`
+			Outputs  map[string]any `json:"outputs"`
+			Provider string         `json:"provider"`
 		} `json:"resources"`
 	}
 	if err := json.Unmarshal(dep.Deployment, &d); err != nil {
@@ -48,7 +49,7 @@ func stateOf(t *testing.T, s auto.Stack) map[string]map[string]any {
 	}
 	out := map[string]map[string]any{}
 	for _, r := range d.Resources {
-		out[resource.URN(r.URN).Name()] = map[string]any{"inputs": r.Inputs, "outputs": r.Outputs}
+		out[resource.URN(r.URN).Name()] = map[string]any{"inputs": r.Inputs, "outputs": r.Outputs, "provider": r.Provider}
 	}
 	return out
 }

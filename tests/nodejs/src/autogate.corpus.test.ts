@@ -1,0 +1,228 @@
+// readiness.autoGate() on TypeScript programs as people write them (issue 32), on the real
+// pulumi-kubernetes plugin: field report 001 as its author wrote it (k8s.helm.v3.Chart of External
+// Secrets, ExternalSecrets that dependsOn the chart), and one program of shapes the transform used
+// to get wrong: an autonamed webhook configuration and custom resource, a webhook server's
+// Deployment whose inputs hold Outputs written above the webhook configuration that depends on it
+// (decided again at registration against installers written below it: a cycle, `up` hung), a
+// Certificate whose namespace is another resource's output, and a second cluster reached through
+// an explicit kubernetes provider.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import * as readiness from "@readiness-io/pulumi-readiness";
+import { Cluster, crd, createdAt, FakeWebhook, localChart, play, preparePulumi, PulumiEnv, request, serveWhenAvailable, sleep, stack, startCluster } from "./harness";
+
+let cluster: Cluster;
+let env: PulumiEnv;
+
+before(async () => {
+    cluster = await startCluster();
+    env = await preparePulumi();
+});
+after(async () => { await cluster?.stop(); });
+
+const background = { "pulumi.com/deletionPropagationPolicy": "background" };
+
+// stateOf is the stack's resources (urn, type, inputs, provider) from its exported state.
+async function stateOf(s: Awaited<ReturnType<typeof stack>>): Promise<any[]> {
+    return ((await s.exportStack()).deployment.resources ?? []) as any[];
+}
+const nameOfUrn = (urn: string) => urn.split("::").pop()!;
+
+// whenLabelled plays a webhook's pod: it starts serving `ms` after a webhook configuration
+// (resource, e.g. validatingwebhookconfigurations) labelled corpus=label exists, and resolves then.
+async function whenLabelled(webhook: FakeWebhook, resource: string, label: string, ms: number, cancelled: () => boolean): Promise<number | undefined> {
+    while (!cancelled()) {
+        const l = await request(cluster, "GET", `/apis/admissionregistration.k8s.io/v1/${resource}?labelSelector=corpus%3D${label}`);
+        if (l.status === 200 && l.body.items.length > 0) break;
+        await sleep(100);
+    }
+    if (cancelled()) return undefined;
+    await sleep(ms);
+    await webhook.send("start");
+    return Date.now();
+}
+
+test("field report 001 as written: k8s.helm.v3.Chart of External Secrets, ExternalSecrets that dependsOn the chart, and the one line", { timeout: 900_000 }, async () => {
+    const hook = await FakeWebhook.start();
+    try {
+        const chart = localChart("external-secrets", hook);
+        const program = (auto: boolean) => async () => {
+            if (auto) readiness.autoGate({ timeout: "3m" });
+            const ns = new k8s.core.v1.Namespace("external-secrets", { metadata: { name: "external-secrets" } });
+            const eso = new k8s.helm.v3.Chart("external-secrets", { path: chart, namespace: "external-secrets" }, { dependsOn: [ns] });
+            new k8s.apiextensions.CustomResource("ghcr-pull-secret", {
+                apiVersion: "external-secrets.io/v1", kind: "ExternalSecret",
+                metadata: { name: "ghcr-pull-secret", namespace: "default", annotations: background },
+                spec: {
+                    refreshInterval: "1h", secretStoreRef: { kind: "ClusterSecretStore", name: "pulumi-esc" },
+                    target: { name: "ghcr-pull-secret" }, dataFrom: [{ extract: { key: "ghcr" } }],
+                },
+            }, { dependsOn: [eso] });
+            return {};
+        };
+        const destroy = async (s: Awaited<ReturnType<typeof stack>>) => {
+            await hook.send("start"); // its webhook intercepts deletes too
+            await s.destroy();
+            await hook.send("stop");
+        };
+        const bare = await stack(env, cluster, { stackName: "nogate", projectName: "chartv3-ts", program: program(false) });
+        let done = false;
+        const lateBare = serveWhenAvailable(cluster, hook, "external-secrets", "external-secrets-webhook", 5000, () => done);
+        await assert.rejects(bare.up(), (e: Error) => {
+            assert.match(e.message, /failed calling webhook "validate\.externalsecret\.external-secrets\.io"/);
+            return true;
+        });
+        done = true;
+        await lateBare;
+        await destroy(bare);
+        await bare.workspace.removeStack("nogate");
+
+        const gated = await stack(env, cluster, { stackName: "gated", projectName: "chartv3-ts", program: program(true) });
+        done = false;
+        const late = serveWhenAvailable(cluster, hook, "external-secrets", "external-secrets-webhook", 5000, () => done);
+        try {
+            await gated.up();
+        } finally {
+            done = true;
+        }
+        const servedAt = await late;
+        assert.ok(servedAt, "the webhook never started serving");
+        const es = await createdAt(cluster, "/apis/external-secrets.io/v1/namespaces/default/externalsecrets/ghcr-pull-secret");
+        assert.ok(es >= Math.floor(servedAt! / 1000) * 1000, "the ExternalSecret was created before its webhook served");
+        const gates = (await stateOf(gated)).filter((r) => r.type.startsWith("readiness:index:")).map((r) => `${r.type.split(":").pop()} ${nameOfUrn(r.urn)}`);
+        console.log(`chart v3 gates: ${gates.join(", ")}`);
+        assert.ok(gates.some((g) => g.startsWith("AdmissionReady auto-admission-externalsecrets.external-secrets.io-default-")), `gates ${gates}`);
+        await destroy(gated);
+        await gated.workspace.removeStack("gated");
+    } finally {
+        hook.stop();
+    }
+});
+
+test("TypeScript shapes: autonamed, Outputs in namespaces, a server written above its webhook (no cycle), a second cluster", { timeout: 900_000 }, async () => {
+    const staging = await startCluster();
+    const widgets = await FakeWebhook.start();
+    const injector = await FakeWebhook.start();
+    await injector.send("mode inject:sidecar");
+    const label = `ts${Date.now() % 1_000_000}`;
+    const group = `${label}.readiness.test`;
+    const nsName = `corpus-${label}`;
+    // cert-manager's Certificate kind is served (its controller is played by the issue player).
+    await request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd("cert-manager.io", "Certificate", "certificates"));
+    try {
+        const program = async () => {
+            readiness.autoGate({ timeout: "90s" });
+            // Its name is an Output of the Namespace, as programs pass it on.
+            const ns = new k8s.core.v1.Namespace("corpus", { metadata: { name: nsName } });
+            const namespace = ns.metadata.name;
+            // Autonamed: a CRD's custom resource behind an autonamed webhook configuration.
+            const widgetsCrd = new k8s.apiextensions.v1.CustomResourceDefinition("widgets", crd(group, "Widget", "widgets") as any);
+            const widgetsHook = new k8s.admissionregistration.v1.ValidatingWebhookConfiguration("widgets-hook", {
+                metadata: { labels: { corpus: label } },
+                webhooks: [{
+                    name: `validating.widgets.${group}`, admissionReviewVersions: ["v1"], sideEffects: "None", failurePolicy: "Fail", timeoutSeconds: 3,
+                    clientConfig: { url: widgets.url, caBundle: widgets.caBundle },
+                    rules: [{ apiGroups: [group], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["widgets"] }],
+                }],
+            });
+            const widget = new k8s.apiextensions.CustomResource("widget", {
+                apiVersion: `${group}/v1`, kind: "Widget", metadata: { namespace }, spec: { size: 1 },
+            }, { dependsOn: [widgetsCrd, widgetsHook] });
+            // A sidecar injector's server, written above its webhook configuration, which
+            // depends on it: the server is never held for its own webhook.
+            const labels = { app: "injector" };
+            const server = new k8s.apps.v1.Deployment("injector-server", {
+                metadata: { namespace, annotations: { "pulumi.com/skipAwait": "true" } },
+                spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { nodeSelector: { type: "kwok" }, containers: [{ name: "s", image: "registry.local/injector:1" }] } } },
+            });
+            const injectorHook = new k8s.admissionregistration.v1.MutatingWebhookConfiguration("injector", {
+                metadata: { labels: { corpus: `${label}-pods` } },
+                webhooks: [{
+                    name: `inject.${group}`, admissionReviewVersions: ["v1"], sideEffects: "None", failurePolicy: "Ignore", timeoutSeconds: 3,
+                    clientConfig: { url: injector.url, caBundle: injector.caBundle },
+                    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
+                    rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"] }],
+                }],
+            }, { dependsOn: [server] });
+            // A Certificate whose namespace is an Output, and a Deployment that mounts its Secret.
+            new k8s.apiextensions.CustomResource("web-cert", {
+                apiVersion: "cert-manager.io/v1", kind: "Certificate",
+                metadata: { name: "web", namespace, annotations: background },
+                spec: { secretName: "web-tls", dnsNames: ["web.example.test"], issuerRef: { name: "ca", kind: "ClusterIssuer" } },
+            });
+            const web = { app: "web" };
+            const app = new k8s.apps.v1.Deployment("web", {
+                metadata: { namespace, annotations: { "pulumi.com/skipAwait": "true" } },
+                spec: {
+                    selector: { matchLabels: web },
+                    template: {
+                        metadata: { labels: web },
+                        spec: {
+                            nodeSelector: { type: "kwok" },
+                            containers: [{ name: "web", image: "registry.local/web:1", volumeMounts: [{ name: "tls", mountPath: "/tls" }] }],
+                            volumes: [{ name: "tls", secret: { secretName: "web-tls" } }],
+                        },
+                    },
+                },
+            }, { dependsOn: [injectorHook] });
+            // A second cluster, through an explicit provider: its CRD's custom resource waits on a
+            // CrdReady of a readiness provider configured as that provider is.
+            const other = new k8s.Provider("staging", { kubeconfig: staging.kubeconfig });
+            const otherCrd = new k8s.apiextensions.v1.CustomResourceDefinition("staging-widgets", crd(`s${group}`, "Widget", "widgets") as any, { provider: other });
+            new k8s.apiextensions.CustomResource("staging-widget", {
+                apiVersion: `s${group}/v1`, kind: "Widget", metadata: { name: "w1", namespace: "default" }, spec: { size: 1 },
+            }, { provider: other, dependsOn: [otherCrd] });
+            return { widget: widget.metadata.name, widgetsHook: widgetsHook.metadata.name, app: app.metadata.name, server: server.metadata.name };
+        };
+        const s = await stack(env, cluster, { stackName: "shapes", projectName: "autogate-shapes-ts", program });
+        let done = false;
+        const widgetsServed = whenLabelled(widgets, "validatingwebhookconfigurations", label, 3000, () => done);
+        const injectorServed = whenLabelled(injector, "mutatingwebhookconfigurations", `${label}-pods`, 3000, () => done);
+        const issuer = play(cluster, "issue", nsName, "web", "web-tls", "3s");
+        let res;
+        try {
+            res = await s.up();
+        } finally {
+            done = true;
+            issuer.stop();
+        }
+        const issuedLines = await issuer.done;
+        const ws = await widgetsServed, is = await injectorServed;
+        assert.ok(ws && is, "a webhook never served");
+        const sec = (t: number) => Math.floor(t / 1000) * 1000;
+        const widget = res.outputs.widget.value as string;
+        assert.match(widget, /^widget-[0-9a-f]{8}$/, "the Widget is autonamed by pulumi-kubernetes");
+        assert.ok(await createdAt(cluster, `/apis/${group}/v1/namespaces/${nsName}/widgets/${widget}`) >= sec(ws!), "the Widget was created before its webhook served");
+        assert.ok(await createdAt(cluster, `/apis/apps/v1/namespaces/${nsName}/deployments/${res.outputs.app.value}`) >= sec(is!), "the app was created before the injector served");
+        const issued = await request(cluster, "GET", `/api/v1/namespaces/${nsName}/secrets/web-tls`);
+        assert.equal(issued.status, 200, `the Certificate was never issued (${issuedLines.join("; ")})`);
+        assert.ok(await createdAt(cluster, `/apis/apps/v1/namespaces/${nsName}/deployments/${res.outputs.app.value}`) >= Date.parse(issued.body.metadata.creationTimestamp),
+            "the app was created before the Secret it mounts");
+
+        const state = await stateOf(s);
+        const gates = state.filter((r) => r.type.startsWith("readiness:index:"));
+        const names = gates.map((r) => `${r.type.split(":").pop()} ${nameOfUrn(r.urn)}`).sort();
+        console.log(`shapes gates: ${names.join(", ")}`);
+        const exists = gates.find((r) => nameOfUrn(r.urn) === "auto-exists-widgets-hook");
+        assert.equal(exists?.inputs?.name, res.outputs.widgetsHook.value, "the exists gate must wait for the configuration's real (autonamed) name");
+        assert.ok(names.includes(`CertificateReady auto-certificate-${nsName}-web`), "the Certificate with an Output namespace gates the Deployment that mounts its Secret");
+        assert.ok(names.includes(`CrdReady auto-crd-widgets.s${group}-staging`), "the other cluster's custom resource waits on its CRD there");
+        const crdGate = gates.find((r) => nameOfUrn(r.urn) === `auto-crd-widgets.s${group}-staging`);
+        assert.match(crdGate.provider, /::autogate-staging::/, "its CrdReady runs through a readiness provider configured as the kubernetes provider");
+        // No cycle: the server written above the injector that depends on it got no gate.
+        const serverUrn = state.find((r) => r.type === "kubernetes:apps/v1:Deployment" && nameOfUrn(r.urn) === "injector-server")!.urn;
+        assert.equal(gates.filter((g) => (g.inputs?.objects ?? "").toString().includes("injector-server")).length, 0, `the injector's server was gated (${serverUrn})`);
+        const readinessProviders = state.filter((r) => r.type === "pulumi:providers:readiness").map((r) => nameOfUrn(r.urn)).sort();
+        assert.deepEqual(readinessProviders.filter((n) => !n.startsWith("autogate-")).length, 1, `one readiness provider for the stack's own cluster: ${readinessProviders}`);
+
+        await widgets.send("start");
+        await s.destroy();
+        await s.workspace.removeStack("shapes");
+    } finally {
+        widgets.stop();
+        injector.stop();
+        await staging.stop();
+    }
+});
