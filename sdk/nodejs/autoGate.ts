@@ -51,7 +51,13 @@ export function autoGate(opts?: AutoGateOptions): void {
         } catch (e) {
             pulumi.log.warn(`autoGate: ${a.type} ${a.name} is decided when it registers: ${e instanceof Error ? e.message : e}`);
         }
-        return undefined; // it never changes a resource
+        // Its props are never changed. A resource transform of its own that changes nothing makes
+        // the engine record in the state the dependsOn the stack transform below adds (it does so
+        // only for a registration that carries transforms of its own): `destroy` then deletes a
+        // custom resource before its gate, and the gate before what it waited for.
+        if (!a.type.startsWith("kubernetes:") || a.resource instanceof pulumi.ComponentResource) return undefined;
+        const transforms = [...((a.opts as pulumi.CustomResourceOptions).transforms ?? []), keepAsIs];
+        return { props: a.props, opts: { ...a.opts, transforms } };
     });
     // The engine calls the transform back from the SDK's gRPC server, outside the program's
     // async context: in an Automation API inline program its run state (the resource monitor
@@ -60,6 +66,9 @@ export function autoGate(opts?: AutoGateOptions): void {
     const store = als?.getStore();
     pulumi.runtime.registerResourceTransform((a) => (store ? als.run(store, () => gater.transform(a)) : gater.transform(a)));
 }
+
+// keepAsIs is a resource transform that changes nothing (see autoGate).
+const keepAsIs: pulumi.ResourceTransform = () => undefined;
 
 // ---------------------------------------------------------------------------------------------
 // The contract with `readiness:index:autoGatePlan` (provider/pkg/autogate).
@@ -247,6 +256,9 @@ export class AutoGater {
                 // Decided in program order; again only when its values were not all known then, or
                 // an installer appeared since that program order did not show (a component's child).
                 reg.order = c.order;
+                reg.valuesKnown = c.valuesKnown;
+                // Outside the ordered decisions: a decision waiting here holds no later one.
+                await this.valuesOfInstallers(reg, this.seq);
                 try {
                     const d = await c.decision.catch(() => undefined);
                     if (d && d.objectKey === stableKey(reg.object) && d.late === this.late) return await this.wire(a, d.gates, reg);
@@ -257,6 +269,7 @@ export class AutoGater {
                     c.valuesKnown?.();
                 }
             }
+            await this.valuesOfInstallers(reg, this.seq);
             const gates = (await this.decideInOrder(reg, true)).gates;
             this.finals.set(reg.urn, reg);
             return await this.wire(a, gates, reg);
@@ -399,7 +412,6 @@ export class AutoGater {
     // returns the gates it must wait for (none when the user opted it out or gated it by hand).
     private async decide(r: Reg, again: boolean, registered: boolean, seq: number): Promise<{ gates: PlannedGate[]; sent: Set<string> }> {
         const sent = new Set<string>();
-        if (registered) await this.valuesOfInstallers(r, seq);
         // The question is taken once a slot is free: fewer earlier answers are missing from it then.
         const result = await this.slot(() => {
             const installers = this.question(r, seq, sent);
@@ -414,6 +426,8 @@ export class AutoGater {
             }, r.provider));
         });
         if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
+        // Its values as registered are remembered below: decisions waiting for them may go on.
+        if (registered) r.valuesKnown?.();
         // What later decisions need of an installer, as the plan trimmed it (an older provider: the props).
         const remembered = result.installer ?? r.object;
         const known = this.byUrn.get(r.urn);

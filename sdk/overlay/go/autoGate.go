@@ -55,8 +55,30 @@ func AutoGate(ctx *pulumi.Context, opts *AutoGateOptions) error {
 		o = *opts
 	}
 	g := newAutoGate(ctx, o)
+	if err := ctx.RegisterStackTransformation(recordedDependencies); err != nil {
+		return err
+	}
 	return ctx.RegisterResourceTransform(g.transform)
 }
+
+// recordedDependencies gives every Kubernetes resource the program registers a resource transform
+// of its own that changes nothing. The engine records in the state the dependsOn a stack transform
+// adds only for a registration that carries transforms of its own (source_eval.go, RegisterResource):
+// without one, `destroy` would not know that a custom resource waited for its gate, and through it
+// for the Release or Chart that runs its controller, and could delete them at the same time (a
+// finalizer nobody removes then hangs the destroy). A component's children, registered by the
+// kubernetes plugin, are not the program's to change: they keep their component's order.
+func recordedDependencies(args *pulumi.ResourceTransformationArgs) *pulumi.ResourceTransformationResult {
+	if !strings.HasPrefix(args.Type, "kubernetes:") {
+		return nil
+	}
+	if _, custom := args.Resource.(pulumi.CustomResource); !custom {
+		return nil
+	}
+	return &pulumi.ResourceTransformationResult{Props: args.Props, Opts: append(slices.Clone(args.Opts), pulumi.Transforms([]pulumi.ResourceTransform{keepAsIs}))}
+}
+
+func keepAsIs(context.Context, *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult { return nil }
 
 func newAutoGate(ctx *pulumi.Context, opts AutoGateOptions) *autoGate {
 	if opts.Settle <= 0 {

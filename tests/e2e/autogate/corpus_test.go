@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -273,7 +274,12 @@ spec: {refreshInterval: 1h, secretStoreRef: {kind: ClusterSecretStore, name: pul
 
 	res, out := stacktest.Up(t, s)
 	<-esSynced
-	defer stacktest.Destroy(t, s)
+	destroyed := false
+	defer func() {
+		if !destroyed {
+			stacktest.Destroy(t, s)
+		}
+	}()
 
 	created := func(gvr schema.GroupVersionResource, namespace, name string) time.Time {
 		t.Helper()
@@ -355,6 +361,32 @@ spec: {refreshInterval: 1h, secretStoreRef: {kind: ClusterSecretStore, name: pul
 		t.Errorf("readiness providers %v, want one (the SDK's versioned default, for the plan and the gates)", providers)
 	}
 	t.Logf("gates: %s", strings.Join(gates, ", "))
+
+	// Destroy in the order autoGate made on up: the state records the gates it added (the
+	// Widget depends on its AdmissionReady, which depends on the webhook configuration), so
+	// the Widget goes first, then its gate, then the configuration.
+	admissionGate := "auto-admission-widgets." + group + "-" + ns + "-widgets-hook"
+	for _, r := range stacktest.StateOf(t, s) {
+		if r.Type == "kubernetes:"+group+"/v1:Widget" && !slices.ContainsFunc(r.Dependencies, func(d string) bool { return strings.HasSuffix(d, "::"+admissionGate) }) {
+			t.Errorf("the state does not record the Widget's gate %s among its dependencies %q: destroy cannot order them", admissionGate, r.Dependencies)
+		}
+	}
+	var log strings.Builder
+	_, err = s.Destroy(context.Background(), optdestroy.ProgressStreams(&log))
+	destroyed = true
+	if err != nil {
+		t.Fatalf("destroy: %v\n%s", err, log.String())
+	}
+	pos := func(what string) int {
+		i := strings.Index(log.String(), what)
+		if i < 0 {
+			t.Fatalf("destroy never said %q:\n%s", what, log.String())
+		}
+		return i
+	}
+	if !(pos("Widget widget deleted") < pos(admissionGate+" deleting") && pos(admissionGate+" deleted") < pos("ValidatingWebhookConfiguration widgets-hook deleting")) {
+		t.Errorf("destroy did not delete the Widget, then its gate, then the webhook configuration:\n%s", log.String())
+	}
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

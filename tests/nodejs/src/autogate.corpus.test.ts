@@ -46,6 +46,11 @@ async function whenLabelled(webhook: FakeWebhook, resource: string, label: strin
 
 test("field report 001 as written: k8s.helm.v3.Chart of External Secrets, ExternalSecrets that dependsOn the chart, and the one line", { timeout: 900_000 }, async () => {
     const hook = await FakeWebhook.start();
+    let serving = false;
+    const setServing = async (on: boolean) => {
+        if (on !== serving) await hook.send(on ? "start" : "stop");
+        serving = on;
+    };
     try {
         const chart = localChart("external-secrets", hook);
         const program = (auto: boolean) => async () => {
@@ -63,9 +68,9 @@ test("field report 001 as written: k8s.helm.v3.Chart of External Secrets, Extern
             return {};
         };
         const destroy = async (s: Awaited<ReturnType<typeof stack>>) => {
-            await hook.send("start"); // its webhook intercepts deletes too
+            await setServing(true); // its webhook intercepts deletes too
             await s.destroy();
-            await hook.send("stop");
+            await setServing(false);
         };
         const bare = await stack(env, cluster, { stackName: "nogate", projectName: "chartv3-ts", program: program(false) });
         let done = false;
@@ -75,20 +80,23 @@ test("field report 001 as written: k8s.helm.v3.Chart of External Secrets, Extern
             return true;
         });
         done = true;
-        await lateBare;
+        serving = (await lateBare) !== undefined;
         await destroy(bare);
         await bare.workspace.removeStack("nogate");
 
         const gated = await stack(env, cluster, { stackName: "gated", projectName: "chartv3-ts", program: program(true) });
         done = false;
         const late = serveWhenAvailable(cluster, hook, "external-secrets", "external-secrets-webhook", 5000, () => done);
+        let out = "";
         try {
-            await gated.up();
+            await gated.up({ onOutput: (l) => (out += l) });
         } finally {
             done = true;
         }
+        console.log(out.split("\n").filter((l) => l.includes("autoGate")).join("\n"));
         const servedAt = await late;
         assert.ok(servedAt, "the webhook never started serving");
+        serving = true;
         const es = await createdAt(cluster, "/apis/external-secrets.io/v1/namespaces/default/externalsecrets/ghcr-pull-secret");
         assert.ok(es >= Math.floor(servedAt! / 1000) * 1000, "the ExternalSecret was created before its webhook served");
         const gates = (await stateOf(gated)).filter((r) => r.type.startsWith("readiness:index:")).map((r) => `${r.type.split(":").pop()} ${nameOfUrn(r.urn)}`);
@@ -110,7 +118,9 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
     const group = `${label}.readiness.test`;
     const nsName = `corpus-${label}`;
     // cert-manager's Certificate kind is served (its controller is played by the issue player).
-    await request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd("cert-manager.io", "Certificate", "certificates"));
+    const certs: any = crd("cert-manager.io", "Certificate", "certificates");
+    certs.spec.versions[0].subresources = { status: {} };
+    await request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", certs);
     try {
         const program = async () => {
             readiness.autoGate({ timeout: "90s" });
@@ -217,8 +227,7 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
         const readinessProviders = state.filter((r) => r.type === "pulumi:providers:readiness").map((r) => nameOfUrn(r.urn)).sort();
         assert.deepEqual(readinessProviders.filter((n) => !n.startsWith("autogate-")).length, 1, `one readiness provider for the stack's own cluster: ${readinessProviders}`);
 
-        await widgets.send("start");
-        await s.destroy();
+        await s.destroy(); // both webhooks serve
         await s.workspace.removeStack("shapes");
     } finally {
         widgets.stop();
