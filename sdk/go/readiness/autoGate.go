@@ -78,7 +78,9 @@ func recordedDependencies(args *pulumi.ResourceTransformationArgs) *pulumi.Resou
 	return &pulumi.ResourceTransformationResult{Props: args.Props, Opts: append(slices.Clone(args.Opts), pulumi.Transforms([]pulumi.ResourceTransform{keepAsIs}))}
 }
 
-func keepAsIs(context.Context, *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult { return nil }
+func keepAsIs(context.Context, *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
+	return nil
+}
 
 func newAutoGate(ctx *pulumi.Context, opts AutoGateOptions) *autoGate {
 	if opts.Settle <= 0 {

@@ -218,7 +218,7 @@ spec: {refreshInterval: 1h, secretStoreRef: {kind: ClusterSecretStore, name: pul
 		} {
 			d, err := stack.NewKubeFrom(ctx, name, map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 				"metadata": map[string]any{"namespace": esNS, "annotations": skipAwait},
-				"spec": map[string]any{"selector": selector(name), "template": template(name, extra)}},
+				"spec":     map[string]any{"selector": selector(name), "template": template(name, extra)}},
 				pulumi.DependsOn([]pulumi.Resource{es, sa}))
 			if err != nil {
 				return err
@@ -238,7 +238,7 @@ spec: {refreshInterval: 1h, secretStoreRef: {kind: ClusterSecretStore, name: pul
 		}
 		if _, err := stack.NewKubeFrom(ctx, "after-release-app", map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 			"metadata": map[string]any{"namespace": esNS, "annotations": skipAwait},
-			"spec": map[string]any{"selector": selector("after"), "template": template("after", nil)}},
+			"spec":     map[string]any{"selector": selector("after"), "template": template("after", nil)}},
 			pulumi.DependsOn([]pulumi.Resource{rel})); err != nil {
 			return err
 		}
