@@ -49,12 +49,13 @@ func main() {
 
 // timeline records lines stamped with the time since its run started.
 type timeline struct {
-	mu    sync.Mutex
-	start time.Time
-	lines []line
-	seen  map[string]bool
-	begun map[string]time.Time // URN → when its operation started
-	took  map[string]time.Duration
+	mu     sync.Mutex
+	start  time.Time
+	upTook time.Duration // pulumi up, from start to its end
+	lines  []line
+	seen   map[string]bool
+	begun  map[string]time.Time // URN → when its operation started
+	took   map[string]time.Duration
 }
 
 type line struct {
@@ -128,7 +129,7 @@ func run() error {
 	fmt.Println("  000  a Deployment mounting the TLS Secret of a Certificate that cert-manager issues 12 s later.")
 
 	fmt.Println("\n-- 1. Without gates: `dependsOn` on the releases only --")
-	bare, bareErr := d.up(ctx, env, "nogate", false)
+	bare, bareErr := d.up(ctx, env, "nogate", noGates)
 	if bareErr == nil {
 		return fmt.Errorf("the stack without gates succeeded: the demo's race did not happen")
 	}
@@ -142,13 +143,28 @@ func run() error {
 	}
 
 	fmt.Println("\n-- 2. With gates: HelmReleaseReady after each release, CertificateReady before the Deployment --")
-	gated, err := d.up(ctx, env, "gated", true)
+	gated, err := d.up(ctx, env, "gated", handGates)
 	if err != nil {
 		return fmt.Errorf("pulumi up with gates: %w", err)
 	}
 	fmt.Println("\nBoth timelines, side by side:")
 	sideBySide(bare, gated)
 	costs(gated)
+
+	fmt.Println("\n-- 3. The same program as in run 1, with one line at its top: readiness.AutoGate(ctx, nil) --")
+	auto, err := d.up(ctx, env, "autogate", autoGated)
+	if err != nil {
+		return fmt.Errorf("pulumi up with autoGate: %w", err)
+	}
+	fmt.Println("\nThe gates autoGate put in by itself, and what each waited for:")
+	for _, l := range auto.lines {
+		if strings.HasPrefix(l.msg, "autoGate: ") {
+			fmt.Println("  " + l.msg)
+		}
+	}
+	costs(auto)
+	fmt.Printf("\n`pulumi up` took %.1f s with hand gates and %.1f s with autoGate; without gates it failed after %.1f s.\n",
+		gated.upTook.Seconds(), auto.upTook.Seconds(), bare.upTook.Seconds())
 	fmt.Println("\nStopping the control plane. Demo succeeded.")
 	return nil
 }
@@ -220,8 +236,24 @@ func (d *demo) close() {
 
 var esoNamespaces = []string{"default", "hello-world", "nodejs-demo", "storage-validator"}
 
-func (d *demo) program(gated bool) pulumi.RunFunc {
+// How a run gates: not at all (dependsOn on the releases only), by hand, or by autoGate alone.
+type gating int
+
+const (
+	noGates gating = iota
+	handGates
+	autoGated
+)
+
+func (d *demo) program(mode gating) pulumi.RunFunc {
+	gated := mode == handGates
 	return func(ctx *pulumi.Context) error {
+		if mode == autoGated {
+			// The one line: the rest of the program is run 1's, unchanged.
+			if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "3m"}); err != nil {
+				return err
+			}
+		}
 		release := func(name, chart string) (*stack.HelmRelease, error) {
 			return stack.NewHelmRelease(ctx, name, pulumi.Map{"chart": pulumi.String(chart), "name": pulumi.String(name),
 				"namespace": pulumi.String(name), "createNamespace": pulumi.Bool(true), "timeout": pulumi.Int(300)})
@@ -331,8 +363,8 @@ spec:
 
 // up runs the program (gated or not) with the players, then destroys it; it returns the run's
 // timeline and up's error.
-func (d *demo) up(ctx context.Context, env *stack.Env, name string, gated bool) (*timeline, error) {
-	s, err := env.Stack(ctx, "readiness-demo", name, string(d.cp.Kubeconfig), d.program(gated))
+func (d *demo) up(ctx context.Context, env *stack.Env, name string, mode gating) (*timeline, error) {
+	s, err := env.Stack(ctx, "readiness-demo", name, string(d.cp.Kubeconfig), d.program(mode))
 	if err != nil {
 		return nil, err
 	}
@@ -361,6 +393,7 @@ func (d *demo) up(ctx context.Context, env *stack.Env, name string, gated bool) 
 	// still attempted, so the run without gates meets all three reports.
 	_, upErr := s.Up(ctx, optup.EventStreams(evs), optup.ContinueOnError())
 	<-done
+	tl.upTook = time.Since(tl.start)
 	if upErr != nil {
 		tl.say("pulumi up FAILED")
 	} else {
@@ -421,6 +454,9 @@ func (tl *timeline) describe(e events.EngineEvent) {
 		tl.say("%s: FAILED", shortURN(e.ResOpFailedEvent.Metadata.URN))
 	case e.DiagnosticEvent != nil && e.DiagnosticEvent.Severity == "error" && e.DiagnosticEvent.URN != "":
 		tl.say("error %s: %s", shortURN(e.DiagnosticEvent.URN), oneLine(e.DiagnosticEvent.Message))
+	case e.DiagnosticEvent != nil && strings.HasPrefix(strings.TrimSpace(e.DiagnosticEvent.Message), "autoGate: "):
+		// autoGate says, once per gate, what waits for what.
+		tl.say("%s", oneLine(e.DiagnosticEvent.Message))
 	case e.DiagnosticEvent != nil && strings.Contains(e.DiagnosticEvent.URN, "readiness:index:") && strings.TrimSpace(e.DiagnosticEvent.Message) != "":
 		// A gate's status line (what it waits for, what it last saw): printed, not kept for the
 		// side-by-side view.
@@ -480,7 +516,13 @@ func sideBySide(a, b *timeline) {
 // costs compares each gate's measured wait with what fixed sleeps would have cost.
 func costs(tl *timeline) {
 	fmt.Println("\nEach gate's wait against the usual workarounds (per wait point, after what it depends on):")
-	fmt.Printf("  %-28s %8s %10s %14s\n", "gate", "waited", "sleep 30", "sleep 5 loop")
+	w := len("total (one after another)")
+	for urn := range tl.took {
+		if strings.Contains(urn, "readiness:index:") {
+			w = max(w, len(shortURN(urn)))
+		}
+	}
+	fmt.Printf("  %-*s %8s %10s %14s\n", w, "gate", "waited", "sleep 30", "sleep 5 loop")
 	var total, sleepTotal, loopTotal float64
 	urns := make([]string, 0, len(tl.took))
 	for urn := range tl.took {
@@ -490,14 +532,14 @@ func costs(tl *timeline) {
 	}
 	sort.Strings(urns)
 	for _, urn := range urns {
-		w := tl.took[urn].Seconds()
-		loop := math.Ceil(w/5) * 5
+		waited := tl.took[urn].Seconds()
+		loop := math.Ceil(waited/5) * 5
 		verdict := "30.0s"
-		if w > 30 {
+		if waited > 30 {
 			verdict = "too short"
 		}
-		fmt.Printf("  %-28s %7.1fs %10s %13.1fs\n", shortURN(urn), w, verdict, loop)
-		total, sleepTotal, loopTotal = total+w, sleepTotal+30, loopTotal+loop
+		fmt.Printf("  %-*s %7.1fs %10s %13.1fs\n", w, shortURN(urn), waited, verdict, loop)
+		total, sleepTotal, loopTotal = total+waited, sleepTotal+30, loopTotal+loop
 	}
-	fmt.Printf("  %-28s %7.1fs %9.1fs %13.1fs\n", "total (one after another)", total, sleepTotal, loopTotal)
+	fmt.Printf("  %-*s %7.1fs %9.1fs %13.1fs\n", w, "total (one after another)", total, sleepTotal, loopTotal)
 }

@@ -158,6 +158,8 @@ interface Constructed {
     decision: Promise<{ gates: PlannedGate[]; objectKey: string; late: number }>;
     order: number;
     valuesKnown?: () => void;
+    /** Local kubernetes components (Chart v3, ConfigFile/ConfigGroup v1) it depends on. */
+    components: pulumi.ComponentResource[];
 }
 
 interface Pending {
@@ -185,6 +187,7 @@ export class AutoGater {
     private componentOrder = new Map<string, number>(); // kubernetes components the program constructed, by URN
     private pendingValues = new Map<string, Promise<void>>(); // installers constructed with unknown values, until registered
     private clusters = new Map<string, Promise<{ provider?: pulumi.ProviderResource; skip?: string }>>();
+    private decidedChildren = new Map<string, { count: number; waiters: { n: number; resolve: () => void }[] }>(); // by parent URN
 
     constructor(private opts: AutoGateOptions, private deps: AutoGateDeps) {
         this.settleMs = opts.settle ?? 200;
@@ -226,7 +229,11 @@ export class AutoGater {
             return { gates: d.gates, objectKey: stableKey(object), late: this.late };
         });
         decision.catch(() => undefined);
-        this.constructed.set(k, { resource, decision, order: reg.order!, valuesKnown: reg.valuesKnown });
+        // A component the SDK renders in-process (Chart v3, ConfigFile/ConfigGroup v1) registers its
+        // children after its own URN is known: a resource that depends on it is decided once they are.
+        const components = toArray(opts.dependsOn as any).filter((d: any) =>
+            d instanceof pulumi.ComponentResource && pulumi.Output.isInstance((d as any).resources)) as pulumi.ComponentResource[];
+        this.constructed.set(k, { resource, decision, order: reg.order!, valuesKnown: reg.valuesKnown, components });
     }
 
     /**
@@ -258,6 +265,7 @@ export class AutoGater {
                 reg.order = c.order;
                 reg.valuesKnown = c.valuesKnown;
                 // Outside the ordered decisions: a decision waiting here holds no later one.
+                await this.childrenOf(c.components, reg);
                 await this.valuesOfInstallers(reg, this.seq);
                 try {
                     const d = await c.decision.catch(() => undefined);
@@ -350,6 +358,7 @@ export class AutoGater {
                     // An installer of the same component arrived after this child (itself aside): ask again with all of them.
                     if (this.missing(d.sent, d.reg)) gates = (await this.decide(d.reg, true, true, d.seq)).gates;
                     this.finals.set(d.reg.urn, d.reg);
+                    this.childDecided(d.reg.parentUrn);
                     d.p.resolve(await this.wire(d.p.args, gates, d.reg));
                 } catch (e) {
                     d.p.reject(this.failure(d.p.args, e));
@@ -451,6 +460,29 @@ export class AutoGater {
         const optedOut = String(r.object?.metadata?.annotations?.[autoGateOptOutAnnotation] ?? "").toLowerCase() === "false";
         if (handGated || optedOut || this.opts.exclude?.(r.type, r.name)) return { gates: [], sent };
         return { gates: result.gates ?? [], sent };
+    }
+
+    // childrenOf waits (bounded) until every child of the in-process components r depends on was
+    // decided (an installer among them, a Chart v3's webhook configuration, is then remembered).
+    private async childrenOf(components: pulumi.ComponentResource[], r: Reg): Promise<void> {
+        if (components.length === 0) return;
+        const all = Promise.all(components.map(async (comp) => {
+            const [urn, children] = await Promise.all([valueOf(comp.urn), valueOf((comp as any).resources as pulumi.Output<any>)]);
+            const n = Object.keys(children ?? {}).length;
+            const e = this.decidedChildren.get(urn) ?? { count: 0, waiters: [] };
+            this.decidedChildren.set(urn, e);
+            if (e.count < n) await new Promise<void>((resolve) => e.waiters.push({ n, resolve }));
+        }));
+        await withTimeout(this.deps.planTimeoutMs ?? 120_000, `the children of the components ${r.type} ${r.name} depends on`, () => all)
+            .catch((e) => this.deps.warn(`autoGate: ${r.type} ${r.name} is decided without every child of what it depends on: ${errorText(e)}`));
+    }
+
+    private childDecided(parentUrn?: string): void {
+        if (!parentUrn) return;
+        const e = this.decidedChildren.get(parentUrn) ?? { count: 0, waiters: [] };
+        this.decidedChildren.set(parentUrn, e);
+        e.count++;
+        e.waiters = e.waiters.filter((w) => (w.n <= e.count ? (w.resolve(), false) : true));
     }
 
     // valuesOfInstallers waits (bounded) until the installers that count for r and were

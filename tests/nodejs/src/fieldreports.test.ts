@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as readiness from "@readiness-io/pulumi-readiness";
-import { Cluster, createdAt, FakeWebhook, localChart, play, preparePulumi, PulumiEnv, request, serveWhenAvailable, sleep, stack, startCluster } from "./harness";
+import { cachesReady, Cluster, createdAt, FakeWebhook, localChart, play, preparePulumi, PulumiEnv, request, serveWhenAvailable, sleep, stack, startCluster } from "./harness";
 
 let cluster: Cluster;
 let env: PulumiEnv;
@@ -31,20 +31,6 @@ after(async () => {
     webhook?.stop();
     await cluster?.stop();
 });
-
-// cachesReady resolves once the API server lists the objects of every CRD of group from its watch
-// cache (resourceVersion=0), which the CRD finalizer needs when the CRD is deleted.
-async function cachesReady(group: string): Promise<void> {
-    const crds = (await request(cluster, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")).body.items as any[];
-    for (const c of crds.filter((c) => c.spec.group === group)) {
-        const version = c.spec.versions.find((v: any) => v.storage).name;
-        const t0 = Date.now();
-        while ((await request(cluster, "GET", `/apis/${group}/${version}/${c.spec.names.plural}?resourceVersion=0&limit=1`)).status !== 200) {
-            assert.ok(Date.now() - t0 < 60_000, `${c.metadata.name}: objects not listed from the cache after a minute`);
-            await new Promise((r) => setTimeout(r, 100));
-        }
-    }
-}
 
 // webIngress is report 002's Ingress, which the chart's validating webhook intercepts.
 function webIngress(namespace: string, dependsOn: pulumi.Resource[]): k8s.networking.v1.Ingress {
@@ -287,7 +273,7 @@ test("field report 001: ExternalSecrets and a ClusterSecretStore after a Helm re
         let cacheWait = 0, slowest = "";
         const destroy = async (s: Awaited<ReturnType<typeof stack>>) => {
             const tc = Date.now();
-            await cachesReady("external-secrets.io");
+            await cachesReady(cluster, "external-secrets.io");
             cacheWait = Date.now() - tc;
             await setServing(true);
             let out = "";

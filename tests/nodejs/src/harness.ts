@@ -297,3 +297,17 @@ export async function createdAt(c: Cluster, apiPath: string): Promise<number> {
     assert.equal(r.status, 200, `GET ${apiPath}: ${JSON.stringify(r.body)}`);
     return Date.parse(r.body.metadata.creationTimestamp);
 }
+
+// cachesReady resolves once the API server lists the objects of every CRD of group from its watch
+// cache (resourceVersion=0), which the CRD finalizer needs when the CRD is deleted.
+export async function cachesReady(cluster: Cluster, group: string): Promise<void> {
+    const crds = (await request(cluster, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")).body.items as any[];
+    for (const c of crds.filter((c) => c.spec.group === group)) {
+        const version = c.spec.versions.find((v: any) => v.storage).name;
+        const t0 = Date.now();
+        while ((await request(cluster, "GET", `/apis/${group}/${version}/${c.spec.names.plural}?resourceVersion=0&limit=1`)).status !== 200) {
+            assert.ok(Date.now() - t0 < 60_000, `${c.metadata.name}: objects not listed from the cache after a minute`);
+            await new Promise((r) => setTimeout(r, 100));
+        }
+    }
+}
