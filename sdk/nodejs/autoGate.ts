@@ -187,6 +187,7 @@ export class AutoGater {
     private componentOrder = new Map<string, number>(); // kubernetes components the program constructed, by URN
     private pendingValues = new Map<string, Promise<void>>(); // installers constructed with unknown values, until registered
     private clusters = new Map<string, Promise<{ provider?: pulumi.ProviderResource; skip?: string }>>();
+    private decidedAtRegistration = new Set<string>(); // URNs whose registration's decision is made
     private decidedChildren = new Map<string, { count: number; waiters: { n: number; resolve: () => void }[] }>(); // by parent URN
 
     constructor(private opts: AutoGateOptions, private deps: AutoGateDeps) {
@@ -269,9 +270,13 @@ export class AutoGater {
                 await this.valuesOfInstallers(reg, this.seq);
                 try {
                     const d = await c.decision.catch(() => undefined);
-                    if (d && d.objectKey === stableKey(reg.object) && d.late === this.late) return await this.wire(a, d.gates, reg);
+                    if (d && d.objectKey === stableKey(reg.object) && d.late === this.late) {
+                        this.decidedAtRegistration.add(reg.urn);
+                        return await this.wire(a, d.gates, reg);
+                    }
                     const again = (await this.decideInOrder(reg, true, true)).gates;
                     this.finals.set(reg.urn, reg);
+                    this.decidedAtRegistration.add(reg.urn);
                     return await this.wire(a, again, reg);
                 } finally {
                     c.valuesKnown?.();
@@ -280,6 +285,7 @@ export class AutoGater {
             await this.valuesOfInstallers(reg, this.seq);
             const gates = (await this.decideInOrder(reg, true)).gates;
             this.finals.set(reg.urn, reg);
+            this.decidedAtRegistration.add(reg.urn);
             return await this.wire(a, gates, reg);
         } catch (e) {
             throw this.failure(a, e);
@@ -358,6 +364,7 @@ export class AutoGater {
                     // An installer of the same component arrived after this child (itself aside): ask again with all of them.
                     if (this.missing(d.sent, d.reg)) gates = (await this.decide(d.reg, true, true, d.seq)).gates;
                     this.finals.set(d.reg.urn, d.reg);
+                    this.decidedAtRegistration.add(d.reg.urn);
                     this.childDecided(d.reg.parentUrn);
                     d.p.resolve(await this.wire(d.p.args, gates, d.reg));
                 } catch (e) {
@@ -504,6 +511,9 @@ export class AutoGater {
     private async warnIntercepted(hook: Installer, before: Reg[]): Promise<void> {
         for (const r of before) {
             if (r.urn === hook.urn || (r.cluster ?? "") !== (hook.cluster ?? "")) continue;
+            // Decided in program order but not registered yet: its registration decides again,
+            // with this installer when it counts for it (a Chart v3 child, above it).
+            if (!this.decidedAtRegistration.has(r.urn) && this.counts(hook, r, this.seq)) continue;
             try {
                 const result = await this.slot(() => withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
                     resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType, parent: r.parentUrn } : {}), object: r.object, ...(r.cluster ? { cluster: r.cluster } : {}) },

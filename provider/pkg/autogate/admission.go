@@ -19,18 +19,8 @@ func (d *decider) crdAndAdmission() {
 		Namespace: d.namespace,
 		Labels:    stringMap(d.in.Resource.Object, "metadata", "labels"),
 	}
-	for i := range d.in.Installers {
-		inst := &d.in.Installers[i]
-		if kindOf(inst.Type, inst.Object) != webhookInstaller {
-			continue
-		}
-		hooks := d.interceptingHooks(inst, req)
-		if len(hooks) == 0 {
-			continue
-		}
-		hook := hooks[0]
+	d.eachInterceptingConfig(req, func(inst *Installer, hooks []string, existsKey string) {
 		intercepted = true
-		existsKey := d.configExists(inst)
 		after := []string{inst.ID}
 		if d.crd != nil {
 			after = append(after, d.crd.ID)
@@ -41,9 +31,9 @@ func (d *decider) crdAndAdmission() {
 			Args:       map[string]any{"objects": []any{d.dryRunObject()}},
 			After:      after,
 			AfterGates: []string{existsKey},
-			Reason:     fmt.Sprintf("%s waits for webhook %s of %s to admit it", d.what(), hook, inst.Name),
+			Reason:     fmt.Sprintf("%s waits for webhook %s of %s to admit it", d.what(), hooks[0], inst.Name),
 		})
-	}
+	})
 	if intercepted {
 		return // AdmissionReady waits for an unserved kind itself
 	}
@@ -71,6 +61,20 @@ func (d *decider) crdAndAdmission() {
 			Args:   map[string]any{"objects": []any{d.dryRunObject()}},
 			Reason: fmt.Sprintf("%s waits for the cluster to serve %s", d.what(), d.gvk.GroupKind()),
 		})
+	}
+}
+
+// eachInterceptingConfig calls f for every webhook configuration installer that may intercept
+// req, with the names of its webhooks that may, once the gate proving it exists is added.
+func (d *decider) eachInterceptingConfig(req Request, f func(inst *Installer, hooks []string, existsKey string)) {
+	for i := range d.in.Installers {
+		inst := &d.in.Installers[i]
+		if kindOf(inst.Type, inst.Object) != webhookInstaller {
+			continue
+		}
+		if hooks := d.interceptingHooks(inst, req); len(hooks) > 0 {
+			f(inst, hooks, d.configExists(inst))
+		}
 	}
 }
 

@@ -25,26 +25,16 @@ func (d *decider) podAdmission() {
 		Namespace: d.namespace,
 		Labels:    stringMap(pod, "metadata", "labels"),
 	}
-	for i := range d.in.Installers {
-		inst := &d.in.Installers[i]
-		if kindOf(inst.Type, inst.Object) != webhookInstaller {
-			continue
-		}
-		hooks := d.interceptingHooks(inst, req)
-		if len(hooks) == 0 {
-			continue
-		}
-		hook := hooks[0]
-		existsKey := d.configExists(inst)
+	d.eachInterceptingConfig(req, func(inst *Installer, hooks []string, existsKey string) {
 		key := fmt.Sprintf("auto-admission-pods-%s-%s%s", slugOr(d.namespace, "cluster"), slug(inst.Name), hookSuffix(inst, hooks))
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
 			Args:       map[string]any{"objects": []any{pod}},
 			After:      []string{inst.ID},
 			AfterGates: []string{existsKey},
-			Reason:     fmt.Sprintf("the pods of %s wait for webhook %s of %s to admit a Pod like them", d.what(), hook, inst.Name),
+			Reason:     fmt.Sprintf("the pods of %s wait for webhook %s of %s to admit a Pod like them", d.what(), hooks[0], inst.Name),
 		})
-	}
+	})
 }
 
 // podTemplateKinds are the workloads whose pod spec rule 3 reads, and where it is.

@@ -182,6 +182,21 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
                     },
                 },
             }, { dependsOn: [injectorHook] });
+            // A yaml v1 ConfigGroup (rendered in-process): its CRD, its webhook configuration and its
+            // custom resource, which its own webhook validates.
+            const g1 = `v1${group}`;
+            new k8s.yaml.ConfigGroup("widgets-v1", {
+                objs: [crd(g1, "Widget", "widgets"), {
+                    apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", metadata: { name: `widgets-v1-${label}` },
+                    webhooks: [{
+                        name: `validating.widgets.${g1}`, admissionReviewVersions: ["v1"], sideEffects: "None", failurePolicy: "Fail", timeoutSeconds: 3,
+                        clientConfig: { url: widgets.url, caBundle: widgets.caBundle },
+                        rules: [{ apiGroups: [g1], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["widgets"] }],
+                    }],
+                }, { apiVersion: `${g1}/v1`, kind: "Widget", metadata: { name: "w1", namespace: "default" }, spec: { size: 1 } }],
+            });
+            // A component of the user's own: a Certificate and the Deployment that mounts its Secret.
+            new Team("team", namespace);
             // A second cluster, through an explicit provider: its CRD's custom resource waits on a
             // CrdReady of a readiness provider configured as that provider is.
             const other = new k8s.Provider("staging", { kubeconfig: staging.kubeconfig });
@@ -196,12 +211,14 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
         const widgetsServed = whenLabelled(widgets, "validatingwebhookconfigurations", label, 3000, () => done);
         const injectorServed = whenLabelled(injector, "mutatingwebhookconfigurations", `${label}-pods`, 3000, () => done);
         const issuer = play(cluster, "issue", nsName, "web", "web-tls", "3s");
+        const teamIssuer = play(cluster, "issue", nsName, "team", "team-tls", "3s");
         let res;
         try {
             res = await s.up();
         } finally {
             done = true;
             issuer.stop();
+            teamIssuer.stop();
         }
         const issuedLines = await issuer.done;
         const ws = await widgetsServed, is = await injectorServed;
@@ -224,6 +241,8 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
         assert.equal(exists?.inputs?.name, res.outputs.widgetsHook.value, "the exists gate must wait for the configuration's real (autonamed) name");
         assert.ok(names.includes(`CertificateReady auto-certificate-${nsName}-web`), "the Certificate with an Output namespace gates the Deployment that mounts its Secret");
         assert.ok(names.includes(`CrdReady auto-crd-widgets.s${group}-staging`), "the other cluster's custom resource waits on its CRD there");
+        assert.ok(names.some((n) => n.startsWith(`AdmissionReady auto-admission-widgets.v1${group}-default-`)), "the ConfigGroup v1's Widget waits for its own webhook");
+        assert.ok(names.includes(`CertificateReady auto-certificate-${nsName}-team`), "the user component's Deployment waits for its Certificate");
         const crdGate = gates.find((r) => nameOfUrn(r.urn) === `auto-crd-widgets.s${group}-staging`);
         assert.match(crdGate.provider, /::autogate-staging::/, "its CrdReady runs through a readiness provider configured as the kubernetes provider");
         // No cycle: the server written above the injector that depends on it got no gate.
@@ -240,3 +259,29 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
         await staging.stop();
     }
 });
+
+// Team is a component of the user's own, as programs write them.
+class Team extends pulumi.ComponentResource {
+    constructor(name: string, namespace: pulumi.Input<string>) {
+        super("corpus:index:Team", name);
+        new k8s.apiextensions.CustomResource(`${name}-cert`, {
+            apiVersion: "cert-manager.io/v1", kind: "Certificate", metadata: { name, namespace, annotations: background },
+            spec: { secretName: `${name}-tls`, dnsNames: [`${name}.example.test`], issuerRef: { name: "ca", kind: "ClusterIssuer" } },
+        }, { parent: this });
+        const labels = { app: name };
+        new k8s.apps.v1.Deployment(`${name}-app`, {
+            metadata: { namespace, annotations: { "pulumi.com/skipAwait": "true" } },
+            spec: {
+                selector: { matchLabels: labels },
+                template: {
+                    metadata: { labels },
+                    spec: {
+                        nodeSelector: { type: "kwok" },
+                        containers: [{ name: "app", image: "registry.local/team:1", envFrom: [{ secretRef: { name: `${name}-tls` } }] }],
+                    },
+                },
+            },
+        }, { parent: this });
+        this.registerOutputs({});
+    }
+}
