@@ -175,7 +175,7 @@ export class AutoGater {
     private byUrn = new Map<string, Installer>();
     private late = 0; // installers remembered at registration time rather than in program order
     private gates = new Map<string, Promise<pulumi.Resource>>();
-    private constructed = new Map<string, Constructed | null>(); // null: the name is ambiguous
+    private constructed = new Map<string, Constructed>(); // by URN
     private groups = new Map<string, { timer?: NodeJS.Timeout; items: Pending[] }>();
     private seq = 0;
     private unanswered = new Map<number, Reg>(); // by seq: registrations whose first answer has not come yet
@@ -196,28 +196,28 @@ export class AutoGater {
 
     /**
      * track is called as the program constructs a resource (a legacy stack transformation, in
-     * program order): a top-level kubernetes resource is decided now, from the values known now.
+     * program order): a kubernetes resource the program writes (at the top level or in a
+     * component of its own) is decided now, from the values known now.
      */
     track(type: string, name: string, resource: pulumi.Resource, props: pulumi.Inputs, opts: pulumi.ResourceOptions): void {
+        if (!type.startsWith("kubernetes:")) return;
+        // A kubernetes component's children arrive concurrently and settle together (hold).
+        const parentType = String((opts.parent as any)?.__pulumiType ?? "");
+        if (parentType.startsWith("kubernetes:")) return;
+        const urn = this.deps.urnPrefix() + qualifiedType(opts.parent, type) + "::" + name;
         // (Inside Resource's constructor a CustomResource is not marked as one yet: ask its class.)
-        if (!type.startsWith("kubernetes:") || opts.parent) return;
         if (resource instanceof pulumi.ComponentResource) {
             // Its children register later, concurrently: they count as written here.
-            this.componentOrder.set(childUrn(this.deps.urnPrefix(), undefined, type, name), this.seq++);
+            this.componentOrder.set(urn, this.seq++);
             return;
         }
         // An object of an explicit kubernetes provider is decided when it registers, once its
         // provider (its cluster) is known.
         if (opts.provider) return;
-        const k = `${type}|${name}`;
-        if (this.constructed.has(k)) {
-            this.constructed.set(k, null);
-            return;
-        }
         const object = plainNow(props);
         const deps = toArray(opts.dependsOn as any).flatMap((d: any) =>
             pulumi.Resource.isInstance(d) ? [{ handle: d, type: String((d as any).__pulumiType ?? "") }] : []);
-        const reg: Reg = { type, name, urn: childUrn(this.deps.urnPrefix(), undefined, type, name), object, deps, handle: resource, order: this.seq };
+        const reg: Reg = { type, name, urn, object, deps, handle: resource, order: this.seq };
         if (hasUnknowns(props)) {
             // Its values (a namespace from another resource's outputs) are known at registration:
             // decisions that may need them as an installer's wait for them there.
@@ -234,7 +234,7 @@ export class AutoGater {
         // children after its own URN is known: a resource that depends on it is decided once they are.
         const components = toArray(opts.dependsOn as any).filter((d: any) =>
             d instanceof pulumi.ComponentResource && pulumi.Output.isInstance((d as any).resources)) as pulumi.ComponentResource[];
-        this.constructed.set(k, { resource, decision, order: reg.order!, valuesKnown: reg.valuesKnown, components });
+        this.constructed.set(urn, { resource, decision, order: reg.order!, valuesKnown: reg.valuesKnown, components });
     }
 
     /**
@@ -251,8 +251,7 @@ export class AutoGater {
                 // Children of a Chart v4 / ConfigGroup: wait until the component's registrations settle.
                 return await new Promise((resolve, reject) => this.hold({ args: a, parentUrn, resolve, reject }));
             }
-            const topLevel = !parentUrn || typeOfUrn(parentUrn) === "pulumi:pulumi:Stack";
-            const c = topLevel ? this.constructed.get(`${a.type}|${a.name}`) : undefined;
+            const c = this.constructed.get(childUrn(this.deps.urnPrefix(), parentUrn, a.type, a.name));
             const reg = await this.reg(a, parentUrn, c?.resource);
             const skip = await this.cluster(reg, a);
             if (skip) {
@@ -270,7 +269,8 @@ export class AutoGater {
                 await this.valuesOfInstallers(reg, this.seq);
                 try {
                     const d = await c.decision.catch(() => undefined);
-                    if (d && d.objectKey === stableKey(reg.object) && d.late === this.late) {
+                    // (Program order assumed the default cluster: another one's is decided again.)
+                    if (d && d.objectKey === stableKey(reg.object) && d.late === this.late && !reg.cluster) {
                         this.decidedAtRegistration.add(reg.urn);
                         return await this.wire(a, d.gates, reg);
                     }
@@ -773,6 +773,14 @@ async function withTimeout<T>(ms: number, what: string, f: () => Promise<T>): Pr
     } finally {
         clearTimeout(timer);
     }
+}
+
+// qualifiedType is a resource's type as its URN carries it: its ancestors' types (the stack aside)
+// and its own, joined by "$".
+function qualifiedType(parent: pulumi.Resource | undefined, type: string): string {
+    const chain = [type];
+    for (let p: any = parent; p && p.__pulumiType !== "pulumi:pulumi:Stack"; p = p.__parentResource) chain.unshift(String(p.__pulumiType));
+    return chain.join("$");
 }
 
 /** typeOfUrn is the resource's own type token in a URN (the last of its qualified type). */
