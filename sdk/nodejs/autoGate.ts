@@ -566,9 +566,44 @@ export class AutoGater {
     private async wire(a: pulumi.ResourceTransformArgs, planned: PlannedGate[], r: Reg): Promise<pulumi.ResourceTransformResult | undefined> {
         if (planned.length === 0) return undefined;
         const pending: Promise<pulumi.Resource>[] = [];
-        for (const g of planned) pending.push(this.gate(g, r.provider)); // in order: afterGates name earlier ones
+        const left = new Set<string>();
+        for (const g of planned) { // in order: afterGates name earlier ones
+            const why = this.cycle(g, r, left);
+            if (why) {
+                // The gate would wait for what it guards: left out, never a deadlock.
+                left.add(g.key);
+                this.deps.warn(`autoGate: ${r.type} ${r.name} is not held by ${g.name}: ${why}`);
+                continue;
+            }
+            pending.push(this.gate(g, r.provider));
+        }
         const gates = await Promise.all(pending);
+        if (gates.length === 0) return undefined;
         return { props: a.props, opts: { ...a.opts, dependsOn: [...dependsOnOf(a), ...gates] } };
+    }
+
+    // cycle says why gate g would wait for r, the registration it guards ("" when it would not): an
+    // installer it comes after depends on r (through the dependsOn and parents the program wrote),
+    // or a gate it comes after was left out for that reason.
+    private cycle(g: PlannedGate, r: Reg, left: Set<string>): string {
+        if ((g.afterGates ?? []).some((k) => left.has(k))) return "the gate it comes after was left out";
+        const targets = new Set<any>([r.urn, r.handle].filter((x) => x !== undefined));
+        for (const id of g.after ?? []) {
+            const inst = this.byUrn.get(id);
+            if (inst && this.dependsOnAny(inst.urn, targets, new Set())) return `${inst.type} ${inst.name} depends on it`;
+        }
+        return "";
+    }
+
+    // dependsOnAny: whether the registration urn depends (dependsOn, parent) on one of targets (URNs or handles).
+    private dependsOnAny(urn: string, targets: Set<any>, seen: Set<string>): boolean {
+        if (seen.has(urn)) return false;
+        seen.add(urn);
+        const reg = this.finals.get(urn) ?? [...this.unanswered.values()].find((u) => u.urn === urn);
+        if (!reg) return false;
+        const next = [...reg.deps.flatMap((d) => [d.urn, d.handle]), reg.parentUrn];
+        if (next.some((n) => n !== undefined && targets.has(n))) return true;
+        return reg.deps.some((d) => d.urn !== undefined && this.dependsOnAny(d.urn, targets, seen));
     }
 
     // gate is the one gate of a batch key, created once every installer it comes after exists.

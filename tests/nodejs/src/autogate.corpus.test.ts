@@ -248,6 +248,10 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
         // No cycle: the server written above the injector that depends on it got no gate.
         const serverUrn = state.find((r) => r.type === "kubernetes:apps/v1:Deployment" && nameOfUrn(r.urn) === "injector-server")!.urn;
         assert.equal(gates.filter((g) => (g.inputs?.objects ?? "").toString().includes("injector-server")).length, 0, `the injector's server was gated (${serverUrn})`);
+        // The state records the gates autoGate added: destroy deletes the Widget before its gate.
+        const widgetState = state.find((r) => r.type === `kubernetes:${group}/v1:Widget` && nameOfUrn(r.urn) === "widget");
+        assert.ok((widgetState?.dependencies ?? []).some((d: string) => nameOfUrn(d).startsWith(`auto-admission-widgets.${group}-`)),
+            `the Widget's recorded dependencies ${JSON.stringify(widgetState?.dependencies)} lack its gate`);
         const readinessProviders = state.filter((r) => r.type === "pulumi:providers:readiness").map((r) => nameOfUrn(r.urn)).sort();
         assert.deepEqual(readinessProviders.filter((n) => !n.startsWith("autogate-")).length, 1, `one readiness provider for the stack's own cluster: ${readinessProviders}`);
 
