@@ -222,3 +222,31 @@ func TestGateAfterAChartChildInstallerDependsOnIt(t *testing.T) {
 		t.Errorf("registrations %+v: want the webhook configuration registered, then its gate", m.done)
 	}
 }
+
+// A gate after an installer that depends (through dependsOn or parents, transitively) on the
+// registration it guards is left out; one after an unrelated installer is kept, and a gate after
+// a gate left out is left out too.
+func TestCycleLeavesOutAGateThatWouldWaitForWhatItGuards(t *testing.T) {
+	g := newAutoGate(nil, AutoGateOptions{})
+	const self, server, hook, other, chart = "urn:self", "urn:server", "urn:hook", "urn:other", "urn:chart"
+	g.edges = map[string][]string{
+		hook:  {server, ""}, // the webhook configuration depends on its server's Deployment ...
+		other: {chart, ""},
+		chart: {""},
+		// ... and the server is what the gate would guard (self below stands for it)
+	}
+	left := map[string]bool{}
+	if why := g.cycle(AutoGatePlanGate{Key: "a", After: []string{hook}}, server, left); why == "" {
+		t.Error("a gate after a configuration that depends on the guarded registration was kept")
+	}
+	left["a"] = true
+	if why := g.cycle(AutoGatePlanGate{Key: "b", AfterGates: []string{"a"}}, server, left); why == "" {
+		t.Error("a gate after a left-out gate was kept")
+	}
+	if why := g.cycle(AutoGatePlanGate{Key: "c", After: []string{other}}, self, left); why != "" {
+		t.Errorf("a gate after an unrelated installer was left out: %s", why)
+	}
+	if why := g.cycle(AutoGatePlanGate{Key: "d", After: []string{self}}, self, left); why == "" {
+		t.Error("a gate after the guarded registration itself was kept")
+	}
+}
