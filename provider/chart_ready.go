@@ -254,7 +254,7 @@ func (e *chartEval) check(ctx context.Context) wait.Result {
 }
 
 // maxBackoff: a chart with webhooks is probed like WebhookReady.
-func (e *chartEval) maxBackoff() time.Duration { return 250 * time.Millisecond }
+func (e *chartEval) maxBackoff() time.Duration { return probeMaxBackoff }
 
 func (e *chartEval) fill(s *ChartReadyState) {
 	s.Objects, s.Webhooks = len(e.refs), []string{}

@@ -351,7 +351,7 @@ func (e *helmEval) check(ctx context.Context) wait.Result {
 }
 
 // maxBackoff: a release with webhooks is probed like WebhookReady.
-func (e *helmEval) maxBackoff() time.Duration { return 250 * time.Millisecond }
+func (e *helmEval) maxBackoff() time.Duration { return probeMaxBackoff }
 
 func (e *helmEval) fill(s *HelmReleaseReadyState) {
 	s.Revision, s.Chart, s.AppVersion, s.Objects = e.rel.Revision, e.rel.Chart+"-"+e.rel.ChartVersion, e.rel.App, len(e.rel.Objects)

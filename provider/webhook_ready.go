@@ -497,7 +497,7 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 	e.probe.hooks = e.hooks
 	if e.probe.expect != nil {
 		// Every mutating webhook in the cluster is a candidate for the mutation expect sees.
-		cfgs, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"}})
+		cfgs, pending := e.r.objects(target{gvk: mwcGVK})
 		if pending != nil {
 			if pending.Failed != nil {
 				pending.Failed = fmt.Errorf("%w: with `expect`, the gate reads every MutatingWebhookConfiguration to tell whose mutation "+
@@ -554,7 +554,7 @@ func (*WebhookReady) Update(_ context.Context, req infer.UpdateRequest[WebhookRe
 
 // maxBackoff keeps probing at least every 250 ms: a webhook that starts listening is then
 // detected within a few hundred milliseconds, at the cost of a cheap dry-run request.
-func (e *webhookEval) maxBackoff() time.Duration { return 250 * time.Millisecond }
+func (e *webhookEval) maxBackoff() time.Duration { return probeMaxBackoff }
 
 func (*WebhookReady) Diff(_ context.Context, r infer.DiffRequest[WebhookReadyArgs, WebhookReadyState]) (infer.DiffResponse, error) {
 	return diffGate(r.State.WebhookReadyArgs, r.Inputs), nil
