@@ -46,11 +46,6 @@ async function whenLabelled(webhook: FakeWebhook, resource: string, label: strin
 
 test("field report 001 as written: k8s.helm.v3.Chart of External Secrets, ExternalSecrets that dependsOn the chart, and the one line", { timeout: 900_000 }, async () => {
     const hook = await FakeWebhook.start();
-    let serving = false;
-    const setServing = async (on: boolean) => {
-        if (on !== serving) await hook.send(on ? "start" : "stop");
-        serving = on;
-    };
     try {
         const chart = localChart("external-secrets", hook);
         const program = (auto: boolean) => async () => {
@@ -69,9 +64,9 @@ test("field report 001 as written: k8s.helm.v3.Chart of External Secrets, Extern
         };
         const destroy = async (s: Awaited<ReturnType<typeof stack>>) => {
             await cachesReady(cluster, "external-secrets.io"); // see fieldreports.test.ts
-            await setServing(true); // its webhook intercepts deletes too
+            await hook.setServing(true); // its webhook intercepts deletes too
             await s.destroy();
-            await setServing(false);
+            await hook.setServing(false);
         };
         const bare = await stack(env, cluster, { stackName: "nogate", projectName: "chartv3-ts", program: program(false) });
         let done = false;
@@ -81,7 +76,7 @@ test("field report 001 as written: k8s.helm.v3.Chart of External Secrets, Extern
             return true;
         });
         done = true;
-        serving = (await lateBare) !== undefined;
+        await lateBare;
         await destroy(bare);
         await bare.workspace.removeStack("nogate");
 
@@ -97,7 +92,6 @@ test("field report 001 as written: k8s.helm.v3.Chart of External Secrets, Extern
         console.log(out.split("\n").filter((l) => l.includes("autoGate")).join("\n"));
         const servedAt = await late;
         assert.ok(servedAt, "the webhook never started serving");
-        serving = true;
         const es = await createdAt(cluster, "/apis/external-secrets.io/v1/namespaces/default/externalsecrets/ghcr-pull-secret");
         assert.ok(es >= Math.floor(servedAt! / 1000) * 1000, "the ExternalSecret was created before its webhook served");
         const gates = (await stateOf(gated)).filter((r) => r.type.startsWith("readiness:index:")).map((r) => `${r.type.split(":").pop()} ${nameOfUrn(r.urn)}`);

@@ -226,11 +226,6 @@ test("field report 000: a Deployment mounting a cert-manager Certificate's Secre
 
 test("field report 001: ExternalSecrets and a ClusterSecretStore after a Helm release of External Secrets need HelmReleaseReady", { timeout: 900_000 }, async () => {
     const hook = await FakeWebhook.start();
-    let serving = false;
-    const setServing = async (on: boolean) => {
-        if (on !== serving) await hook.send(on ? "start" : "stop");
-        serving = on;
-    };
     try {
         const chart = localChart("external-secrets", hook);
         // pulumi-kubernetes deletes with foreground propagation by default, which waits for the garbage
@@ -275,11 +270,11 @@ test("field report 001: ExternalSecrets and a ClusterSecretStore after a Helm re
             const tc = Date.now();
             await cachesReady(cluster, "external-secrets.io");
             cacheWait = Date.now() - tc;
-            await setServing(true);
+            await hook.setServing(true);
             let out = "";
             await s.destroy({ onOutput: (l) => (out += l) });
             slowest = out.split("\n").filter((l) => /deleted \(\d+s\)/.test(l)).map((l) => l.trim()).join("; ");
-            await setServing(false);
+            await hook.setServing(false);
         };
 
         // Without the gate: `dependsOn` on the release is not enough (continueOnError: every failure shows).
@@ -306,7 +301,6 @@ test("field report 001: ExternalSecrets and a ClusterSecretStore after a Helm re
             const tUp = Date.now();
             const servedAt = await late;
             assert.ok(servedAt, `round ${n}: the webhook never started serving`);
-            serving = true;
             for (const p of ["/apis/external-secrets.io/v1/clustersecretstores/pulumi-esc",
                              "/apis/external-secrets.io/v1/namespaces/default/externalsecrets/ghcr-pull-secret",
                              "/apis/external-secrets.io/v1/namespaces/hello-world/externalsecrets/ghcr-pull-secret"]) {

@@ -230,10 +230,16 @@ export class FakeWebhook {
         const { url, convertUrl, caBundle } = JSON.parse((await lines.next()).value);
         return new FakeWebhook(child, lines, url, convertUrl, caBundle);
     }
+    private serving = false;
     async send(cmd: string): Promise<void> {
         this.child.stdin!.write(cmd + "\n");
         const ans = await this.lines.next();
         assert.equal(ans.value, "ok", `fakewebhook: ${cmd}`);
+        if (cmd === "start" || cmd === "stop") this.serving = cmd === "start";
+    }
+    // setServing starts or stops serving unless it already is or is not (a second start fails).
+    async setServing(on: boolean): Promise<void> {
+        if (on !== this.serving) await this.send(on ? "start" : "stop");
     }
     // calls is the number of admission requests the server has answered so far.
     async calls(): Promise<number> {
