@@ -218,6 +218,9 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 		return k, err
 	}
 	cleanup := func(s auto.Stack) {
+		// The releases delete their CRDs: only once the API server serves their objects from its
+		// cache (see testenv.CRDCachesReady).
+		testenv.CRDCachesReady(t, "external-secrets.io")
 		// The charts' webhooks intercept DELETE too: destroy while they serve.
 		_ = esoHook.Webhook.Start()
 		_ = nginxHook.Webhook.Start()
