@@ -174,6 +174,7 @@ spec:
 	}
 	// The chart's webhook also intercepts DELETE: destroy while it serves.
 	cleanup := func(s auto.Stack) {
+		testenv.CRDCachesReady(t, "external-secrets.io") // the release deletes its CRDs (see there)
 		_ = wh.Webhook.Start()
 		stacktest.Destroy(t, s)
 		wh.Stop()
