@@ -40,7 +40,7 @@ schema: build
 
 # SDKs are generated from schema.json by Pulumi's own code generators (see tools/pulumi/sdkgen).
 sdk: schema
-	@tb="$(TOOLS_BIN)"; rm -rf sdk/go/readiness sdk/nodejs/*.ts sdk/nodejs/types sdk/nodejs/config sdk/nodejs/package.json sdk/nodejs/tsconfig.json sdk/nodejs/README.md; \
+	@tb="$(TOOLS_BIN)"; rm -rf sdk/go/readiness sdk/nodejs/*.ts sdk/nodejs/types sdk/nodejs/config sdk/nodejs/package.json sdk/nodejs/tsconfig.json sdk/nodejs/README.md sdk/python; \
 	  "$$tb/sdkgen" -schema schema.json -out sdk -overlay sdk/overlay -version $(SDK_VERSION)
 	@# npm install writes the package's version into its lock file: keep the committed lock in step.
 	@jq --indent 4 --arg v "$(SDK_VERSION)" '.version = $$v | .packages[""].version = $$v' sdk/nodejs/package-lock.json > sdk/nodejs/package-lock.json.tmp && \

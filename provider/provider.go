@@ -48,6 +48,16 @@ func New() (p.Provider, error) {
 					"@pulumi/pulumi": "^3.142.0",
 				},
 			},
+			"python": map[string]any{
+				"packageName":          "pulumi_readiness",
+				"respectSchemaVersion": true,
+				"pythonRequires":       ">=3.9",
+				"requires": map[string]any{
+					"pulumi": ">=3.142.0,<4.0.0", // as the Node.js package
+
+				},
+				"pyproject": map[string]any{"enabled": true},
+			},
 		}).
 		WithConfig(infer.Config(&Config{})).
 		WithResources(

@@ -1,11 +1,12 @@
-// Command sdkgen generates the Go and Node.js SDKs from schema.json by calling Pulumi's code
-// generators directly: `pulumi package gen-sdk` needs the pulumi-language-go/-nodejs plugins,
+// Command sdkgen generates the Go, Node.js and Python SDKs from schema.json by calling Pulumi's code
+// generators directly: `pulumi package gen-sdk` needs the pulumi-language-go/-nodejs/-python plugins,
 // which cannot be installed offline; this does what those plugins do.
 //
 // Hand-written SDK code lives in an overlay (-overlay, sdk/overlay in this repository): every
 // overlay/go/*.go is copied into the Go package (go/readiness/), every overlay/nodejs/*.ts is
 // handed to the Node.js generator as an extra file, so it lands beside the generated ones, in
-// tsconfig.json's files and in index.ts's exports. `make sdk` regenerates them like the rest, so
+// tsconfig.json's files and in index.ts's exports; every overlay/python/*.py lands in the Python
+// package (python/pulumi_readiness/) and is re-exported from its __init__.py. `make sdk` regenerates them like the rest, so
 // `make check-generated` fails when a copy in sdk/go or sdk/nodejs was edited instead of the overlay.
 package main
 
@@ -23,6 +24,7 @@ import (
 	"github.com/blang/semver"
 	gogen "github.com/pulumi/pulumi/pkg/v3/codegen/go"
 	"github.com/pulumi/pulumi/pkg/v3/codegen/nodejs"
+	"github.com/pulumi/pulumi/pkg/v3/codegen/python"
 	"github.com/pulumi/pulumi/pkg/v3/codegen/schema"
 )
 
@@ -46,7 +48,7 @@ func main() {
 	schemaPath := flag.String("schema", "schema.json", "the provider schema")
 	out := flag.String("out", "sdk", "output folder; go/ and nodejs/ are written under it")
 	version := flag.String("version", "0.1.0", "the SDK version")
-	overlay := flag.String("overlay", "", "hand-written files to add: <overlay>/go/*.go and <overlay>/nodejs/*.ts")
+	overlay := flag.String("overlay", "", "hand-written files to add: <overlay>/go/*.go, <overlay>/nodejs/*.ts and <overlay>/python/*.py")
 	flag.Parse()
 	if err := run(*schemaPath, *out, *version, *overlay); err != nil {
 		fmt.Fprintln(os.Stderr, "sdkgen:", err)
@@ -119,13 +121,16 @@ func addOverlay(files, extra map[string][]byte, prefix string) error {
 }
 
 func run(schemaPath, out, version, overlay string) error {
-	var goExtra, nodeExtra map[string][]byte
+	var goExtra, nodeExtra, pyExtra map[string][]byte
 	if overlay != "" {
 		var err error
 		if goExtra, err = overlayFiles(filepath.Join(overlay, "go"), ".go"); err != nil {
 			return err
 		}
 		if nodeExtra, err = overlayFiles(filepath.Join(overlay, "nodejs"), ".ts"); err != nil {
+			return err
+		}
+		if pyExtra, err = overlayFiles(filepath.Join(overlay, "python"), ".py"); err != nil {
 			return err
 		}
 	}
@@ -155,7 +160,53 @@ func run(schemaPath, out, version, overlay string) error {
 	if err != nil {
 		return fmt.Errorf("nodejs: %w", err)
 	}
-	return write(filepath.Join(out, "nodejs"), nodeFiles)
+	if err := write(filepath.Join(out, "nodejs"), nodeFiles); err != nil {
+		return err
+	}
+	if pkg, err = bind(schemaPath, version); err != nil {
+		return err
+	}
+	pyFiles, err := python.GeneratePackage("pulumi-readiness-sdkgen", pkg, pyExtra, noLoader{})
+	if err != nil {
+		return fmt.Errorf("python: %w", err)
+	}
+	if err := exportOverlay(pyFiles, pyExtra); err != nil {
+		return err
+	}
+	// pyproject.toml names README.md beside it; the generator writes it into the package only.
+	pyFiles["README.md"] = pyFiles[pyPackageDir+"/README.md"]
+	return write(filepath.Join(out, "python"), pyFiles)
+}
+
+// pyPackageDir is the Python package's folder (the schema's language.python.packageName).
+const pyPackageDir = "pulumi_readiness"
+
+// exportOverlay re-exports each overlay module from the package's __init__.py (the Python
+// generator writes extra files beside the generated ones but, unlike Node's, imports none of
+// them): `import pulumi_readiness as readiness; readiness.auto_gate()` then works as
+// `readiness.autoGate()` does in TypeScript. Each overlay module lists its API in __all__.
+func exportOverlay(files, extra map[string][]byte) error {
+	if len(extra) == 0 {
+		return nil
+	}
+	initPath := pyPackageDir + "/__init__.py"
+	init, ok := files[initPath]
+	if !ok {
+		return fmt.Errorf("python: the generator wrote no %s", initPath)
+	}
+	names := make([]string, 0, len(extra))
+	for n := range extra {
+		names = append(names, strings.TrimSuffix(n, ".py"))
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.Write(init)
+	b.WriteString("\n# Hand-written (sdk/overlay/python), re-exported by sdkgen.\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "from .%s import *\n", n)
+	}
+	files[initPath] = []byte(b.String())
+	return nil
 }
 
 // write replaces dir's generated files with files, keeping hand-made ones we add (go.mod).
