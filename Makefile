@@ -17,7 +17,7 @@ export PULUMI_HOME ?= $(CURDIR)/.cache/pulumi-home
 K8S_PLUGIN_VERSION := $(shell cat internal/k8splugin/VERSION)
 export PULUMI_SKIP_UPDATE_CHECK := true
 
-.PHONY: build tools k8s-plugin schema sdk sdk-nodejs check-generated test test-all test-go test-nodejs test-install demo bench lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
+.PHONY: build tools k8s-plugin schema sdk sdk-nodejs py-deps sdk-python python-env check-generated test test-all test-go test-nodejs test-python test-install demo bench lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
@@ -59,6 +59,29 @@ sdk-nodejs:
 	cd sdk/nodejs && npm install --no-audit --no-fund --loglevel=error && npx tsc && cp package.json README.md bin/ 2>/dev/null || cp package.json sdk/nodejs/bin/
 	cd sdk/nodejs/bin && rm -f *.tgz && npm pack --silent >/dev/null && cp readiness-io-pulumi-readiness-*.tgz readiness-io-pulumi-readiness.tgz
 
+# The Python tools and test packages, in a virtual environment (.cache/python) filled once from
+# PyPI: tests/python/requirements.txt, and the same packages as wheels in its wheels/ folder (what
+# the install test's fresh environment installs offline). Redone only when requirements.txt changes.
+PYTHON ?= python3
+PY_ENV ?= $(CURDIR)/.cache/python
+py-deps:
+	@if ! cmp -s tests/python/requirements.txt $(PY_ENV)/requirements.txt; then \
+	  echo "filling $(PY_ENV) from PyPI (tests/python/requirements.txt)"; \
+	  rm -rf $(PY_ENV) && $(PYTHON) -m venv $(PY_ENV) && \
+	  $(PY_ENV)/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt && \
+	  $(PY_ENV)/bin/pip download --quiet --disable-pip-version-check --dest $(PY_ENV)/wheels -r tests/python/requirements.txt && \
+	  cp tests/python/requirements.txt $(PY_ENV)/requirements.txt; fi
+
+# The Python package, built offline with that environment's setuptools:
+# sdk/python/dist/pulumi_readiness-<version>-py3-none-any.whl (what a release publishes).
+sdk-python: py-deps
+	rm -rf sdk/python/dist sdk/python/build
+	cd sdk/python && $(PY_ENV)/bin/pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation --wheel-dir dist . && rm -rf build *.egg-info
+
+# The Python stack tests' environment: the packages above and the SDK's wheel, built now.
+python-env: sdk-python
+	@$(PY_ENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --force-reinstall sdk/python/dist/pulumi_readiness-*.whl
+
 # Fails when schema.json, sdk/ or docs/ differ from what the provider generates (at DEV_VERSION).
 check-generated: SDK_VERSION = $(DEV_VERSION)
 check-generated: sdk
@@ -96,6 +119,11 @@ test-nodejs: build tools k8s-plugin sdk-nodejs
 	@# No lock file (it is not committed): a local one would pin the old SDK tarball by its integrity.
 	cd tests/nodejs && rm -rf node_modules/@readiness-io package-lock.json && npm install --no-audit --no-fund --loglevel=error && npm test
 
+# The Python stacks (tests/python, pytest): Automation API inline programs with pulumi-kubernetes'
+# Python package on the local control plane, and auto_gate's unit tests.
+test-python: build tools k8s-plugin python-env
+	cd tests/python && $(PY_ENV)/bin/python -m pytest -q -p no:cacheprovider --timeout 1800 .
+
 # The README's test command, two jobs at a time. The Go tests (several packages at once, see
 # test-go) come first, beside the examples and then the install paths; after the Go tests, the
 # TypeScript stacks, the fuzzing and the benchmark smoke pass, each in whichever of the two slots
@@ -105,13 +133,13 @@ test-nodejs: build tools k8s-plugin sdk-nodejs
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-all
 
-test-all: check-generated lint lint-workflows test-go test-nodejs test-install examples fuzz bench-smoke
+test-all: check-generated lint lint-workflows test-go test-nodejs test-python test-install examples fuzz bench-smoke
 ifneq ($(filter test-all,$(MAKECMDGOALS)),)
 lint lint-workflows: | check-generated
 tools: | build
 k8s-plugin: | tools
-test-go examples sdk-nodejs: | check-generated lint
-test-nodejs: | test-go
+test-go examples sdk-nodejs sdk-python: | check-generated lint
+test-nodejs test-python: | test-go
 test-install: | examples
 fuzz bench-smoke: | test-go
 endif
