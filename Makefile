@@ -112,7 +112,7 @@ test-go: build tools k8s-plugin
 # build at a throwaway tag in a snapshot of the tree, its tarball served on 127.0.0.1, `pulumi
 # plugin install`, and a Go and a TypeScript program that get the plugin by themselves. It runs
 # offline, so it comes after sdk-nodejs has filled the npm cache.
-test-install: tools sdk-nodejs
+test-install: tools sdk-nodejs py-deps
 	go test -count=1 -timeout 20m ./tests/install
 
 test-nodejs: build tools k8s-plugin sdk-nodejs

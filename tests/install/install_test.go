@@ -1,12 +1,14 @@
 package install
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -72,7 +74,7 @@ func TestReleaseAndInstall(t *testing.T) {
 			t.Errorf("make release-notes should print only the CHANGELOG section of %s (naming issue #16):\n%s", releaseVersion, notes)
 		}
 		// The release workflow's build steps, in its order.
-		mustRun(t, snap, makeEnv(t), "make", "--no-print-directory", "sdk", "dist", "sdk-nodejs", "PLATFORMS=host")
+		mustRun(t, snap, makeEnv(t), "make", "--no-print-directory", "sdk", "dist", "sdk-nodejs", "sdk-python", "PLATFORMS=host", "PY_ENV="+pyEnv(t))
 		checkRelease(t, snap, pulumiCLI)
 		mustRun(t, snap, makeEnv(t), "make", "--no-print-directory", "release-sdk-tag")
 		if st := mustRun(t, snap, nil, "git", "status", "--porcelain", "--", "schema.json", "sdk"); st != "" {
@@ -178,6 +180,23 @@ func TestReleaseAndInstall(t *testing.T) {
 		home, work := t.TempDir(), t.TempDir()
 		srv.reset()
 		out := mustRun(t, app, stackEnv(t, toolsBin, home), node(t), filepath.Join(app, "bin", "index.js"), work, kubeconfig, srv.URL)
+		checkReadyNodes(t, out)
+		checkInstalled(t, home, out)
+		if !srv.served(tarball) {
+			t.Errorf("the engine did not download the plugin from %s", srv.URL)
+		}
+	})
+
+	pyApp := filepath.Join(t.TempDir(), "venv")
+	step("Python program: pip install the built wheel into a fresh virtual environment", func(t *testing.T) {
+		buildPyApp(t, snap, pyApp)
+	})
+
+	step("Python program: the engine downloads the plugin (plugin_download_url option) and runs a gate", func(t *testing.T) {
+		home, work := t.TempDir(), t.TempDir()
+		srv.reset()
+		out := mustRun(t, work, stackEnv(t, toolsBin, home), filepath.Join(pyApp, "bin", "python"),
+			filepath.Join(testdata(t), "pyapp", "app.py"), work, kubeconfig, srv.URL)
 		checkReadyNodes(t, out)
 		checkInstalled(t, home, out)
 		if !srv.served(tarball) {
@@ -291,6 +310,93 @@ func checkRelease(t *testing.T, snap, pulumiCLI string) {
 	if _, err := os.Stat(filepath.Join(snap, "sdk/nodejs/bin", "readiness-io-pulumi-readiness-"+releaseVersion+".tgz")); err != nil {
 		t.Errorf("the packed Node.js package: %v", err)
 	}
+	checkWheel(t, snap)
+}
+
+// pyWheel is the Python package's file at the release version (PEP 440 spells 0.9.0-rc.1 0.9.0rc1).
+const pyWheel = "pulumi_readiness-0.9.0rc1-py3-none-any.whl"
+
+// checkWheel checks that the built wheel carries the release version, in its metadata and in the
+// pulumi-plugin.json the engine reads to install the plugin.
+func checkWheel(t *testing.T, snap string) {
+	t.Helper()
+	z, err := zip.OpenReader(filepath.Join(snap, "sdk/python/dist", pyWheel))
+	if err != nil {
+		t.Fatalf("the Python wheel: %v", err)
+	}
+	defer z.Close()
+	var plugin struct {
+		Resource              bool
+		Name, Version, Server string
+	}
+	metadata := ""
+	for _, f := range z.File {
+		switch {
+		case f.Name == "pulumi_readiness/pulumi-plugin.json":
+			if err := json.Unmarshal([]byte(zipText(t, f)), &plugin); err != nil {
+				t.Fatal(err)
+			}
+		case strings.HasSuffix(f.Name, ".dist-info/METADATA"):
+			metadata = zipText(t, f)
+		}
+	}
+	if !plugin.Resource || plugin.Name != "readiness" || plugin.Version != releaseVersion || plugin.Server != downloadURL {
+		t.Errorf("the wheel's pulumi_readiness/pulumi-plugin.json = %+v", plugin)
+	}
+	if !strings.Contains(metadata, "\nName: pulumi_readiness\n") || !strings.Contains(metadata, "\nVersion: 0.9.0rc1\n") {
+		t.Errorf("the wheel's METADATA does not name pulumi_readiness 0.9.0rc1:\n%s", metadata)
+	}
+}
+
+func zipText(t *testing.T, f *zip.File) string {
+	t.Helper()
+	r, err := f.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// pyEnv is the repository's Python environment (make py-deps): the setuptools the release build
+// makes the wheel with, and the wheels of the SDK's dependencies a fresh environment installs.
+func pyEnv(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".cache", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "wheels")); err != nil {
+		t.Fatalf("no Python environment at %s: run make py-deps (make test-install does): %v", dir, err)
+	}
+	return dir
+}
+
+// buildPyApp makes a fresh virtual environment and installs the release's wheel into it with pip,
+// as a user installs it from PyPI; pip runs offline, its dependencies coming from the wheels
+// make py-deps downloaded.
+func buildPyApp(t *testing.T, snap, venv string) {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is not installed")
+	}
+	mustRun(t, filepath.Dir(venv), offlineEnv(), python, "-m", "venv", venv)
+	mustRun(t, filepath.Dir(venv), offlineEnv(), filepath.Join(venv, "bin", "pip"), "install", "--quiet", "--disable-pip-version-check",
+		"--no-index", "--find-links", filepath.Join(pyEnv(t), "wheels"), filepath.Join(snap, "sdk/python/dist", pyWheel))
+}
+
+func testdata(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // snapshot copies the working tree (tracked and untracked files, not ignored ones) into a new

@@ -111,9 +111,10 @@ func TestChangelogFormat(t *testing.T) {
 func TestWorkflowsUseTestedTargets(t *testing.T) {
 	// make test -> test-all and what it depends on.
 	byTestAll := []string{"test", "test-all", "check-generated", "sdk", "schema", "build", "docs", "lint",
-		"lint-workflows", "test-go", "tools", "test-nodejs", "sdk-nodejs", "test-install", "examples", "fuzz", "bench-smoke"}
+		"lint-workflows", "test-go", "tools", "test-nodejs", "sdk-nodejs", "test-python", "python-env", "sdk-python", "py-deps",
+		"test-install", "examples", "fuzz", "bench-smoke"}
 	// Run by tests/install (TestReleaseAndInstall) in a snapshot at a release tag.
-	byInstallTest := []string{"version", "release-notes", "sdk", "dist", "sdk-nodejs", "release-sdk-tag"}
+	byInstallTest := []string{"version", "release-notes", "sdk", "dist", "sdk-nodejs", "sdk-python", "release-sdk-tag"}
 	tested := map[string]bool{}
 	install := read(t, "tests/install/install_test.go")
 	makefile := read(t, "Makefile")
