@@ -156,7 +156,9 @@ def test_field_reports_as_one_gate_free_program_rebuilt(cluster, env):
                 cluster.created_at("/api/v1/namespaces/default/secrets/ai-ops-agent-tls"), \
                 f"{at}: the Deployment was created before the Secret it mounts was issued"
             # The same gates as TypeScript's and Go's autoGate choose for this program.
-            assert sorted(name_of(g["urn"]) for g in gates_of(s)) == [
+            gates = sorted(name_of(g["urn"]) for g in gates_of(s))
+            print(f"{at} gates: {gates}")
+            assert gates == [
                 "auto-admission-certificates.cert-manager.io-default-cert-manager-cert-manager-webhook",
                 "auto-admission-clusterissuers.cert-manager.io-cluster-cert-manager-cert-manager-webhook",
                 "auto-admission-externalsecrets.external-secrets.io-default-external-secrets",

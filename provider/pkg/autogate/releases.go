@@ -49,6 +49,16 @@ func (d *decider) afterReleases() {
 	}
 }
 
+// dependsOnRelease says whether the resource depends on a Helm v3 Release installer.
+func (d *decider) dependsOnRelease() bool {
+	for _, id := range d.in.DependsOn {
+		if inst := d.installer(id); inst != nil && kindOf(inst.Type, inst.Object) == releaseInstaller {
+			return true
+		}
+	}
+	return false
+}
+
 // consumedByReleases are the core kinds a chart's pods may need before they are ready: a
 // Secret or ConfigMap they mount (`existingSecret`), the ServiceAccount they run as, the claim
 // they mount, the Service a StatefulSet's pods resolve their peers through. One of them that
