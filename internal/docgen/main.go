@@ -1,10 +1,10 @@
 // Command docgen keeps the Pulumi Registry docs (docs/_index.md, docs/installation-configuration.md)
 // in step with schema.json and the examples: it rewrites the blocks between `<!-- generated: NAME -->`
 // and `<!-- end generated: NAME -->`: `resources` (the resource table), `config` (the configuration
-// table) and `file PATH` (a file of the repository as a code block: the overview's examples are
-// examples/ programs that `make examples` compiles). It refuses docs that use a resource the schema
-// does not have. `make sdk` runs it, so `make check-generated` sees docs that drift; `-check` only
-// reports.
+// table) and `file PATH` (a file of the repository as a code block, fenced by its extension: go,
+// typescript, python; the overview's examples are examples/ programs, which the tests run). It
+// refuses docs that use a resource the schema does not have. `make sdk` runs it, so
+// `make check-generated` sees docs that drift; `-check` only reports.
 package main
 
 import (
@@ -93,7 +93,8 @@ func run(schemaPath, docs, root string, check bool) error {
 
 var (
 	blockRe = regexp.MustCompile(`(?s)(<!-- generated: ([a-z]+)(?: ([^ ]+))? -->\n).*?(<!-- end generated: ([a-z]+) -->)`)
-	// A hand-written example's use of a resource: readiness.NewCrdReady( in Go, new readiness.CrdReady( in TypeScript.
+	// A hand-written example's use of a resource: readiness.NewCrdReady( in Go, new readiness.CrdReady( in TypeScript,
+	// readiness.CrdReady( in Python.
 	useRe = regexp.MustCompile(`readiness\.(?:New)?([A-Z][A-Za-z]*)\(`)
 )
 
@@ -124,7 +125,7 @@ func Render(s Schema, doc string, readFile func(path string) ([]byte, error)) (s
 				err = ferr
 				return block
 			}
-			lang := map[string]string{".go": "go", ".ts": "typescript"}[filepath.Ext(arg)]
+			lang := map[string]string{".go": "go", ".ts": "typescript", ".py": "python"}[filepath.Ext(arg)]
 			body = "```" + lang + "\n" + strings.TrimRight(string(b), "\n") + "\n```\n"
 		default:
 			err = fmt.Errorf("unknown generated block %q", strings.TrimSpace(name+" "+arg))
@@ -166,7 +167,7 @@ func checkFrontMatter(doc string) error {
 
 func resourceTable(s Schema) string {
 	var b bytes.Buffer
-	b.WriteString("| Resource | Go | TypeScript | Description |\n| --- | --- | --- | --- |\n")
+	b.WriteString("| Resource | Go | TypeScript | Python | Description |\n| --- | --- | --- | --- | --- |\n")
 	for _, token := range sorted(s.Resources) {
 		r := s.Resources[token]
 		name := typeName(token)
@@ -174,7 +175,8 @@ func resourceTable(s Schema) string {
 		if r.IsComponent {
 			kind = " (component)"
 		}
-		fmt.Fprintf(&b, "| `%s`%s | `readiness.New%s` | `new readiness.%s` | %s |\n", name, kind, name, name, cell(firstSentence(r.Description)))
+		// Python's class has the schema's name (pulumi_readiness, imported as readiness).
+		fmt.Fprintf(&b, "| `%s`%s | `readiness.New%s` | `new readiness.%s` | `readiness.%s` | %s |\n", name, kind, name, name, name, cell(firstSentence(r.Description)))
 	}
 	return b.String()
 }

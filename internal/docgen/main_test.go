@@ -44,8 +44,17 @@ func TestRegistryDocsMatchSchema(t *testing.T) {
 		all.WriteString(got)
 	}
 	for token := range s.Resources {
-		if name := typeName(token); !strings.Contains(all.String(), "`readiness.New"+name+"`") {
-			t.Errorf("the docs do not list %s", name)
+		name := typeName(token)
+		for _, use := range []string{"`readiness.New" + name + "`", "`new readiness." + name + "`", "`readiness." + name + "`"} {
+			if !strings.Contains(all.String(), use) {
+				t.Errorf("the docs do not list %s as %s", name, use)
+			}
+		}
+	}
+	// The overview shows its example in every SDK's language, each from examples/.
+	for _, file := range []string{"examples/cert-manager/ts/index.ts", "examples/cert-manager/python/__main__.py", "examples/cert-manager/go/main.go"} {
+		if !strings.Contains(all.String(), "<!-- generated: file "+file+" -->") {
+			t.Errorf("the docs do not show %s", file)
 		}
 	}
 	for key := range s.Config.Variables {
@@ -65,7 +74,13 @@ func TestRender(t *testing.T) {
 		"readiness:index:CrdReady":         {Description: "Waits until CRDs are Established. More text."},
 		"readiness:index:CertManagerReady": {Description: "One line (e.g. `a. b` c). More.", IsComponent: true},
 	}
-	files := map[string]string{"examples/x/main.go": "package main\n\nfunc f() { readiness.NewCrdReady(ctx) }\n"}
+	files := map[string]string{
+		"examples/x/main.go":     "package main\n\nfunc f() { readiness.NewCrdReady(ctx) }\n",
+		"examples/x/index.ts":    "new readiness.CrdReady(\"x\", {});\n",
+		"examples/x/__main__.py": "readiness.CrdReady(\"x\", group=\"g\")\n",
+		"examples/y/__main__.py": "readiness.NodeReady(\"x\")\n",
+		"examples/x/Pulumi.yaml": "name: x\n",
+	}
 	readFile := func(p string) ([]byte, error) {
 		if b, ok := files[p]; ok {
 			return []byte(b), nil
@@ -83,15 +98,27 @@ func TestRender(t *testing.T) {
 				"| `readiness:kubeconfig` | string (secret) | A kubeconfig \\| path. |\n<!-- end generated: config -->\n"},
 		{name: "resource table, first sentences, components marked",
 			doc: front + "<!-- generated: resources -->\n<!-- end generated: resources -->\n",
-			want: front + "<!-- generated: resources -->\n| Resource | Go | TypeScript | Description |\n| --- | --- | --- | --- |\n" +
-				"| `CertManagerReady` (component) | `readiness.NewCertManagerReady` | `new readiness.CertManagerReady` | One line (e.g. `a. b` c). |\n" +
-				"| `CrdReady` | `readiness.NewCrdReady` | `new readiness.CrdReady` | Waits until CRDs are Established. |\n<!-- end generated: resources -->\n"},
+			want: front + "<!-- generated: resources -->\n| Resource | Go | TypeScript | Python | Description |\n| --- | --- | --- | --- | --- |\n" +
+				"| `CertManagerReady` (component) | `readiness.NewCertManagerReady` | `new readiness.CertManagerReady` | `readiness.CertManagerReady` | One line (e.g. `a. b` c). |\n" +
+				"| `CrdReady` | `readiness.NewCrdReady` | `new readiness.CrdReady` | `readiness.CrdReady` | Waits until CRDs are Established. |\n<!-- end generated: resources -->\n"},
 		{name: "file block",
 			doc:  front + "<!-- generated: file examples/x/main.go -->\n```go\nstale\n```\n<!-- end generated: file -->\n",
 			want: front + "<!-- generated: file examples/x/main.go -->\n```go\n" + files["examples/x/main.go"] + "```\n<!-- end generated: file -->\n"},
+		{name: "TypeScript file block",
+			doc:  front + "<!-- generated: file examples/x/index.ts -->\n<!-- end generated: file -->\n",
+			want: front + "<!-- generated: file examples/x/index.ts -->\n```typescript\n" + files["examples/x/index.ts"] + "```\n<!-- end generated: file -->\n"},
+		{name: "Python file block",
+			doc:  front + "<!-- generated: file examples/x/__main__.py -->\n```python\nstale\n```\n<!-- end generated: file -->\n",
+			want: front + "<!-- generated: file examples/x/__main__.py -->\n```python\n" + files["examples/x/__main__.py"] + "```\n<!-- end generated: file -->\n"},
+		{name: "a file of another extension has no language",
+			doc:  front + "<!-- generated: file examples/x/Pulumi.yaml -->\n<!-- end generated: file -->\n",
+			want: front + "<!-- generated: file examples/x/Pulumi.yaml -->\n```\n" + files["examples/x/Pulumi.yaml"] + "```\n<!-- end generated: file -->\n"},
 		{name: "untouched text stays", doc: front + "new readiness.CrdReady(\"x\", {})\n", want: front + "new readiness.CrdReady(\"x\", {})\n"},
 		{name: "a resource the schema lacks", doc: front + "new readiness.AdmisionReady(\"x\", {})\n", err: "readiness.AdmisionReady"},
 		{name: "a Go resource the schema lacks", doc: front + "readiness.NewNodeReady(ctx)\n", err: "readiness.NodeReady"},
+		{name: "a Python resource the schema lacks", doc: front + "readiness.NodeReady(\"x\")\n", err: "readiness.NodeReady"},
+		{name: "a Python example using a resource the schema lacks",
+			doc: front + "<!-- generated: file examples/y/__main__.py -->\n<!-- end generated: file -->\n", err: "readiness.NodeReady"},
 		{name: "unknown block", doc: front + "<!-- generated: outputs -->\n<!-- end generated: outputs -->\n", err: `unknown generated block "outputs"`},
 		{name: "mismatched end", doc: front + "<!-- generated: config -->\n<!-- end generated: resources -->\n", err: "ends as"},
 		{name: "missing file", doc: front + "<!-- generated: file nope.go -->\n<!-- end generated: file -->\n", err: "no file nope.go"},

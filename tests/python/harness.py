@@ -351,3 +351,36 @@ def created_before(created: float, t: float) -> bool:
     """An object created at `created` (whole seconds) was created before t, an instant just after
     a whole second (to_next_second)."""
     return created < int(t)
+
+
+class Registry:
+    """internal/testregistry/cmd/testregistry: a real OCI registry on 127.0.0.1 (as startRegistry in
+    tests/nodejs/src/harness.ts); push() pushes random images to it and returns the digest."""
+
+    def __init__(self, *args: str) -> None:
+        self._proc = subprocess.Popen([go_binary("./internal/testregistry/cmd/testregistry"), *args],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self._lines = _Lines(self._proc)
+        hello = json.loads(self._lines.next())
+        self.host, self.ca = hello["host"], hello.get("ca", "")
+        self._lock = threading.Lock()
+
+    def push(self, command: str) -> str:
+        """One command ("image <repo:tag> <os/arch>" or "index <repo:tag> <os/arch>..."): the digest pushed."""
+        with self._lock:
+            self._proc.stdin.write(command + "\n")
+            self._proc.stdin.flush()
+            answer = json.loads(self._lines.next())
+        if answer.get("error"):
+            raise RuntimeError(f"testregistry {command}: {answer['error']}")
+        return answer["digest"]
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.stdin.close()
+            self._proc.wait(timeout=30)
+
+
+def start_registry(*args: str) -> Registry:
+    """Runs a real OCI registry on 127.0.0.1 (args: testregistry's flags, e.g. "-user", "ci:pass")."""
+    return Registry(*args)
