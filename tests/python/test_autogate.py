@@ -393,16 +393,16 @@ def test_python_shapes(cluster, env):
                     "containers": [{"name": "web", "image": "registry.local/web:1", "volume_mounts": [{"name": "tls", "mount_path": "/tls"}]}],
                     "volumes": [{"name": "tls", "secret": {"secret_name": "web-tls"}}]}}},
                 opts=pulumi.ResourceOptions(depends_on=[injector_hook]))
-            # A yaml v1 ConfigGroup (rendered in-process): its CRD, its webhook configuration and its
-            # custom resource, which its own webhook validates.
+            # A yaml v1 ConfigGroup (rendered in-process by the Python SDK): its CRD, its webhook
+            # configuration and its custom resource, which its own webhook validates.
             g1 = f"v1{group}"
-            k8s.yaml.ConfigGroup("widgets-v1", objs=[harness.crd(g1, "Widget", "widgets"), {
+            k8s.yaml.ConfigGroup("widgets-v1", yaml=[yaml.safe_dump(o) for o in [harness.crd(g1, "Widget", "widgets"), {
                 "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": f"widgets-v1-{label}"},
                 "webhooks": [{"name": f"validating.widgets.{g1}", "admissionReviewVersions": ["v1"], "sideEffects": "None",
                               "failurePolicy": "Fail", "timeoutSeconds": 3,
                               "clientConfig": {"url": widgets.url, "caBundle": widgets.ca_bundle},
                               "rules": [{"apiGroups": [g1], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["widgets"]}]}],
-            }, {"apiVersion": f"{g1}/v1", "kind": "Widget", "metadata": {"name": "w1", "namespace": "default"}, "spec": {"size": 1}}])
+            }, {"apiVersion": f"{g1}/v1", "kind": "Widget", "metadata": {"name": "w1", "namespace": "default"}, "spec": {"size": 1}}]])
             # A component of the user's own: a Certificate and the Deployment that reads its Secret.
             Team("team", namespace)
             # A second cluster, through an explicit provider: its CRD's custom resource waits on a
@@ -414,7 +414,7 @@ def test_python_shapes(cluster, env):
             k8s.apiextensions.CustomResource(
                 "staging-widget", api_version=f"s{group}/v1", kind="Widget", metadata={"name": "w1", "namespace": "default"}, spec={"size": 1},
                 opts=pulumi.ResourceOptions(provider=other, depends_on=[other_crd]))
-            pulumi.export("widget", widget.metadata.name)
+            pulumi.export("widget", widget.metadata.apply(lambda m: m["name"]))  # a CustomResource's metadata is a plain dict
             pulumi.export("widgetsHook", widgets_hook.metadata.name)
             pulumi.export("app", app.metadata.name)
 
