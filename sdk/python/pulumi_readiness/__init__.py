@@ -7,6 +7,7 @@ from . import _utilities
 import typing
 # Export this package's modules as members:
 from .admission_ready import *
+from .auto_gate import *
 from .auto_gate_plan import *
 from .auto_gate_plan_batch import *
 from .cert_manager_ready import *
@@ -74,3 +75,6 @@ _utilities.register(
 ]
 """
 )
+
+# Hand-written (sdk/overlay/python), re-exported by sdkgen.
+from .auto_gate import *
