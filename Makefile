@@ -122,7 +122,7 @@ test-nodejs: build tools k8s-plugin sdk-nodejs
 # The Python stacks (tests/python, pytest): Automation API inline programs with pulumi-kubernetes'
 # Python package on the local control plane, and auto_gate's unit tests.
 test-python: build tools k8s-plugin python-env
-	cd tests/python && $(PY_ENV)/bin/python -m pytest -q -p no:cacheprovider --timeout 1800 -n 2 --dist loadfile .
+	cd tests/python && $(PY_ENV)/bin/python -m pytest -q -p no:cacheprovider --timeout 1800 .
 
 # The README's test command, two jobs at a time. The Go tests (several packages at once, see
 # test-go) come first, beside the examples and then the install paths; after the Go tests, the

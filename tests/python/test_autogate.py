@@ -276,6 +276,12 @@ def test_field_report_001_as_written_with_a_chart_v3(cluster, env):
     hook = harness.FakeWebhook()
     try:
         chart = harness.local_chart("external-secrets", hook)
+        # The program makes the chart's namespace, which another test's Release left behind.
+        cluster.request("DELETE", "/api/v1/namespaces/external-secrets")
+        deadline = time.time() + 120
+        while cluster.exists("/api/v1/namespaces/external-secrets"):
+            assert time.time() < deadline, "namespace external-secrets still there two minutes after its delete"
+            time.sleep(0.2)
 
         def program():
             readiness.auto_gate(timeout="3m")

@@ -683,6 +683,9 @@ def test_glue_against_the_mock_monitor():
                 versions=[{"name": "v1", "served": True, "storage": True, "schema": {"open_apiv3_schema": {"type": "object"}}}]))
         widget = k8s.apiextensions.CustomResource("w", api_version="example.com/v1", kind="Widget",
                                                   metadata={"name": "w", "namespace": "default"}, spec={"sizeOf": 1})
+        # A kubernetes object in a component of the program's own: its URN is computed as the engine's.
+        app = pulumi.ComponentResource("my:index:App", "app")
+        k8s.core.v1.ConfigMap("inner", metadata={"name": "inner"}, data={"some_key": "v"}, opts=pulumi.ResourceOptions(parent=app))
 
         async def transform_widget(_):
             # The engine's call of the stack transform, with the widget's props as registered.
@@ -693,6 +696,10 @@ def test_glue_against_the_mock_monitor():
                 opts=pulumi.ResourceOptions(parent=DependencyResource("urn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev"))))
             seen["depends_on"] = [await d.urn.future() for d in result.opts.depends_on]
             seen["props"] = result.props
+            [inner] = [r for r in mocks.registered if r.name == "inner"]
+            seen["inner"] = await transform(pulumi.ResourceTransformArgs(
+                custom=True, type_=inner.typ, name="inner", props=inner.inputs,
+                opts=pulumi.ResourceOptions(parent=DependencyResource("urn:pulumi:dev::proj::my:index:App::app"))))
 
         return pulumi.Output.all(crd.urn, widget.urn).apply(lambda _: asyncio.ensure_future(transform_widget(_)))
 
@@ -704,7 +711,9 @@ def test_glue_against_the_mock_monitor():
                                   "urn:pulumi:dev::proj::readiness:index:AdmissionReady::auto-admission-widgets"]
     # One plan call per object, in program order (the widget's values as constructed are those registered: not asked again).
     plans = [p for b in mocks.batches for p in b["plans"]]
-    assert [p["resource"]["name"] for p in plans] == ["widgets", "w"], plans
+    assert [p["resource"]["name"] for p in plans] == ["widgets", "w", "inner"], plans
+    assert seen["inner"] is None
+    assert plans[2]["resource"]["object"]["data"] == {"some_key": "v"}, "a map's keys are the user's, never translated"
     crd_object = plans[0]["resource"]["object"]
     assert crd_object["spec"]["names"] == {"kind": "Widget", "plural": "widgets", "listKind": "WidgetList"}
     assert crd_object["spec"]["versions"][0]["schema"] == {"openAPIV3Schema": {"type": "object"}}
@@ -712,7 +721,8 @@ def test_glue_against_the_mock_monitor():
                                               "metadata": {"name": "w", "namespace": "default"}, "spec": {"sizeOf": 1}}
     # The widget was asked with the CRD as an installer (as the plan trimmed it), by its URN.
     crd_urn = "urn:pulumi:dev::proj::kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition::widgets"
-    assert [i["id"] for i in [b["installers"] for b in mocks.batches][-1]] in ([crd_urn], [crd_urn, crd_urn])
+    [(batch, w_plan)] = [(b, p) for b in mocks.batches for p in b["plans"] if p["resource"]["name"] == "w"]
+    assert [batch["installers"][int(n)]["id"] for n in w_plan["installers"]] == [crd_urn]
     by_name = {r.name: r for r in mocks.registered}
     # The no-op transform rides on every kubernetes custom resource the program registers, not on the gates.
     assert [t.__name__ for t in by_name["widgets"].transforms] == ["_keep_as_is"]
@@ -724,3 +734,27 @@ def test_glue_against_the_mock_monitor():
     objects = by_name["auto-admission-widgets"].inputs["objects"]
     assert rpc.is_rpc_secret(objects)
     assert rpc.unwrap_rpc_secret(objects)[0]["metadata"]["name"] == "w"
+
+
+def test_headroom_lets_queued_calls_run():
+    """A registration held in the transform keeps its executor thread: the call it waits for, queued behind it, gets a thread of its own."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from pulumi_readiness.auto_gate import _HEADROOM
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        ex = ThreadPoolExecutor(max_workers=1)
+        loop.set_default_executor(ex)
+        answered = threading.Event()
+        held = loop.run_in_executor(None, answered.wait, 5)  # the registration, waiting for its transform
+        invoke = loop.run_in_executor(None, answered.set)  # the invoke the transform waits for
+        await asyncio.sleep(0.05)
+        assert not answered.is_set(), "the pool had a thread to spare"
+        token = _HEADROOM.grow()
+        assert await asyncio.wait_for(held, 2) is True
+        await invoke
+        _HEADROOM.shrink(token)
+        assert ex._max_workers == 1
+
+    asyncio.run(main())

@@ -344,7 +344,11 @@ class AutoGater:
         if parent_type.startswith("kubernetes:"):
             parent_urn = self._urn_of_constructed(opts.parent)
             if isinstance(resource, pulumi.ComponentResource) and parent_urn:
+                # (Python-only: a ConfigGroup v1's files are ConfigFiles inside it. Their children
+                # count as written where the group is, and as its children.)
                 self._component_parent[urn] = parent_urn
+                if parent_urn in self._component_order:
+                    self._component_order[urn] = self._component_order[parent_urn]
             return
         if isinstance(resource, pulumi.ComponentResource):
             # Its children register later, concurrently: they count as written here.
@@ -377,7 +381,7 @@ class AutoGater:
 
         task = asyncio.ensure_future(decision())
         task.add_done_callback(_consume)
-        self._constructed[urn] = _Constructed(resource, task, reg.order or 0, reg.values_known, components)
+        self._constructed[urn] = _Constructed(resource, task, self._seq - 1, reg.values_known, components)
 
     async def transform(self, a: pulumi.ResourceTransformArgs) -> Optional[pulumi.ResourceTransformResult]:
         """
@@ -667,7 +671,14 @@ class AutoGater:
             if registered:
                 self._late += 1
             if r.type.endswith("WebhookConfiguration"):
-                self._spawn(self._warn_intercepted(inst, list(self._finals.values())))
+                before = list(self._finals.values())
+                if registered:
+                    # Within its registration (TypeScript fires and forgets): a plan call still in
+                    # flight once the program's last registration is done meets a resource monitor
+                    # that has shut down, and Python's SDK fails the update for it.
+                    await self._warn_intercepted(inst, before)
+                else:
+                    self._spawn(self._warn_intercepted(inst, before))
         hand_gated = any(d.type.startswith("readiness:") for d in r.deps)
         annotations = _get(r.object, "metadata", "annotations")
         opt = annotations.get(AUTO_GATE_OPT_OUT_ANNOTATION) if isinstance(annotations, dict) else None
@@ -1132,9 +1143,10 @@ class _Headroom:
     event loop's default executor, a pool of threads (4 x the engine's parallelism in an Automation
     API program: 32 at the CLI's default of 8). A registration the stack transform holds keeps its
     thread until the transform answers, and the transform waits for invokes and for gate
-    registrations, which need threads of their own: 40 custom resources held for one gate would
-    take every thread and wait forever for the gate's. Node and Go have no such pool. So the pool
-    grows by one thread for each registration held and each gate registering, for that long.
+    registrations, which need threads of their own: 60 custom resources registered at once take
+    every thread, the plan invoke their transforms wait for queues behind the rest of them, and
+    the program hangs (seen). Node and Go have no such pool. So the pool grows by one thread for
+    each registration held and each gate registering, for that long.
     """
 
     def grow(self) -> Optional[Any]:
@@ -1145,7 +1157,11 @@ class _Headroom:
                 loop.run_in_executor(None, _noop)  # the pool the SDK's first call would make
                 ex = getattr(loop, "_default_executor", None)
             if isinstance(ex, concurrent.futures.ThreadPoolExecutor) and isinstance(getattr(ex, "_max_workers", None), int):
-                ex._max_workers += 1  # (a thread is started only when a call waits for one)
+                ex._max_workers += 1
+                # The pool starts a thread only as a call is queued: the calls queued already (an
+                # invoke the held registrations wait for) get the new one now.
+                with ex._shutdown_lock:  # type: ignore[attr-defined]
+                    ex._adjust_thread_count()  # type: ignore[attr-defined]
                 return ex
         except Exception:  # noqa: BLE001 another executor: left as it is
             pass

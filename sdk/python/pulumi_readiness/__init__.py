@@ -75,6 +75,3 @@ _utilities.register(
 ]
 """
 )
-
-# Hand-written (sdk/overlay/python), re-exported by sdkgen.
-from .auto_gate import *

@@ -6,7 +6,7 @@
 // overlay/go/*.go is copied into the Go package (go/readiness/), every overlay/nodejs/*.ts is
 // handed to the Node.js generator as an extra file, so it lands beside the generated ones, in
 // tsconfig.json's files and in index.ts's exports; every overlay/python/*.py lands in the Python
-// package (python/pulumi_readiness/) and is re-exported from its __init__.py. `make sdk` regenerates them like the rest, so
+// package (python/pulumi_readiness/), which the generator's __init__.py imports (`from .<module> import *`). `make sdk` regenerates them like the rest, so
 // `make check-generated` fails when a copy in sdk/go or sdk/nodejs was edited instead of the overlay.
 package main
 
@@ -170,9 +170,6 @@ func run(schemaPath, out, version, overlay string) error {
 	if err != nil {
 		return fmt.Errorf("python: %w", err)
 	}
-	if err := exportOverlay(pyFiles, pyExtra); err != nil {
-		return err
-	}
 	// pyproject.toml names README.md beside it; the generator writes it into the package only.
 	pyFiles["README.md"] = pyFiles[pyPackageDir+"/README.md"]
 	return write(filepath.Join(out, "python"), pyFiles)
@@ -180,34 +177,6 @@ func run(schemaPath, out, version, overlay string) error {
 
 // pyPackageDir is the Python package's folder (the schema's language.python.packageName).
 const pyPackageDir = "pulumi_readiness"
-
-// exportOverlay re-exports each overlay module from the package's __init__.py (the Python
-// generator writes extra files beside the generated ones but, unlike Node's, imports none of
-// them): `import pulumi_readiness as readiness; readiness.auto_gate()` then works as
-// `readiness.autoGate()` does in TypeScript. Each overlay module lists its API in __all__.
-func exportOverlay(files, extra map[string][]byte) error {
-	if len(extra) == 0 {
-		return nil
-	}
-	initPath := pyPackageDir + "/__init__.py"
-	init, ok := files[initPath]
-	if !ok {
-		return fmt.Errorf("python: the generator wrote no %s", initPath)
-	}
-	names := make([]string, 0, len(extra))
-	for n := range extra {
-		names = append(names, strings.TrimSuffix(n, ".py"))
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.Write(init)
-	b.WriteString("\n# Hand-written (sdk/overlay/python), re-exported by sdkgen.\n")
-	for _, n := range names {
-		fmt.Fprintf(&b, "from .%s import *\n", n)
-	}
-	files[initPath] = []byte(b.String())
-	return nil
-}
 
 // write replaces dir's generated files with files, keeping hand-made ones we add (go.mod).
 func write(dir string, files map[string][]byte) error {
