@@ -122,7 +122,9 @@ test-nodejs: build tools k8s-plugin sdk-nodejs
 # The Python stacks (tests/python, pytest): Automation API inline programs with pulumi-kubernetes'
 # Python package on the local control plane, and auto_gate's unit tests.
 test-python: build tools k8s-plugin python-env
-	cd tests/python && $(PY_ENV)/bin/python -m pytest -q -p no:cacheprovider --timeout 1800 .
+	@# Each file in a process of its own (as node --test runs TypeScript's): a Pulumi program's runtime
+	@# state (the SDK's callback server, its thread pool) lives in the process.
+	cd tests/python && rc=0; for f in test_*.py; do $(PY_ENV)/bin/python -m pytest -q -p no:cacheprovider --timeout 1800 $$f || rc=1; done; exit $$rc
 
 # The README's test command, two jobs at a time. The Go tests (several packages at once, see
 # test-go) come first, beside the examples and then the install paths; after the Go tests, the
