@@ -32,8 +32,14 @@ import (
 
 // Options shape a control plane.
 type Options struct {
-	// Nodes is how many kwok-managed fake nodes to register (default 1).
+	// Nodes is how many kwok-managed fake nodes to register (default 1, or 0 beside a real node).
 	Nodes int
+	// RealNode adds a real node (NodeName): containerd, a kubelet and kube-proxy, so pods
+	// really run. The whole cluster then lives in a network namespace of its own, and the host
+	// reaches the API server through a forwarder at Host. Needs root and Debian's containerd,
+	// runc, iptables and containernetworking-plugins (NodeRequirements); images come from
+	// LoadImage. See realnode.go.
+	RealNode bool
 	// KwokStages, when set, replaces the default kwok configuration (kwok's fast stages, with
 	// pod readiness delayed by PodReadyDelayAnnotation).
 	KwokStages string
@@ -65,6 +71,7 @@ type ControlPlane struct {
 	mu           sync.Mutex
 	procs        map[string]*proc
 	apiServerCmd []string
+	node         *nodeHost // a real node's namespace, nil with kwok alone
 }
 
 type proc struct {
@@ -75,13 +82,17 @@ type proc struct {
 
 // Start builds the tools if needed and starts a control plane with opts.Nodes ready fake nodes.
 func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
-	if opts.Nodes <= 0 {
+	if opts.Nodes <= 0 && !opts.RealNode {
 		opts.Nodes = 1
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	binDir, err := EnsureTools(ctx, opts.Logf)
+	ensure := EnsureTools
+	if opts.RealNode {
+		ensure = EnsureNodeTools
+	}
+	binDir, err := ensure(ctx, opts.Logf)
 	if err != nil {
 		return nil, err
 	}
@@ -110,9 +121,34 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
+	apiArgs := []string{"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		// No kubelet: nothing keeps the `kubernetes` Service's endpoints, and nothing needs them.
+		"--endpoint-reconciler-type=none"}
+	if opts.RealNode {
+		// The namespace is the cluster's alone: fixed ports, and the API server on the pods'
+		// bridge too (pods reach it through the `kubernetes` Service).
+		ports = []int{nsEtcdPort, nsPeerPort, nsAPIPort}
+		apiArgs = []string{"--bind-address=0.0.0.0", "--advertise-address=" + nodeIP,
+			// exec and logs dial the node's address, never its name (the host's resolver).
+			"--kubelet-preferred-address-types=InternalIP"}
+		if err := cp.startNamespace(ctx); err != nil {
+			return nil, err
+		}
+		if err := cp.writeServingCert(); err != nil {
+			return nil, err
+		}
+		fwd, err := newForwarder(cp.NetnsPath(), fmt.Sprintf("127.0.0.1:%d", nsAPIPort))
+		if err != nil {
+			return nil, fmt.Errorf("forwarding the API server to the host: %w", err)
+		}
+		cp.node.fwd = fwd
+	}
 	cp.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	cp.apiPort = ports[2]
 	cp.Host = fmt.Sprintf("https://127.0.0.1:%d", cp.apiPort)
+	if cp.node != nil {
+		cp.Host = "https://" + cp.node.fwd.Addr()
+	}
 
 	if err := cp.run("etcd", filepath.Join(binDir, "etcd"),
 		"--data-dir", filepath.Join(cp.Dir, "etcd"),
@@ -125,21 +161,27 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}
 	cp.apiServerCmd = []string{filepath.Join(binDir, "kube-apiserver"),
 		"--etcd-servers=" + cp.etcdURL,
-		"--secure-port=" + strconv.Itoa(cp.apiPort), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(cp.apiPort),
 		"--cert-dir=" + filepath.Join(cp.Dir, "certs"),
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + filepath.Join(cp.Dir, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(cp.Dir, "sa.key"),
 		"--token-auth-file=" + filepath.Join(cp.Dir, "tokens.csv"),
-		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24",
-		"--endpoint-reconciler-type=none", "--profiling=false", "-v=1"}
+		"--authorization-mode=RBAC", "--service-cluster-ip-range=" + serviceCIDR,
+		"--profiling=false", "-v=1"}
+	cp.apiServerCmd = append(cp.apiServerCmd, apiArgs...)
 	if err := cp.StartAPIServer(ctx); err != nil {
 		return nil, err
 	}
 	if err := cp.writeKubeconfig(); err != nil {
 		return nil, err
 	}
-	kc := cp.KubeconfigPath
+	// The components' own kubeconfig: beside a real node they dial the API server inside the
+	// namespace, not the host's forwarder.
+	kc, err := cp.componentKubeconfig()
+	if err != nil {
+		return nil, err
+	}
 	if err := cp.run("kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
 		"--kubeconfig="+kc, "--leader-elect=false",
 		"--service-account-private-key-file="+filepath.Join(cp.Dir, "sa.key"),
@@ -151,6 +193,15 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err := cp.run("kube-scheduler", filepath.Join(binDir, "kube-scheduler"),
 		"--kubeconfig="+kc, "--leader-elect=false", "--secure-port=0", "-v=1"); err != nil {
 		return nil, err
+	}
+	if opts.RealNode {
+		if err := cp.startNode(ctx, kc); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Nodes == 0 {
+		cp.StartTime = time.Since(began)
+		return cp, nil
 	}
 	kwokArgs := []string{"--kubeconfig=" + kc, "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
@@ -205,9 +256,12 @@ func (cp *ControlPlane) EtcdURL() string { return cp.etcdURL }
 
 // Stop stops everything Start started and removes its temporary folder.
 func (cp *ControlPlane) Stop() {
-	for _, name := range []string{"kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
+	cp.StopProcess("kwok")
+	cp.stopNodeComponents()
+	for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
 		cp.StopProcess(name)
 	}
+	cp.stopNamespace()
 	if cp.ownDir && os.Getenv("READINESS_KEEP_CP") == "" {
 		_ = os.RemoveAll(cp.Dir)
 	}
@@ -219,6 +273,7 @@ func (cp *ControlPlane) run(name, bin string, args ...string) error {
 	if err != nil {
 		return err
 	}
+	bin, args = cp.inNamespace(bin, args)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	// Die with the test process, whatever happens to it: nothing is left behind.
@@ -307,6 +362,30 @@ func (cp *ControlPlane) KubeconfigFor(token string) ([]byte, error) {
 		Contexts:       map[string]*clientcmdapi.Context{"local": {Cluster: "local", AuthInfo: "local", Namespace: "default"}},
 		CurrentContext: "local",
 	})
+}
+
+// componentKubeconfig is the kubeconfig of the cluster's own components: the host's one, or
+// beside a real node one that dials the API server inside the namespace.
+func (cp *ControlPlane) componentKubeconfig() (string, error) {
+	if cp.node == nil {
+		return cp.KubeconfigPath, nil
+	}
+	ca, err := os.ReadFile(filepath.Join(cp.Dir, "certs", "apiserver.crt"))
+	if err != nil {
+		return "", err
+	}
+	b, err := clientcmd.Write(clientcmdapi.Config{
+		Clusters: map[string]*clientcmdapi.Cluster{"local": {
+			Server: fmt.Sprintf("https://127.0.0.1:%d", nsAPIPort), CertificateAuthorityData: ca}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"local": {Token: cp.token}},
+		Contexts:       map[string]*clientcmdapi.Context{"local": {Cluster: "local", AuthInfo: "local"}},
+		CurrentContext: "local",
+	})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(cp.Dir, "kubeconfig-components")
+	return path, os.WriteFile(path, b, 0o600)
 }
 
 func (cp *ControlPlane) writeKubeconfig() error {

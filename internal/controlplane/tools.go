@@ -23,18 +23,26 @@ type tool struct {
 	name    string // binary name
 	pkg     string // Go package to build
 	ldflags string
+	node    bool // only for a real node (EnsureNodeTools): kwok-only runs never pay for it
 }
 
 var tools = []tool{
 	{module: "etcd", name: "etcd", pkg: "go.etcd.io/etcd/server/v3"},
-	{module: "kube", name: "kube-apiserver", pkg: "k8s.io/kubernetes/cmd/kube-apiserver"},
-	{module: "kube", name: "kube-controller-manager", pkg: "k8s.io/kubernetes/cmd/kube-controller-manager"},
-	{module: "kube", name: "kube-scheduler", pkg: "k8s.io/kubernetes/cmd/kube-scheduler"},
+	{module: "kube", name: "kube-apiserver", pkg: "k8s.io/kubernetes/cmd/kube-apiserver", ldflags: kubeVersion},
+	{module: "kube", name: "kube-controller-manager", pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", ldflags: kubeVersion},
+	{module: "kube", name: "kube-scheduler", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", ldflags: kubeVersion},
+	{module: "kube", name: "kubelet", pkg: "k8s.io/kubernetes/cmd/kubelet", node: true, ldflags: kubeVersion},
+	{module: "kube", name: "kube-proxy", pkg: "k8s.io/kubernetes/cmd/kube-proxy", node: true, ldflags: kubeVersion},
 	{module: "kwok", name: "kwok", pkg: "sigs.k8s.io/kwok/cmd/kwok"},
 	{module: "pulumi", name: "pulumi", pkg: "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
 		ldflags: "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v3.259.0"},
 	{module: "pulumi", name: "sdkgen", pkg: "./sdkgen"},
 }
+
+// kubeVersion stamps the Kubernetes binaries' version (built from a module, they say
+// v0.0.0-master): the kubelet reports it in the Node's status, the API server in /version.
+const kubeVersion = "-X k8s.io/component-base/version.gitVersion=v1.34.2 " +
+	"-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34"
 
 // RepoRoot is the repository's top folder (found from this file's location).
 func RepoRoot() string {
@@ -72,6 +80,15 @@ func Tool(ctx context.Context, name string) (string, error) {
 // link side by side) and the modules build at the same time (one module's downloads and links
 // overlap another's compiles).
 func EnsureTools(ctx context.Context, logf func(string, ...any)) (string, error) {
+	return ensureTools(ctx, logf, false)
+}
+
+// EnsureNodeTools is EnsureTools plus what a real node runs (kubelet, kube-proxy).
+func EnsureNodeTools(ctx context.Context, logf func(string, ...any)) (string, error) {
+	return ensureTools(ctx, logf, true)
+}
+
+func ensureTools(ctx context.Context, logf func(string, ...any), node bool) (string, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
@@ -94,6 +111,9 @@ func EnsureTools(ctx context.Context, logf func(string, ...any)) (string, error)
 	stale := map[string][]staleTool{} // by module
 	var modules []string
 	for _, t := range tools {
+		if t.node && !node {
+			continue
+		}
 		stamp, err := moduleStamp(filepath.Join(root, "tools", t.module), t)
 		if err != nil {
 			return "", err

@@ -1,5 +1,6 @@
 // Command localcluster builds the pinned tools (`localcluster tools`, printing their folder) or
-// runs the local control plane until interrupted (`localcluster up`, printing its kubeconfig path).
+// runs the local control plane until interrupted (`localcluster up`, printing its kubeconfig path;
+// `up-real-node` with a real node instead of kwok's).
 package main
 
 import (
@@ -35,8 +36,13 @@ func main() {
 			}
 		}
 		fmt.Println(dir)
-	case "up":
-		cp, err := controlplane.Start(ctx, controlplane.Options{Nodes: 2, Logf: logf})
+	case "up", "up-real-node":
+		opts := controlplane.Options{Nodes: 2, Logf: logf}
+		if cmd == "up-real-node" {
+			// A real node (containerd, kubelet, kube-proxy) and no kwok node.
+			opts = controlplane.Options{RealNode: true, Logf: logf}
+		}
+		cp, err := controlplane.Start(ctx, opts)
 		if err != nil {
 			logf("%v", err)
 			os.Exit(1)
@@ -46,7 +52,7 @@ func main() {
 		fmt.Println(cp.KubeconfigPath)
 		<-ctx.Done()
 	default:
-		logf("usage: localcluster [tools|up]")
+		logf("usage: localcluster [tools|up|up-real-node]")
 		os.Exit(2)
 	}
 }

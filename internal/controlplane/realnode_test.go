@@ -1,0 +1,115 @@
+package controlplane
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// requireRealNode skips t on a machine that cannot run a real node, but fails it in CI, where
+// .ci/run installs what a node needs: a real-node test must never pass by being skipped there.
+func requireRealNode(t *testing.T) {
+	t.Helper()
+	if m := NodeRequirements(); m != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("a real node needs %s; .ci/run installs them", m)
+		}
+		t.Skipf("no real node on this machine: needs %s", m)
+	}
+}
+
+// The kubelet itself: a pod that mounts a Secret not yet made fails with the kubelet's own
+// FailedMount event (field report 000's error), and runs once the Secret exists. After Stop
+// the host has back what the node changed.
+func TestRealNodeRunsPodsAndGivesTheHostBack(t *testing.T) {
+	requireRealNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	panicBefore, _ := os.ReadFile("/proc/sys/kernel/panic")
+	cp, err := Start(ctx, Options{RealNode: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			cp.Stop()
+		}
+	}()
+	t.Logf("control plane and real node up in %s", cp.StartTime.Round(time.Millisecond))
+	c := cp.Client
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "mounts-tls", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: sandboxImage, ImagePullPolicy: corev1.PullNever,
+				VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls"}}}},
+			Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{
+				Secret: &corev1.SecretVolumeSource{SecretName: "web-tls"}}}},
+		},
+	}
+	events, err := c.CoreV1().Events("default").Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod.Name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Stop()
+	if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var failedMount string
+	for failedMount == "" {
+		select {
+		case ev := <-events.ResultChan():
+			if e, ok := ev.Object.(*corev1.Event); ok && e.Reason == "FailedMount" {
+				failedMount = e.Message
+			}
+		case <-ctx.Done():
+			t.Fatal("no FailedMount event from the kubelet")
+		}
+	}
+	if !strings.Contains(failedMount, `secret "web-tls" not found`) || !strings.Contains(failedMount, "MountVolume.SetUp failed") {
+		t.Fatalf("FailedMount says %q", failedMount)
+	}
+	if _, err := c.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-tls", Namespace: "default"},
+		Data:       map[string][]byte{"tls.crt": []byte("x")},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", pod.Name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for running := false; !running; {
+		select {
+		case ev := <-w.ResultChan():
+			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
+				running = p.Status.Phase == corev1.PodRunning && p.Status.PodIP != ""
+			}
+		case <-ctx.Done():
+			t.Fatal("the pod did not run after its Secret was made")
+		}
+	}
+	ns := cp.NetnsPath()
+	nsLink, _ := os.Readlink(ns)
+	cp.Stop()
+	stopped = true
+	if left := processesIn(nsLink, -1); len(left) > 0 {
+		t.Errorf("processes left in the node's namespace: %v", left)
+	}
+	if roots := kubepodsRoots(); len(roots) > 0 {
+		t.Errorf("kubelet cgroups left on the host: %v", roots)
+	}
+	if after, _ := os.ReadFile("/proc/sys/kernel/panic"); string(after) != string(panicBefore) {
+		t.Errorf("kernel.panic is %q after the node, %q before", after, panicBefore)
+	}
+}
