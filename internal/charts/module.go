@@ -1,0 +1,164 @@
+package charts
+
+// Charts as their projects publish them, made from the chart source in a Go module (the same
+// module, at the same tag, that the controller's image is built from: see
+// internal/controlplane/images.go). Unlike Local, nothing is changed for kwok: these charts
+// run for real on a real node, their webhooks behind their Services.
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+)
+
+// ModuleChart is a chart's source in a Go module, and what the project's release tooling does
+// to it when it packages the chart.
+type ModuleChart struct {
+	// Module is "path@version"; Dir the chart's folder in it.
+	Module, Dir string
+	// Version and AppVersion are written into Chart.yaml, as the release tooling stamps them
+	// (the source tree carries placeholders); the images' tags default to AppVersion.
+	Version, AppVersion string
+	// ChartFile is the source's Chart.yaml (cert-manager keeps a Chart.template.yaml).
+	ChartFile string
+	// CRDDir is the module folder whose CRDs the release tooling puts in the chart as
+	// templates, behind the CRDValue flag (installCRDs in both charts).
+	CRDDir, CRDValue string
+	// CRDRewrites are replacements applied to each CRD file (a conversion webhook's
+	// placeholder Service becomes the chart's own).
+	CRDRewrites []string
+	// Images are the images the chart runs by default, built from the same module (through
+	// the tools module that pins its dependencies) under the names the chart references.
+	Images []controlplane.GoImage
+}
+
+// ExternalSecretsChart is External Secrets' chart 0.11.0 (field report 001's), from the
+// v0.11.0 module: its CRDs from deploy/crds (the ones with the conversion webhook the
+// cert-controller fills in) put in as hack/helm.generate.sh packages them, the conversion
+// webhook sent to the chart's webhook Service. Its optional bitwarden-sdk-server dependency is
+// dropped (not enabled by default, and not in the module).
+var ExternalSecretsChart = ModuleChart{
+	Module: "github.com/external-secrets/external-secrets@v0.11.0", Dir: "deploy/charts/external-secrets",
+	Version: "0.11.0", AppVersion: "v0.11.0", ChartFile: "Chart.yaml",
+	CRDDir: "deploy/crds", CRDValue: "installCRDs",
+	CRDRewrites: []string{
+		"name: kubernetes\n          namespace: default\n",
+		"name: {{ include \"external-secrets.fullname\" . }}-webhook\n          namespace: {{ .Release.Namespace | quote }}\n",
+	},
+	// One binary for the controller, the webhook and the cert-controller (the chart's args
+	// choose), as upstream's image.
+	Images: []controlplane.GoImage{{Ref: "oci.external-secrets.io/external-secrets/external-secrets:v0.11.0",
+		ModDir: toolsModule("eso"), Pkg: "github.com/external-secrets/external-secrets"}},
+}
+
+// CertManagerChart is cert-manager's chart v1.11.5 from its module: Chart.template.yaml
+// stamped, its CRDs (deploy/crds, already Helm templates) in templates/crds.yaml.
+var CertManagerChart = ModuleChart{
+	Module: "github.com/cert-manager/cert-manager@v1.11.5", Dir: "deploy/charts/cert-manager",
+	Version: "v1.11.5", AppVersion: "v1.11.5", ChartFile: "Chart.template.yaml",
+	CRDDir: "deploy/crds", CRDValue: "installCRDs",
+	Images: []controlplane.GoImage{
+		{Ref: "quay.io/jetstack/cert-manager-controller:v1.11.5", ModDir: toolsModule("certmanager"),
+			Pkg: "github.com/cert-manager/cert-manager/cmd/controller"},
+		{Ref: "quay.io/jetstack/cert-manager-webhook:v1.11.5", ModDir: toolsModule("certmanager"),
+			Pkg: "github.com/cert-manager/cert-manager/cmd/webhook"},
+		{Ref: "quay.io/jetstack/cert-manager-cainjector:v1.11.5", ModDir: toolsModule("certmanager"),
+			Pkg: "github.com/cert-manager/cert-manager/cmd/cainjector"},
+		// The startupapicheck hook's image (cmctl): Helm runs it after install and waits until
+		// the webhook answers, as upstream's default install does.
+		{Ref: "quay.io/jetstack/cert-manager-ctl:v1.11.5", ModDir: toolsModule("certmanager"),
+			Pkg: "github.com/cert-manager/cert-manager/cmd/ctl"},
+	},
+}
+
+func toolsModule(name string) string { return filepath.Join(controlplane.RepoRoot(), "tools", name) }
+
+// LoadImages builds the chart's images (cached in the tools cache) and loads them into cp's
+// real node.
+func (m ModuleChart) LoadImages(ctx context.Context, cp *controlplane.ControlPlane, logf func(string, ...any)) error {
+	for _, img := range m.Images {
+		tar, err := controlplane.BuildImage(ctx, img, logf)
+		if err != nil {
+			return err
+		}
+		if err := cp.LoadImage(ctx, tar); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	chartVersionLine = regexp.MustCompile(`(?m)^version:.*$`)
+	chartAppLine     = regexp.MustCompile(`(?m)^appVersion:.*$`)
+	chartDepsBlock   = regexp.MustCompile(`(?ms)^dependencies:\n(?:[ -].*?\n)*`)
+)
+
+// Write copies the chart into dir/<chart name> as its release tooling packages it, and returns
+// the chart's folder (a helm.sh/v3 Release's `chart`).
+func (m ModuleChart) Write(ctx context.Context, dir string) (string, error) {
+	root, err := controlplane.ModuleDir(ctx, m.Module)
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(root, m.Dir)
+	out := filepath.Join(dir, filepath.Base(m.Dir))
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(out, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case rel == m.ChartFile:
+			rel = "Chart.yaml"
+			s := chartVersionLine.ReplaceAllString(string(b), "version: "+m.Version)
+			s = chartAppLine.ReplaceAllString(s, "appVersion: "+m.AppVersion)
+			b = []byte(chartDepsBlock.ReplaceAllString(s, ""))
+		case rel == "Chart.lock", strings.HasSuffix(rel, ".template.md"):
+			return nil
+		}
+		return os.WriteFile(filepath.Join(out, rel), b, 0o644) // the module cache's files are read-only
+	})
+	if err != nil {
+		return "", fmt.Errorf("copying chart %s from %s: %w", m.Dir, m.Module, err)
+	}
+	if m.CRDDir == "" {
+		return out, nil
+	}
+	crds, _ := filepath.Glob(filepath.Join(root, m.CRDDir, "*.yaml"))
+	sort.Strings(crds)
+	if len(crds) == 0 {
+		return "", fmt.Errorf("no CRDs in %s/%s", m.Module, m.CRDDir)
+	}
+	text := "{{- if .Values." + m.CRDValue + " }}\n"
+	rw := strings.NewReplacer(m.CRDRewrites...)
+	for _, f := range crds {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		if !strings.Contains(string(b), "kind: CustomResourceDefinition") {
+			continue // a kustomization.yaml beside them
+		}
+		text += "---\n" + rw.Replace(strings.TrimPrefix(string(b), "---\n")) + "\n"
+	}
+	text += "{{- end }}\n"
+	if err := os.MkdirAll(filepath.Join(out, "templates"), 0o755); err != nil {
+		return "", err
+	}
+	return out, os.WriteFile(filepath.Join(out, "templates", "crds.yaml"), []byte(text), 0o644)
+}

@@ -1,0 +1,168 @@
+package realnode
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/readiness-io/pulumi-readiness/internal/charts"
+	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
+)
+
+// TestRealFieldReport000CertManagerSecretMount: cert-manager v1.11.5 as real pods (controller,
+// webhook, cainjector, and the startupapicheck hook Helm runs), installed by a helm.sh/v3
+// Release of its real chart; a CA issuer bootstrapped from a self-signed one (cert-manager's
+// documented pattern); then the report's Certificate and a Deployment mounting its Secret.
+// Without a gate the pod starts before cert-manager issued the Secret and the real kubelet
+// reports the report's `MountVolume.SetUp failed for volume "tls" : secret "ai-ops-agent-tls"
+// not found`. With CertificateReady, and with autoGate's line, the pod mounts it at once.
+func TestRealFieldReport000CertManagerSecretMount(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if err := charts.CertManagerChart.LoadImages(ctx, testenv.CP, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	chart, err := charts.CertManagerChart.Write(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := stacktest.Prepare(t)
+	const ns = "ai-ops"
+	program := func(mode string) pulumi.RunFunc {
+		return func(ctx *pulumi.Context) error {
+			if mode == "autogate" {
+				if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "3m"}); err != nil {
+					return err
+				}
+			}
+			release, err := stack.NewHelmRelease(ctx, "cert-manager", pulumi.Map{
+				"chart": pulumi.String(chart), "name": pulumi.String("cert-manager"),
+				"namespace": pulumi.String("cert-manager"), "createNamespace": pulumi.Bool(true),
+				"values": pulumi.Map{"installCRDs": pulumi.Bool(true)}, "timeout": pulumi.Int(240),
+			})
+			if err != nil {
+				return err
+			}
+			after := func(rs ...pulumi.Resource) pulumi.ResourceOption { return pulumi.DependsOn(rs) }
+			selfSigned, err := stack.NewKube(ctx, "selfsigned", `apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: selfsigned}
+spec: {selfSigned: {}}`, after(release))
+			if err != nil {
+				return err
+			}
+			caCert, err := stack.NewKube(ctx, "readiness-ca", `apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: readiness-ca, namespace: cert-manager}
+spec: {isCA: true, commonName: readiness-ca, secretName: readiness-ca, issuerRef: {name: selfsigned, kind: ClusterIssuer}}`, after(selfSigned))
+			if err != nil {
+				return err
+			}
+			caIssuer, err := stack.NewKube(ctx, "ca-issuer", `apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: ca-issuer}
+spec: {ca: {secretName: readiness-ca}}`, after(caCert))
+			if err != nil {
+				return err
+			}
+			nsRes, err := stack.NewKube(ctx, "ns-ai-ops", "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
+			if err != nil {
+				return err
+			}
+			cert, err := stack.NewKube(ctx, "ai-ops-agent-cert", `apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: ai-ops-agent, namespace: `+ns+`}
+spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.ai-ops.svc], issuerRef: {name: ca-issuer, kind: ClusterIssuer}}`,
+				after(caIssuer, nsRes))
+			if err != nil {
+				return err
+			}
+			var before pulumi.Resource = cert
+			if mode == "gate" {
+				if before, err = readiness.NewCertificateReady(ctx, "ai-ops-agent-tls", &readiness.CertificateReadyArgs{
+					Name: pulumi.String("ai-ops-agent"), Namespace: pulumi.String(ns), Timeout: pulumi.String("3m"),
+				}, after(cert)); err != nil {
+					return err
+				}
+			}
+			_, err = stack.NewKube(ctx, "ai-ops-agent", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ai-ops-agent, namespace: `+ns+`}
+spec:
+  selector: {matchLabels: {app: ai-ops-agent}}
+  template:
+    metadata: {labels: {app: ai-ops-agent}}
+    spec:
+      containers: [{name: agent, image: readiness.local/pause:1, volumeMounts: [{name: tls, mountPath: /etc/tls, readOnly: true}]}]
+      volumes: [{name: tls, secret: {secretName: ai-ops-agent-tls}}]`, after(before))
+			return err
+		}
+	}
+
+	for _, mode := range []string{"none", "gate", "autogate"} {
+		s := stacktest.NewStack(t, env, "report000"+mode, program(mode))
+		mounts := watchFailedMounts(ctx, t, ns)
+		began := time.Now()
+		_, err := stacktest.UpErr(s)
+		took := time.Since(began)
+		failed := mounts()
+		t.Logf("%s: up returned after %s (err: %v); the kubelet's FailedMount events: %d", mode, took.Round(time.Millisecond), err != nil, len(failed))
+		switch mode {
+		case "none":
+			if len(failed) == 0 || !strings.Contains(failed[0], `MountVolume.SetUp failed for volume "tls" : secret "ai-ops-agent-tls" not found`) {
+				t.Fatalf("without a gate the pod must meet the report's FailedMount; the kubelet said %q (up err: %v)", failed, err)
+			}
+		default:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(failed) != 0 {
+				t.Fatalf("with %s the pod must mount its Secret at once; the kubelet said %q", mode, failed)
+			}
+			if mode == "autogate" {
+				t.Logf("autoGate's gates: %v", stacktest.GatesOf(t, s))
+			}
+		}
+		testenv.CRDCachesReady(t, "cert-manager.io") // the release deletes its CRDs
+		stacktest.Destroy(t, s)
+	}
+}
+
+// watchFailedMounts collects the kubelet's FailedMount events in ns from now; the returned
+// function stops and returns their messages.
+func watchFailedMounts(ctx context.Context, t *testing.T, ns string) func() []string {
+	t.Helper()
+	w, err := testenv.CP.Client.CoreV1().Events(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "reason=FailedMount"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var msgs []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if e, ok := ev.Object.(*corev1.Event); ok && e.Source.Component == "kubelet" {
+				mu.Lock()
+				msgs = append(msgs, e.Message)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return msgs
+	}
+}
