@@ -17,7 +17,7 @@ export PULUMI_HOME ?= $(CURDIR)/.cache/pulumi-home
 K8S_PLUGIN_VERSION := $(shell cat internal/k8splugin/VERSION)
 export PULUMI_SKIP_UPDATE_CHECK := true
 
-.PHONY: build tools k8s-plugin schema sdk sdk-nodejs py-deps sdk-python python-env check-generated test test-all test-go test-nodejs test-python test-install demo bench lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
+.PHONY: build tools k8s-plugin schema sdk sdk-nodejs py-deps sdk-python python-env check-generated test test-all test-go test-nodejs test-python test-install demo bench soak soak-run soak-load lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
@@ -152,6 +152,18 @@ demo: build tools k8s-plugin
 
 bench: build tools
 	go run ./bench -out BENCHMARKS.md
+
+# Field report 001's stack on a real node (real External Secrets pods), brought up and destroyed
+# $(SOAK_ROUNDS) times with autoGate, beside the field-report package on its own cluster for load
+# (tests/e2e/realnode/soak_test.go says what it checks). Not in `make test`: about 20 minutes.
+SOAK_ROUNDS ?= 20
+soak: build tools k8s-plugin
+	@$(MAKE) --no-print-directory -j2 --output-sync=line soak-run soak-load
+soak-run:
+	@log=$${TMPDIR:-/tmp}/readiness-soak.log; READINESS_SOAK=$(SOAK_ROUNDS) go test -count=1 -timeout 90m -run TestSoakRealFieldReport001 -v ./tests/e2e/realnode > $$log 2>&1; rc=$$?; \
+	  grep -E 'round [0-9]+|soak:|FAIL|^ok' $$log; echo "full log: $$log"; exit $$rc
+soak-load:
+	go test -count=1 -timeout 60m ./tests/e2e/fieldreports
 
 # A few trials of every benchmark, so `make test` keeps the bench working (figures not kept).
 bench-smoke: build tools

@@ -13,11 +13,13 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -395,7 +397,23 @@ func (e *webhookEval) deriveProbe(hooks []*admission.Hook, ns string) (obj *unst
 		return nil, fmt.Sprintf("no kind the API server serves matches the webhooks' rules (%s), so no probe can be derived "+
 			"to show they answer", strings.Join(rules, "; "))
 	}
-	return admission.ProbeObject(k, ns), ""
+	return admission.ProbeObject(k, ns, e.customKindSchema(k)), ""
+}
+
+// customKindSchema is the openAPIV3Schema of custom kind k's served version, read from its CRD
+// (nil for a built-in kind, a kind with a probe spec of its own, or an aggregated API). One read,
+// when the probe is derived: the watch caches keep CRDs without their schemas.
+func (e *webhookEval) customKindSchema(k admission.ServedKind) map[string]any {
+	if k.GVR.Group == "" || admission.HasProbeSpec(k) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	crd, err := e.r.clients.Dynamic.Resource(crdResource).Get(ctx, k.GVR.Resource+"."+k.GVR.Group, metav1.GetOptions{})
+	if err != nil {
+		return nil // not a CRD's kind, or unreadable: the probe goes bare, and Invalid says why
+	}
+	return status.CRD(crd).Schemas[k.GVR.Version]
 }
 
 // checked records the checked webhooks' caBundles and warns once about failurePolicy Ignore.

@@ -80,6 +80,30 @@ var CertManagerChart = ModuleChart{
 
 func toolsModule(name string) string { return filepath.Join(controlplane.RepoRoot(), "tools", name) }
 
+// BuildImages builds the charts' images into the tools cache, a chart at a time beside the
+// others (each is mostly one long compile of its module; their downloads overlap).
+func BuildImages(ctx context.Context, logf func(string, ...any), cs ...ModuleChart) error {
+	errs := make(chan error, len(cs))
+	for _, c := range cs {
+		go func() {
+			for _, img := range c.Images {
+				if _, err := controlplane.BuildImage(ctx, img, logf); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range cs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // LoadImages builds the chart's images (cached in the tools cache) and loads them into cp's
 // real node.
 func (m ModuleChart) LoadImages(ctx context.Context, cp *controlplane.ControlPlane, logf func(string, ...any)) error {

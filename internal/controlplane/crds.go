@@ -40,6 +40,30 @@ func moduleSource(ctx context.Context, module string) (string, error) {
 	return info.Dir, nil
 }
 
+// ModuleDir is module's source folder ("path@version"), fetched if needed. A module that a
+// tools module requires is fetched from that module's folder, so its go.sum verifies it
+// (some modules the controllers' images need are not in the checksum database).
+func ModuleDir(ctx context.Context, module string) (string, error) {
+	if dir := cachedModule(ctx, module); dir != "" {
+		return dir, nil
+	}
+	path, version, _ := strings.Cut(module, "@")
+	mods, _ := filepath.Glob(filepath.Join(RepoRoot(), "tools", "*", "go.mod"))
+	for _, gomod := range mods {
+		if b, err := os.ReadFile(gomod); err == nil && strings.Contains(string(b), path+" "+version) {
+			cmd := exec.CommandContext(ctx, "go", "mod", "download", module)
+			cmd.Dir = filepath.Dir(gomod)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return "", fmt.Errorf("go mod download %s (in %s): %v: %s", module, cmd.Dir, err, out)
+			}
+			if dir := cachedModule(ctx, module); dir != "" {
+				return dir, nil
+			}
+		}
+	}
+	return moduleSource(ctx, module)
+}
+
 // cachedModule is module's folder in the module cache, or "" when it is not there.
 func cachedModule(ctx context.Context, module string) string {
 	path, version, _ := strings.Cut(module, "@")

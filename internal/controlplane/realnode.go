@@ -114,11 +114,19 @@ func (cp *ControlPlane) startNamespace(ctx context.Context) error {
 	if err := flockCtx(ctx, f); err != nil {
 		return fmt.Errorf("waiting for the machine's real node lock %s: %w", lockPath, err)
 	}
+	recoverCrashedNode()
+	var saved strings.Builder
 	for _, k := range kubeletSysctls {
 		b, err := os.ReadFile("/proc/sys/" + k)
 		if err == nil {
 			n.sysctls[k] = strings.TrimSpace(string(b))
+			fmt.Fprintf(&saved, "%s %s\n", k, n.sysctls[k])
 		}
+	}
+	// Kept until Stop has put them back: a node whose test process was killed (a test
+	// timeout) never reaches Stop, and the next node puts them back first.
+	if err := os.WriteFile(sysctlStateFile(), []byte(saved.String()), 0o644); err != nil {
+		return err
 	}
 	for _, d := range hostPaths {
 		if _, err := os.Stat(d); os.IsNotExist(err) {
@@ -407,6 +415,7 @@ func (cp *ControlPlane) stopNamespace() {
 	for k, v := range n.sysctls {
 		_ = os.WriteFile("/proc/sys/"+k, []byte(v), 0o644)
 	}
+	_ = os.Remove(sysctlStateFile())
 	for _, d := range n.createdDirs {
 		_ = os.Remove(d)
 	}
@@ -415,6 +424,24 @@ func (cp *ControlPlane) stopNamespace() {
 		n.lock.Close()
 	}
 	cp.node = nil
+}
+
+func sysctlStateFile() string { return filepath.Join(os.TempDir(), "readiness-realnode.sysctls") }
+
+// recoverCrashedNode gives the host back what a node left behind when its process died
+// before Stop (the caller holds the machine's node lock, so no node is running): the
+// sysctls it saved, and the containers still running in the kubelet's cgroups.
+func recoverCrashedNode() {
+	if b, err := os.ReadFile(sysctlStateFile()); err == nil {
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if k, v, ok := strings.Cut(l, " "); ok {
+				_ = os.WriteFile("/proc/sys/"+k, []byte(v), 0o644)
+			}
+		}
+		_ = os.Remove(sysctlStateFile())
+	}
+	killCgroupProcs()
+	removeKubepodsCgroups()
 }
 
 // processesIn lists the processes whose network namespace is ns, but the anchor.

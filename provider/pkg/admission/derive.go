@@ -7,6 +7,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/crdschema"
 )
 
 // Deriving a probe (WebhookReady without `probe`, HelmReleaseReady, which has no probe for each
@@ -115,11 +117,16 @@ func PickProbeKind(hooks []*Hook, served []ServedKind) (best ServedKind, ok bool
 }
 
 // ProbeObject is the minimal object of kind k that a derived probe dry-run creates, named by
-// generateName, in namespace ns when k is namespaced.
-func ProbeObject(k ServedKind, ns string) *unstructured.Unstructured {
+// generateName, in namespace ns when k is namespaced. A kind without a spec of probeSpecs gets
+// the least content its schema (a CRD version's openAPIV3Schema; nil when not known) requires:
+// schema validation answers Invalid before any webhook runs, so a custom kind with required
+// fields (cert-manager's CertificateRequest: spec.request, spec.issuerRef) needs them.
+func ProbeObject(k ServedKind, ns string, schemaOfKind map[string]any) *unstructured.Unstructured {
 	obj := &unstructured.Unstructured{Object: map[string]any{}}
 	if spec := probeSpecs[schema.GroupKind{Group: k.GVR.Group, Kind: k.Kind}]; spec != nil {
 		obj.Object = spec()
+	} else if schemaOfKind != nil {
+		obj.Object = crdschema.MinimalObject(schemaOfKind)
 	}
 	obj.SetGroupVersionKind(k.GVR.GroupVersion().WithKind(k.Kind))
 	obj.SetGenerateName("readiness-probe-")
@@ -127,6 +134,12 @@ func ProbeObject(k ServedKind, ns string) *unstructured.Unstructured {
 		obj.SetNamespace(ns)
 	}
 	return obj
+}
+
+// HasProbeSpec says whether k's derived probe has a spec of its own (probeSpecs), so needs no
+// schema.
+func HasProbeSpec(k ServedKind) bool {
+	return probeSpecs[schema.GroupKind{Group: k.GVR.Group, Kind: k.Kind}] != nil
 }
 
 // probeSpecs give derived probes of core kinds the minimal content schema validation needs, so

@@ -14,8 +14,8 @@ import (
 // MinimalObject returns the smallest content (the fields besides apiVersion, kind and metadata)
 // that a CRD version's structural schema requires: every required property, recursively, with its
 // default, its first enum value, or the least value of its type that meets minimum, minLength,
-// minItems and minProperties. It cannot satisfy patterns, formats or CEL rules: the API server's
-// Invalid answer then says so. A nil schema gives an empty object.
+// minItems and minProperties, in the format a string declares. It cannot satisfy patterns or CEL
+// rules: the API server's Invalid answer then says so. A nil schema gives an empty object.
 func MinimalObject(schema map[string]any) map[string]any {
 	out := map[string]any{}
 	props, _ := schema["properties"].(map[string]any)
@@ -86,6 +86,8 @@ func minimalValue(s map[string]any, depth int) any {
 	switch s["type"] {
 	case "string":
 		n := int(jsonvalue.Int64(s["minLength"]))
+		// The formats the API server checks on a CRD's strings: the least value each accepts
+		// (an empty string is not base64 "byte" there: cert-manager's CertificateRequest).
 		switch s["format"] {
 		case "date-time":
 			return "1970-01-01T00:00:00Z"
@@ -93,6 +95,24 @@ func minimalValue(s map[string]any, depth int) any {
 			return "1970-01-01"
 		case "duration":
 			return "1s"
+		case "byte":
+			return strings.Repeat("AAAA", max(1, (n+3)/4))
+		case "uuid", "uuid3", "uuid4", "uuid5":
+			return "00000000-0000-4000-8000-000000000000"
+		case "ipv4":
+			return "0.0.0.0"
+		case "ipv6":
+			return "::"
+		case "cidr":
+			return "0.0.0.0/0"
+		case "mac":
+			return "00:00:00:00:00:00"
+		case "hostname":
+			return strings.Repeat("a", max(1, n))
+		case "uri":
+			return "http://a"
+		case "email":
+			return "a@a"
 		}
 		return strings.Repeat("a", n)
 	case "integer":

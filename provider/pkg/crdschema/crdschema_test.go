@@ -47,6 +47,13 @@ func TestMinimalObject(t *testing.T) {
 		"int-or-string, date-time": {`{type: object, required: [spec], properties: {spec: {type: object, required: [port, at],
 			properties: {port: {x-kubernetes-int-or-string: true}, at: {type: string, format: date-time}}}}}`,
 			map[string]any{"spec": map[string]any{"port": int64(0), "at": "1970-01-01T00:00:00Z"}}},
+		"formats the API server checks": {`{type: object, required: [spec], properties: {spec: {type: object,
+			required: [csr, key, id, ip, net, host, site],
+			properties: {csr: {type: string, format: byte}, key: {type: string, format: byte, minLength: 6}, id: {type: string, format: uuid},
+			ip: {type: string, format: ipv4}, net: {type: string, format: cidr}, host: {type: string, format: hostname},
+			site: {type: string, format: uri}}}}}`,
+			map[string]any{"spec": map[string]any{"csr": "AAAA", "key": "AAAAAAAA", "id": "00000000-0000-4000-8000-000000000000",
+				"ip": "0.0.0.0", "net": "0.0.0.0/0", "host": "a", "site": "http://a"}}},
 		"metadata and apiVersion are not the schema's to fill": {`{type: object, required: [apiVersion, metadata], properties: {apiVersion: {type: string}}}`,
 			map[string]any{}},
 	}

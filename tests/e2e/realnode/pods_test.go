@@ -38,3 +38,15 @@ func firstLine(s, sub string) string {
 	}
 	return ""
 }
+
+// createdLines keeps the lines of pulumi up's output that say a resource was created or
+// failed, with how long it took.
+func createdLines(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, " created (") || strings.Contains(l, "failed") || strings.Contains(l, "error:") {
+			keep = append(keep, strings.TrimSpace(l))
+		}
+	}
+	return strings.Join(keep, "\n")
+}

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 )
 
@@ -23,10 +24,23 @@ func main() {
 	}
 	switch cmd {
 	case "tools":
-		dir, err := controlplane.EnsureTools(ctx, logf)
+		// Where a real node can run, its tools and the controllers' images are built now too,
+		// beside the others, rather than inside the first test that needs them.
+		realNode := controlplane.NodeRequirements() == ""
+		ensure := controlplane.EnsureTools
+		if realNode {
+			ensure = controlplane.EnsureNodeTools
+		}
+		dir, err := ensure(ctx, logf)
 		if err != nil {
 			logf("%v", err)
 			os.Exit(1)
+		}
+		if realNode {
+			if err := charts.BuildImages(ctx, logf, charts.ExternalSecretsChart, charts.CertManagerChart); err != nil {
+				logf("%v", err)
+				os.Exit(1)
+			}
 		}
 		// Fetch the modules whose CRDs the tests install, so no test fetches anything.
 		for _, m := range [][2]string{{controlplane.CertManagerModule, "deploy/crds"}, {controlplane.ExternalSecretsModule, "deploy/crds"}} {
