@@ -357,4 +357,3 @@ func figuresTable(ways []string, results map[string][]figure) string {
 	}
 	return b.String()
 }
-
