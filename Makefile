@@ -17,7 +17,7 @@ export PULUMI_HOME ?= $(CURDIR)/.cache/pulumi-home
 K8S_PLUGIN_VERSION := $(shell cat internal/k8splugin/VERSION)
 export PULUMI_SKIP_UPDATE_CHECK := true
 
-.PHONY: build tools k8s-plugin schema sdk sdk-nodejs py-deps sdk-python python-env check-generated test test-all test-go test-nodejs test-python test-install demo bench soak soak-run soak-load lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
+.PHONY: build tools k8s-plugin schema sdk sdk-nodejs py-deps sdk-python python-env check-generated test test-all test-go test-nodejs test-python test-install demo bench bench-realnode soak soak-run soak-load lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
@@ -164,6 +164,15 @@ soak-run:
 	  grep -E 'round [0-9]+|soak:|FAIL|^ok' $$log; echo "full log: $$log"; exit $$rc
 soak-load:
 	go test -count=1 -timeout 60m ./tests/e2e/fieldreports
+
+# Field reports 000 and 001 on a real node, four ways (autoGate, hand gates, the reports' serial
+# script, sleep 30) against the floor, $(FIGURES_ROUNDS) rounds each, into BENCHMARKS.md's real-node
+# section (tests/e2e/realnode/figures_test.go; `make bench` keeps that section as it is).
+FIGURES_ROUNDS ?= 3
+bench-realnode: build tools k8s-plugin
+	READINESS_FIGURES=$(FIGURES_ROUNDS) READINESS_FIGURES_OUT=$${TMPDIR:-/tmp}/readiness-realnode-figures.md \
+	  go test -count=1 -timeout 90m -run TestFiguresRealFieldReports -v ./tests/e2e/realnode
+	go run ./bench -realnode-section $${TMPDIR:-/tmp}/readiness-realnode-figures.md -out BENCHMARKS.md
 
 # A few trials of every benchmark, so `make test` keeps the bench working (figures not kept).
 bench-smoke: build tools

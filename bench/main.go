@@ -21,6 +21,9 @@ type config struct {
 	trials, batch, webhookTrials, scale, stackGates int
 	readyTrials, stackScale, autoGateObjects        int
 	out, sections                                   string
+	// realNodeSection, when set, is a file of the real-node figures (tests/e2e/realnode,
+	// `make bench-realnode`) to put into out in place of its real-node section; nothing runs.
+	realNodeSection string
 }
 
 // on reports whether a section is to run (-sections).
@@ -48,7 +51,15 @@ func main() {
 	flag.IntVar(&c.autoGateObjects, "autogate-objects", 200, "ExternalSecrets in the autoGate stack run with no gate, a hand-placed gate and AutoGate (0: skip)")
 	flag.StringVar(&c.sections, "sections", "all", "comma-separated sections to run, for partial runs (detection, webhook, admission, conversion, ready, scale, stack, engine, autogate); the others' figures stay empty")
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "results file (regenerated)")
+	flag.StringVar(&c.realNodeSection, "realnode-section", "", "put this file's real-node figures into -out's real-node section, and run nothing")
 	flag.Parse()
+	if c.realNodeSection != "" {
+		if err := spliceRealNode(c.out, c.realNodeSection); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -147,7 +158,7 @@ func run(c config) error {
 		}
 	}
 	r.loadEnd = loadAverage()
-	text := r.markdown()
+	text := r.markdown() + keptRealNode(c.out)
 	fmt.Print(text)
 	return os.WriteFile(c.out, []byte(text), 0o644)
 }

@@ -159,8 +159,9 @@ type admissionEval struct {
 	hooks   []*admission.Hook
 	answers map[string]string
 	// configs fingerprints the webhook configurations: a change (a caBundle injected, a webhook
-	// registered) retries soon, as the prober does.
-	configs string
+	// registered) retries soon and opens a hot window, as the prober does.
+	configs  string
+	hotUntil time.Time
 
 	good    int
 	backoff time.Duration
@@ -223,6 +224,9 @@ func (e *admissionEval) check(ctx context.Context) wait.Result {
 				e.backoff = probeMinBackoff / 2
 			}
 			e.backoff = min(e.backoff*2, e.roundCap())
+			if time.Now().Before(e.hotUntil) {
+				e.backoff = min(e.backoff, hotBackoff*time.Duration(max(1, len(e.objs)/4)))
+			}
 			delay = e.backoff
 		} else {
 			e.backoff = 0
@@ -396,6 +400,7 @@ func (e *admissionEval) webhooks() *wait.Result {
 			e.backoff = afterEventBackoff / 2
 		}
 		e.configs = fp.String()
+		e.hotUntil = time.Now().Add(hotWindow)
 	}
 	return nil
 }

@@ -395,51 +395,75 @@ subjects: [{kind: User, name: %[1]s}]`, user))
 	}
 }
 
-// A probe derived for a custom resource whose schema requires fields never reaches a validating
-// webhook: schema validation answers Invalid first. Waiting cannot change that: fail at once,
-// saying so, instead of probing until the timeout.
-func TestHelmReleaseReadyDerivedProbeRejectedBySchemaFailsAtOnce(t *testing.T) {
-	ns := testenv.Namespace(t, "schema")
-	group := uniqueGroup(t)
-	crd := strings.Replace(testenv.CRD(group, "Gizmo", "gizmos"), "        x-kubernetes-preserve-unknown-fields: true\n",
-		"        required: [spec]\n        properties:\n          spec: {type: object, required: [size], properties: {size: {type: integer}}}\n", 1)
-	testenv.Apply(t, crd)
-	waitServed(t, group)
-	wh := testenv.NewWebhook(t)
-	wh.Start(t)
-	cfg := "gizmos-" + ns
-	vdoc := wh.ConfigurationFor("ValidatingWebhookConfiguration", cfg, group, "gizmos")
-	testenv.Apply(t, vdoc)
-	t.Cleanup(func() {
-		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
-	})
-	rec, err := helmrelease.Encode("gizmo", ns, 1, "deployed", "gizmo", "1.0.0", "1.0.0", "---\n"+vdoc)
-	if err != nil {
-		t.Fatal(err)
+// A probe derived for a custom resource carries what its CRD's schema requires, so it passes
+// schema validation and reaches the webhook (cert-manager's CertificateRequest needs
+// spec.request and spec.issuerRef: met on a real node). Where the schema asks for what no
+// minimal value meets (a pattern), schema validation answers Invalid before any webhook runs:
+// waiting cannot change that, so the gate fails at once, saying so, instead of probing until
+// the timeout.
+func TestHelmReleaseReadyDerivedProbeOfACustomKind(t *testing.T) {
+	cases := map[string]struct {
+		spec string // the CRD's spec schema
+		pass bool
+	}{
+		"required fields the schema's minimal values meet": {"{type: object, required: [size, csr], properties: {size: {type: integer, minimum: 1}, csr: {type: string, format: byte}}}", true},
+		"a required pattern no minimal value meets":        {"{type: object, required: [size], properties: {size: {type: string, pattern: '^x+$'}}}", false},
 	}
-	sec := testenv.Object(t, fmt.Sprintf(`apiVersion: v1
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ns := testenv.Namespace(t, "schema")
+			group := uniqueGroup(t)
+			crd := strings.Replace(testenv.CRD(group, "Gizmo", "gizmos"), "        x-kubernetes-preserve-unknown-fields: true\n",
+				"        required: [spec]\n        properties:\n          spec: "+tc.spec+"\n", 1)
+			testenv.Apply(t, crd)
+			waitServed(t, group)
+			wh := testenv.NewWebhook(t)
+			wh.Start(t)
+			cfg := "gizmos-" + ns
+			vdoc := wh.ConfigurationFor("ValidatingWebhookConfiguration", cfg, group, "gizmos")
+			testenv.Apply(t, vdoc)
+			t.Cleanup(func() {
+				_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+			})
+			rec, err := helmrelease.Encode("gizmo", ns, 1, "deployed", "gizmo", "1.0.0", "1.0.0", "---\n"+vdoc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sec := testenv.Object(t, fmt.Sprintf(`apiVersion: v1
 kind: Secret
 metadata:
   name: sh.helm.release.v1.gizmo.v1
   namespace: %s
   labels: {owner: helm, name: gizmo, status: deployed, version: "1"}
 type: helm.sh/release.v1`, ns))
-	sec.Object["stringData"] = map[string]any{"release": rec}
-	if _, err := testenv.Resource(t, sec).Create(context.Background(), sec, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	r := await(t, createAsync(t, newServer(t), "HelmReleaseReady", props("name", "gizmo", "namespace", ns, "timeout", "60s")), 30*time.Second)
-	if r.err == nil {
-		t.Fatalf("passed on a probe that never reached the webhook: %v", r.resp.Properties)
-	}
-	for _, want := range []string{"schema validation rejects it before it reaches ValidatingWebhookConfiguration " + cfg,
-		"the Gizmo derived from the webhook's rules is rejected by schema validation; give `probe`"} {
-		if !strings.Contains(r.err.Error(), want) {
-			t.Errorf("error lacks %q: %v", want, r.err)
-		}
-	}
-	if strings.Contains(r.err.Error(), "timed out") || generatedNameRE.MatchString(r.err.Error()) {
-		t.Errorf("want an immediate failure with a stable message: %v", r.err)
+			sec.Object["stringData"] = map[string]any{"release": rec}
+			if _, err := testenv.Resource(t, sec).Create(context.Background(), sec, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			before := wh.Calls.Load()
+			r := await(t, createAsync(t, newServer(t), "HelmReleaseReady", props("name", "gizmo", "namespace", ns, "timeout", "60s")), 30*time.Second)
+			if tc.pass {
+				if r.err != nil {
+					t.Fatalf("the derived probe met the schema and the webhook serves: %v", r.err)
+				}
+				if wh.Calls.Load() < before+2 {
+					t.Fatalf("passed without two calls to the webhook (%d)", wh.Calls.Load()-before)
+				}
+				return
+			}
+			if r.err == nil {
+				t.Fatalf("passed on a probe that never reached the webhook: %v", r.resp.Properties)
+			}
+			for _, want := range []string{"schema validation rejects it before it reaches ValidatingWebhookConfiguration " + cfg,
+				"the Gizmo derived from the webhook's rules is rejected by schema validation; give `probe`"} {
+				if !strings.Contains(r.err.Error(), want) {
+					t.Errorf("error lacks %q: %v", want, r.err)
+				}
+			}
+			if strings.Contains(r.err.Error(), "timed out") || generatedNameRE.MatchString(r.err.Error()) {
+				t.Errorf("want an immediate failure with a stable message: %v", r.err)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// The real-node figures (field reports 000 and 001 on real pods, four ways against the floor)
+// come from tests/e2e/realnode (`make bench-realnode`): they need a real node, root and
+// minutes per round, so `make bench` keeps them as they are, between these markers.
+const (
+	realNodeBegin = "<!-- real-node figures: make bench-realnode -->"
+	realNodeEnd   = "<!-- end of real-node figures -->"
+)
+
+// keptRealNode is the real-node section of the results file at path ("" when it has none).
+func keptRealNode(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i, j := strings.Index(s, realNodeBegin), strings.Index(s, realNodeEnd)
+	if i < 0 || j < i {
+		return ""
+	}
+	return "\n" + s[i:j+len(realNodeEnd)] + "\n"
+}
+
+// spliceRealNode puts the figures in section (a markdown file) into the results file at path,
+// replacing its real-node section or adding one at the end.
+func spliceRealNode(path, section string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	fig, err := os.ReadFile(section)
+	if err != nil {
+		return err
+	}
+	block := realNodeBegin + "\n" + strings.TrimSpace(string(fig)) + "\n" + realNodeEnd
+	s := string(b)
+	if i, j := strings.Index(s, realNodeBegin), strings.Index(s, realNodeEnd); i >= 0 && j > i {
+		s = s[:i] + block + s[j+len(realNodeEnd):]
+	} else {
+		s = strings.TrimRight(s, "\n") + "\n\n" + block + "\n"
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("real-node figures from %s written into %s\n", section, path)
+	return nil
+}
