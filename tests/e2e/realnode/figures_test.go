@@ -9,17 +9,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
@@ -41,21 +36,8 @@ func TestFiguresRealFieldReports(t *testing.T) {
 		t.Skip("READINESS_FIGURES=N runs N rounds per way (make bench-realnode)")
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	var esChart, cmChart string
-	for _, c := range []struct {
-		chart *charts.ModuleChart
-		path  *string
-	}{{&charts.ExternalSecretsChart, &esChart}, {&charts.CertManagerChart, &cmChart}} {
-		if err := c.chart.LoadImages(ctx, testenv.CP, t.Logf); err != nil {
-			t.Fatal(err)
-		}
-		p, err := c.chart.Write(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		*c.path = p
-	}
+	esChart := installable(ctx, t, charts.ExternalSecretsChart)
+	cmChart := installable(ctx, t, charts.CertManagerChart)
 	env := stacktest.Prepare(t)
 	loadStart := loadAverage()
 	results := map[string][]figure{}
@@ -116,7 +98,10 @@ func (f figure) String() string {
 // runWay brings the stack up one way, from nothing, and destroys it.
 func runWay(ctx context.Context, t *testing.T, env *stack.Env, way, esChart, cmChart string) figure {
 	s := stacktest.NewStack(t, env, "figures-"+way, reportsProgram(way, "all", esChart, cmChart))
-	obs := observeControllers(ctx, t)
+	obs := observe(ctx, map[string]func(context.Context) bool{
+		"es":   admits(t, externalSecretsGVR, report001ExternalSecret("default")),
+		"cert": admits(t, certificatesGVR, probeCertificate),
+	})
 	began := time.Now()
 	var err error
 	up := func(stage string) error {
@@ -148,7 +133,8 @@ until kubectl apply --dry-run=server -f "$CERT" >/dev/null 2>&1; do sleep 5; don
 		}
 	}
 	total := time.Since(began)
-	es, cert := obs.stop()
+	first := obs.stop()
+	es, cert := first["es"], first["cert"]
 	floor := es
 	if cert.After(floor) {
 		floor = cert
@@ -197,25 +183,17 @@ func reportsProgram(way, stage, esChart, cmChart string) pulumi.RunFunc {
 				return err
 			}
 		}
-		es, err := stack.NewHelmRelease(ctx, "external-secrets", pulumi.Map{
-			"chart": pulumi.String(esChart), "name": pulumi.String("external-secrets"),
-			"namespace": pulumi.String("external-secrets"), "createNamespace": pulumi.Bool(true), "skipAwait": pulumi.Bool(true),
-		})
+		es, err := externalSecretsRelease(ctx, esChart)
 		if err != nil {
 			return err
 		}
-		cm, err := stack.NewHelmRelease(ctx, "cert-manager", pulumi.Map{
-			"chart": pulumi.String(cmChart), "name": pulumi.String("cert-manager"),
-			"namespace": pulumi.String("cert-manager"), "createNamespace": pulumi.Bool(true), "skipAwait": pulumi.Bool(true),
-			"values": pulumi.Map{"installCRDs": pulumi.Bool(true)}, "timeout": pulumi.Int(240),
-		})
+		cm, err := certManagerRelease(ctx, cmChart, false)
 		if err != nil {
 			return err
 		}
 		if stage == "releases" {
 			return nil
 		}
-		after := func(rs ...pulumi.Resource) pulumi.ResourceOption { return pulumi.DependsOn(rs) }
 		esBefore, cmBefore := pulumi.Resource(es), pulumi.Resource(cm)
 		if way == "gates" {
 			if esBefore, err = readiness.NewHelmReleaseReady(ctx, "external-secrets-ready", &readiness.HelmReleaseReadyArgs{
@@ -229,49 +207,14 @@ func reportsProgram(way, stage, esChart, cmChart string) pulumi.RunFunc {
 				return err
 			}
 		}
-		for _, ns := range report001Namespaces {
-			opts := []pulumi.ResourceOption{after(esBefore)}
-			if ns != "default" {
-				n, err := stack.NewKube(ctx, "ns-"+ns, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
-				if err != nil {
-					return err
-				}
-				opts = append(opts, after(n))
-			}
-			if _, err := stack.NewKube(ctx, "ghcr-pull-secret-"+ns, report001ExternalSecret(ns), opts...); err != nil {
-				return err
-			}
-		}
-		selfSigned, err := stack.NewKube(ctx, "selfsigned", "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: selfsigned}\nspec: {selfSigned: {}}", after(cmBefore))
-		if err != nil {
+		if err := report001ExternalSecrets(ctx, esBefore); err != nil {
 			return err
 		}
-		caCert, err := stack.NewKube(ctx, "readiness-ca", `apiVersion: cert-manager.io/v1
-kind: Certificate
-metadata: {name: readiness-ca, namespace: cert-manager}
-spec: {isCA: true, commonName: readiness-ca, secretName: readiness-ca, issuerRef: {name: selfsigned, kind: ClusterIssuer}}`, after(selfSigned))
-		if err != nil {
+		cert, err := report000Certificate(ctx, cmBefore)
+		if err != nil || stage == "resources" {
 			return err
 		}
-		caIssuer, err := stack.NewKube(ctx, "ca-issuer", "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: ca-issuer}\nspec: {ca: {secretName: readiness-ca}}", after(caCert))
-		if err != nil {
-			return err
-		}
-		nsRes, err := stack.NewKube(ctx, "ns-ai-ops", "apiVersion: v1\nkind: Namespace\nmetadata: {name: ai-ops}")
-		if err != nil {
-			return err
-		}
-		cert, err := stack.NewKube(ctx, "ai-ops-agent-cert", `apiVersion: cert-manager.io/v1
-kind: Certificate
-metadata: {name: ai-ops-agent, namespace: ai-ops}
-spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.ai-ops.svc], issuerRef: {name: ca-issuer, kind: ClusterIssuer}}`, after(caIssuer, nsRes))
-		if err != nil {
-			return err
-		}
-		if stage == "resources" {
-			return nil
-		}
-		var before pulumi.Resource = cert
+		before := cert
 		if way == "gates" {
 			if before, err = readiness.NewCertificateReady(ctx, "ai-ops-agent-tls", &readiness.CertificateReadyArgs{
 				Name: pulumi.String("ai-ops-agent"), Namespace: pulumi.String("ai-ops"), Timeout: pulumi.String("5m"),
@@ -279,74 +222,8 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.ai-ops.svc], issuer
 				return err
 			}
 		}
-		_, err = stack.NewKube(ctx, "ai-ops-agent", `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ai-ops-agent, namespace: ai-ops}
-spec:
-  selector: {matchLabels: {app: ai-ops-agent}}
-  template:
-    metadata: {labels: {app: ai-ops-agent}}
-    spec:
-      containers: [{name: agent, image: readiness.local/pause:1, volumeMounts: [{name: tls, mountPath: /etc/tls, readOnly: true}]}]
-      volumes: [{name: tls, secret: {secretName: ai-ops-agent-tls}}]`, after(before))
-		return err
+		return report000Deployment(ctx, before)
 	}
-}
-
-// controllersObserver records when each controller's webhook first admits its kind.
-type controllersObserver struct {
-	mu       sync.Mutex
-	es, cert time.Time
-	cancel   context.CancelFunc
-	done     chan struct{}
-}
-
-func observeControllers(ctx context.Context, t *testing.T) *controllersObserver {
-	ctx, cancel := context.WithCancel(ctx)
-	o := &controllersObserver{cancel: cancel, done: make(chan struct{})}
-	dyn := testenv.Dynamic(t)
-	esObj, _ := controlplane.Decode(report001ExternalSecret("default"))
-	certObj, _ := controlplane.Decode(probeCertificate)
-	esGVR := schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1beta1", Resource: "externalsecrets"}
-	certGVR := schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
-	admits := func(gvr schema.GroupVersionResource, u *unstructured.Unstructured) bool {
-		obj := &unstructured.Unstructured{Object: u.DeepCopy().Object}
-		_, err := dyn.Resource(gvr).Namespace("default").Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err == nil
-	}
-	go func() {
-		defer close(o.done)
-		tick := time.NewTicker(10 * time.Millisecond) // the observer's resolution
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			now := time.Now()
-			o.mu.Lock()
-			esDone, certDone := !o.es.IsZero(), !o.cert.IsZero()
-			o.mu.Unlock()
-			if !esDone && admits(esGVR, esObj) {
-				o.mu.Lock()
-				o.es = now
-				o.mu.Unlock()
-			}
-			if !certDone && admits(certGVR, certObj) {
-				o.mu.Lock()
-				o.cert = now
-				o.mu.Unlock()
-			}
-		}
-	}()
-	return o
-}
-
-func (o *controllersObserver) stop() (es, cert time.Time) {
-	o.cancel()
-	<-o.done
-	return o.es, o.cert
 }
 
 // figuresTable is the markdown table of every way's rounds (medians over the successful

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
-	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
@@ -29,13 +28,7 @@ import (
 func TestRealFieldReport000CertManagerSecretMount(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	if err := charts.CertManagerChart.LoadImages(ctx, testenv.CP, t.Logf); err != nil {
-		t.Fatal(err)
-	}
-	chart, err := charts.CertManagerChart.Write(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	chart := installable(ctx, t, charts.CertManagerChart)
 	env := stacktest.Prepare(t)
 	const ns = "ai-ops"
 	program := func(mode string) pulumi.RunFunc {
@@ -45,49 +38,15 @@ func TestRealFieldReport000CertManagerSecretMount(t *testing.T) {
 					return err
 				}
 			}
-			release, err := stack.NewHelmRelease(ctx, "cert-manager", pulumi.Map{
-				"chart": pulumi.String(chart), "name": pulumi.String("cert-manager"),
-				"namespace": pulumi.String("cert-manager"), "createNamespace": pulumi.Bool(true),
-				"values": pulumi.Map{"installCRDs": pulumi.Bool(true)}, "timeout": pulumi.Int(240),
-			})
+			release, err := certManagerRelease(ctx, chart, true)
 			if err != nil {
 				return err
 			}
-			after := func(rs ...pulumi.Resource) pulumi.ResourceOption { return pulumi.DependsOn(rs) }
-			selfSigned, err := stack.NewKube(ctx, "selfsigned", `apiVersion: cert-manager.io/v1
-kind: ClusterIssuer
-metadata: {name: selfsigned}
-spec: {selfSigned: {}}`, after(release))
+			cert, err := report000Certificate(ctx, release)
 			if err != nil {
 				return err
 			}
-			caCert, err := stack.NewKube(ctx, "readiness-ca", `apiVersion: cert-manager.io/v1
-kind: Certificate
-metadata: {name: readiness-ca, namespace: cert-manager}
-spec: {isCA: true, commonName: readiness-ca, secretName: readiness-ca, issuerRef: {name: selfsigned, kind: ClusterIssuer}}`, after(selfSigned))
-			if err != nil {
-				return err
-			}
-			caIssuer, err := stack.NewKube(ctx, "ca-issuer", `apiVersion: cert-manager.io/v1
-kind: ClusterIssuer
-metadata: {name: ca-issuer}
-spec: {ca: {secretName: readiness-ca}}`, after(caCert))
-			if err != nil {
-				return err
-			}
-			nsRes, err := stack.NewKube(ctx, "ns-ai-ops", "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
-			if err != nil {
-				return err
-			}
-			cert, err := stack.NewKube(ctx, "ai-ops-agent-cert", `apiVersion: cert-manager.io/v1
-kind: Certificate
-metadata: {name: ai-ops-agent, namespace: `+ns+`}
-spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.ai-ops.svc], issuerRef: {name: ca-issuer, kind: ClusterIssuer}}`,
-				after(caIssuer, nsRes))
-			if err != nil {
-				return err
-			}
-			var before pulumi.Resource = cert
+			before := cert
 			if mode == "gate" {
 				if before, err = readiness.NewCertificateReady(ctx, "ai-ops-agent-tls", &readiness.CertificateReadyArgs{
 					Name: pulumi.String("ai-ops-agent"), Namespace: pulumi.String(ns), Timeout: pulumi.String("3m"),
@@ -95,17 +54,7 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.ai-ops.svc], issuer
 					return err
 				}
 			}
-			_, err = stack.NewKube(ctx, "ai-ops-agent", `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ai-ops-agent, namespace: `+ns+`}
-spec:
-  selector: {matchLabels: {app: ai-ops-agent}}
-  template:
-    metadata: {labels: {app: ai-ops-agent}}
-    spec:
-      containers: [{name: agent, image: readiness.local/pause:1, volumeMounts: [{name: tls, mountPath: /etc/tls, readOnly: true}]}]
-      volumes: [{name: tls, secret: {secretName: ai-ops-agent-tls}}]`, after(before))
-			return err
+			return report000Deployment(ctx, before)
 		}
 	}
 

@@ -9,14 +9,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
-	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
-
-// report001Namespaces are the field report's four namespaces, one ExternalSecret in each.
-var report001Namespaces = []string{"default", "hello-world", "nodejs-demo", "storage-validator"}
 
 // TestRealFieldReport001ExternalSecrets: External Secrets v0.11.0 (the report's version) as real
 // pods, installed by a helm.sh/v3 Release of its real chart, then the report's four
@@ -28,13 +24,7 @@ var report001Namespaces = []string{"default", "hello-world", "nodejs-demo", "sto
 func TestRealFieldReport001ExternalSecrets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	if err := charts.ExternalSecretsChart.LoadImages(ctx, testenv.CP, t.Logf); err != nil {
-		t.Fatal(err)
-	}
-	chart, err := charts.ExternalSecretsChart.Write(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	chart := installable(ctx, t, charts.ExternalSecretsChart)
 	env := stacktest.Prepare(t)
 
 	// The three programs: no gate, a hand-placed HelmReleaseReady, and autoGate's one line.
@@ -45,39 +35,20 @@ func TestRealFieldReport001ExternalSecrets(t *testing.T) {
 					return err
 				}
 			}
-			release, err := stack.NewHelmRelease(ctx, "external-secrets", pulumi.Map{
-				"chart": pulumi.String(chart), "name": pulumi.String("external-secrets"),
-				"namespace": pulumi.String("external-secrets"), "createNamespace": pulumi.Bool(true),
-				"skipAwait": pulumi.Bool(true),
-			})
+			release, err := externalSecretsRelease(ctx, chart)
 			if err != nil {
 				return err
 			}
-			deps := []pulumi.Resource{release}
+			var before pulumi.Resource = release
 			if mode == "gate" {
-				gate, err := readiness.NewHelmReleaseReady(ctx, "external-secrets-ready", &readiness.HelmReleaseReadyArgs{
+				if before, err = readiness.NewHelmReleaseReady(ctx, "external-secrets-ready", &readiness.HelmReleaseReadyArgs{
 					Name: pulumi.String("external-secrets"), Namespace: pulumi.String("external-secrets"),
 					Timeout: pulumi.String("4m"), Triggers: pulumi.Array{release.Revision()},
-				}, pulumi.DependsOn([]pulumi.Resource{release}))
-				if err != nil {
-					return err
-				}
-				deps = []pulumi.Resource{gate}
-			}
-			for _, ns := range report001Namespaces {
-				opts := []pulumi.ResourceOption{pulumi.DependsOn(deps)}
-				if ns != "default" {
-					n, err := stack.NewKube(ctx, "ns-"+ns, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
-					if err != nil {
-						return err
-					}
-					opts = append(opts, pulumi.DependsOn([]pulumi.Resource{n}))
-				}
-				if _, err := stack.NewKube(ctx, "ghcr-pull-secret-"+ns, report001ExternalSecret(ns), opts...); err != nil {
+				}, after(release)); err != nil {
 					return err
 				}
 			}
-			return nil
+			return report001ExternalSecrets(ctx, before)
 		}
 	}
 	destroy := func(s auto.Stack) {
@@ -87,7 +58,7 @@ func TestRealFieldReport001ExternalSecrets(t *testing.T) {
 
 	s := stacktest.NewStack(t, env, "report001", program("none"))
 	began := time.Now()
-	_, err = stacktest.UpErr(s)
+	_, err := stacktest.UpErr(s)
 	t.Logf("without a gate: up returned after %s", time.Since(began).Round(time.Millisecond))
 	stacktest.RequireFailure(t, err, `failed calling webhook "validate.externalsecret.external-secrets.io"`)
 	t.Logf("the real webhook's error: %s", firstLine(err.Error(), "failed calling webhook"))
@@ -111,15 +82,4 @@ func TestRealFieldReport001ExternalSecrets(t *testing.T) {
 		}
 		destroy(g)
 	}
-}
-
-func report001ExternalSecret(ns string) string {
-	return `apiVersion: external-secrets.io/v1beta1
-kind: ExternalSecret
-metadata: {name: ghcr-pull-secret, namespace: ` + ns + `}
-spec:
-  refreshInterval: 1h
-  secretStoreRef: {kind: ClusterSecretStore, name: pulumi-esc}
-  target: {name: ghcr-pull-secret}
-  dataFrom: [{extract: {key: ghcr}}]`
 }

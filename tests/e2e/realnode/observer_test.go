@@ -1,0 +1,152 @@
+package realnode
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/readiness-io/pulumi-readiness/internal/charts"
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+)
+
+// installable loads a module chart's images into the node and writes the chart, returning
+// its folder (a Release's `chart`).
+func installable(ctx context.Context, t *testing.T, c charts.ModuleChart) string {
+	t.Helper()
+	if err := c.LoadImages(ctx, testenv.CP, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := c.Write(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// observer records, from outside the product, when each of its conditions first held: it
+// checks every one still false every 10 ms (its resolution).
+type observer struct {
+	mu     sync.Mutex
+	first  map[string]time.Time
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func observe(ctx context.Context, conds map[string]func(context.Context) bool) *observer {
+	ctx, cancel := context.WithCancel(ctx)
+	o := &observer{first: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			now := time.Now()
+			for name, holds := range conds {
+				o.mu.Lock()
+				seen := !o.first[name].IsZero()
+				o.mu.Unlock()
+				if !seen && holds(ctx) {
+					o.mu.Lock()
+					o.first[name] = now
+					o.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return o
+}
+
+// stop ends the observation and returns when each condition first held (zero: never).
+func (o *observer) stop() map[string]time.Time {
+	o.cancel()
+	<-o.done
+	return o.first
+}
+
+// answers is a condition: the webhooks that intercept a dry-run create of doc answer it,
+// admitting it or denying it (a failed call is not an answer).
+func answers(t *testing.T, gvr schema.GroupVersionResource, doc string) func(context.Context) bool {
+	dyn := testenv.Dynamic(t)
+	u, err := controlplane.Decode(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(ctx context.Context) bool {
+		err := dryRunCreate(ctx, dyn, gvr, u)
+		return err == nil || strings.Contains(err.Error(), "denied the request")
+	}
+}
+
+// admits is a condition: a dry-run create of doc in its namespace is admitted (every webhook
+// that intercepts it answered and allowed it).
+func admits(t *testing.T, gvr schema.GroupVersionResource, doc string) func(context.Context) bool {
+	dyn := testenv.Dynamic(t)
+	u, err := controlplane.Decode(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(ctx context.Context) bool { return dryRunCreate(ctx, dyn, gvr, u) == nil }
+}
+
+func dryRunCreate(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, u *unstructured.Unstructured) error {
+	obj := &unstructured.Unstructured{Object: u.DeepCopy().Object}
+	_, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
+}
+
+// deploymentsAvailable is a condition: ns holds at least n Deployments, each rolled out and
+// available.
+func deploymentsAvailable(ns string, n int) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		ds, err := testenv.CP.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(ds.Items) < n {
+			return false
+		}
+		for i := range ds.Items {
+			if !available(&ds.Items[i]) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func available(d *appsv1.Deployment) bool {
+	if d.Status.ObservedGeneration < d.Generation || d.Spec.Replicas == nil || d.Status.UpdatedReplicas < *d.Spec.Replicas {
+		return false
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+			return d.Status.AvailableReplicas >= *d.Spec.Replicas
+		}
+	}
+	return false
+}
+
+var (
+	externalSecretsGVR = schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1beta1", Resource: "externalsecrets"}
+	certificatesGVR    = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
+	secretStoresGVR    = schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1beta1", Resource: "secretstores"}
+)
+
+// secretStore is a SecretStore External Secrets' other webhook configuration
+// (secretstore-validate) intercepts.
+const secretStore = `apiVersion: external-secrets.io/v1beta1
+kind: SecretStore
+metadata: {name: observer, namespace: default}
+spec: {provider: {fake: {data: []}}}`
