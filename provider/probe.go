@@ -58,7 +58,7 @@ type prober struct {
 	seen     string // the watched state the last probe ran in
 	next     time.Time
 	backoff  time.Duration
-	hotUntil time.Time // the end of the hot window the last change of seen opened
+	hotUntil time.Time // the end of the hot window the last change of seen opened (not its first value)
 	last     wait.Result
 }
 
@@ -106,9 +106,9 @@ func (p *prober) step(ctx context.Context, state string) wait.Result {
 		p.backoff = probeMinBackoff / 2
 		if p.seen != "" {
 			p.backoff = afterEventBackoff / 2
+			p.hotUntil = now.Add(hotWindow)
 		}
 		p.seen = state
-		p.hotUntil = now.Add(hotWindow)
 		if p.good == 0 {
 			p.next = time.Time{} // a confirming probe keeps its confirmDelay
 		}

@@ -33,20 +33,26 @@ func installable(ctx context.Context, t *testing.T, c charts.ModuleChart) string
 	return dir
 }
 
-// observer records, from outside the product, when each of its conditions first held: it
-// checks every one still false every 10 ms (its resolution).
+// observer records, from outside the product, when each of its conditions first held. Every
+// 10 ms (its resolution) it starts a check of each condition not yet seen, each check in its
+// own goroutine with a 2 s limit (a call through a webhook that is coming up can hang until
+// the webhook's timeout, and must not stall the clock); a condition holds from the start of
+// the first check that found it true (the earliest it can be said to hold: strict for the
+// gates measured against it).
 type observer struct {
 	mu     sync.Mutex
 	first  map[string]time.Time
 	cancel context.CancelFunc
-	done   chan struct{}
+	wg     sync.WaitGroup
 }
 
 func observe(ctx context.Context, conds map[string]func(context.Context) bool) *observer {
 	ctx, cancel := context.WithCancel(ctx)
-	o := &observer{first: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	o := &observer{first: map[string]time.Time{}, cancel: cancel}
+	inFlight := make(chan struct{}, 32) // at most this many checks at once
+	o.wg.Add(1)
 	go func() {
-		defer close(o.done)
+		defer o.wg.Done()
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -55,16 +61,32 @@ func observe(ctx context.Context, conds map[string]func(context.Context) bool) *
 				return
 			case <-tick.C:
 			}
-			now := time.Now()
 			for name, holds := range conds {
 				o.mu.Lock()
 				seen := !o.first[name].IsZero()
 				o.mu.Unlock()
-				if !seen && holds(ctx) {
-					o.mu.Lock()
-					o.first[name] = now
-					o.mu.Unlock()
+				if seen {
+					continue
 				}
+				select {
+				case inFlight <- struct{}{}:
+				default:
+					continue // the API server is slow: this tick's check waits for the next
+				}
+				o.wg.Add(1)
+				go func(start time.Time) {
+					defer o.wg.Done()
+					defer func() { <-inFlight }()
+					cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+					defer ccancel()
+					if holds(cctx) {
+						o.mu.Lock()
+						if f := o.first[name]; f.IsZero() || start.Before(f) {
+							o.first[name] = start
+						}
+						o.mu.Unlock()
+					}
+				}(time.Now())
 			}
 		}
 	}()
@@ -74,7 +96,7 @@ func observe(ctx context.Context, conds map[string]func(context.Context) bool) *
 // stop ends the observation and returns when each condition first held (zero: never).
 func (o *observer) stop() map[string]time.Time {
 	o.cancel()
-	<-o.done
+	o.wg.Wait()
 	return o.first
 }
 
