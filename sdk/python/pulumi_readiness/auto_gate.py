@@ -939,6 +939,37 @@ class AutoGater:
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
         t.add_done_callback(_consume)
+        _hold_program_end(t)
+
+
+def _hold_program_end(t: "asyncio.Future[Any]") -> None:
+    """
+    _hold_program_end makes the program's end wait for t, a task autoGate runs in the background
+    (a component's children settling, a late webhook's warning: each may call the plan). Before
+    it tells the engine the program is done, the SDK waits for its RPCs and for the tasks in its
+    settings' ``outputs`` set (where every Output's computation is tracked); a plan call made
+    after that meets a resource monitor that has shut down, and the update fails ("Resource
+    monitor has terminated": seen under load on a ConfigGroup whose custom resource comes before
+    its webhook). t's own errors stay its own (a warning's failure is not the program's): the
+    tracked task swallows them. The set is SDK internals; where it is missing, nothing is held.
+    """
+    async def quietly() -> None:
+        try:
+            await t
+        except BaseException:  # noqa: BLE001 see above
+            pass
+
+    try:
+        from pulumi.runtime.settings import SETTINGS  # pylint: disable=import-outside-toplevel
+        outputs = getattr(SETTINGS, "outputs", None)
+        lock = getattr(SETTINGS, "lock", None)
+        if outputs is None or lock is None:
+            return
+        w = asyncio.ensure_future(quietly())
+        with lock:
+            outputs.add(w)
+    except Exception:  # noqa: BLE001 an SDK without the set: nothing to hold
+        return
 
 
 # _MAX_PLANS_IN_FLIGHT: 200 top-level ExternalSecrets a program's loop makes are decided in one batch.
