@@ -17,7 +17,7 @@ export PULUMI_HOME ?= $(CURDIR)/.cache/pulumi-home
 K8S_PLUGIN_VERSION := $(shell cat internal/k8splugin/VERSION)
 export PULUMI_SKIP_UPDATE_CHECK := true
 
-.PHONY: build tools k8s-plugin schema sdk sdk-nodejs py-deps sdk-python python-env check-generated test test-all test-go test-nodejs test-python test-install demo bench bench-realnode soak soak-run soak-load lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
+.PHONY: build tools k8s-plugin schema sdk sdk-nodejs py-deps sdk-python python-env check-generated test test-all test-go test-nodejs test-python test-install demo demo-realnode bench bench-realnode soak soak-run soak-load lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
@@ -149,6 +149,12 @@ endif
 # The README's main command: a demo stack against a local control plane it starts itself.
 demo: build tools k8s-plugin
 	go run ./demo
+
+# The same three runs on a real node (containerd, kubelet, kube-proxy; where a machine can run
+# one, see docs/development.md): cert-manager and External Secrets as real pods from their
+# Go modules, ingress-nginx's webhook as a stand-in pod; nothing played.
+demo-realnode: build tools k8s-plugin
+	go run ./demo -realnode
 
 bench: build tools
 	go run ./bench -out BENCHMARKS.md

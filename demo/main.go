@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -97,9 +98,20 @@ func (tl *timeline) note(format string, a ...any) {
 
 func run() error {
 	ctx := context.Background()
+	realNode := flag.Bool("realnode", false, "run on a real node (containerd, kubelet, kube-proxy) with the controllers' real pods")
+	flag.Parse()
 	fmt.Println("== pulumi-readiness demo ==")
-	fmt.Println("Building tools if needed and starting a local control plane (etcd, kube-apiserver, controller manager, scheduler, kwok)...")
-	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }})
+	opts := controlplane.Options{Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }}
+	if *realNode {
+		if missing := controlplane.NodeRequirements(); missing != "" {
+			return fmt.Errorf("a real node needs %s (make demo runs on kwok's simulated nodes without them)", missing)
+		}
+		opts.RealNode = true
+		fmt.Println("Building tools and images if needed and starting a local control plane with a real node (etcd, kube-apiserver, controller manager, scheduler; containerd, kubelet, kube-proxy)...")
+	} else {
+		fmt.Println("Building tools if needed and starting a local control plane (etcd, kube-apiserver, controller manager, scheduler, kwok)...")
+	}
+	cp, err := controlplane.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -116,7 +128,12 @@ func run() error {
 	}
 	fmt.Printf("Kubernetes objects are created by pulumi-kubernetes v%s (%s).\n", k8splugin.Version, k8splugin.PluginDir(k8splugin.ProjectHome()))
 
-	d, err := setUp(ctx, cp, dir)
+	var d *demo
+	if *realNode {
+		d, err = setUpRealNode(ctx, cp, dir)
+	} else {
+		d, err = setUp(ctx, cp, dir)
+	}
 	if err != nil {
 		return err
 	}
@@ -124,9 +141,16 @@ func run() error {
 
 	fmt.Println("\nOne program, the way a homelab stack is written: three Helm releases (helm.sh/v3:Release of the real")
 	fmt.Println("ingress-nginx, External Secrets and cert-manager charts), then what field reports 000-002 created after them:")
-	fmt.Println("  002  an Ingress after ingress-nginx: its admission webhook listens 7 s after the controller is ready;")
-	fmt.Println("  001  ExternalSecrets in four namespaces after External Secrets: same race, other webhook;")
-	fmt.Println("  000  a Deployment mounting the TLS Secret of a Certificate that cert-manager issues 12 s later.")
+	if d.real {
+		fmt.Println("  002  an Ingress after ingress-nginx: its admission webhook (a stand-in pod: the controller needs nginx)")
+		fmt.Println("       listens 10 s after the pod is Ready;")
+		fmt.Println("  001  ExternalSecrets in four namespaces after External Secrets v0.11.0 (real pods; skipAwait): its webhook;")
+		fmt.Println("  000  a Deployment mounting the TLS Secret of a Certificate that cert-manager v1.11.5 (real pods) issues.")
+	} else {
+		fmt.Println("  002  an Ingress after ingress-nginx: its admission webhook listens 7 s after the controller is ready;")
+		fmt.Println("  001  ExternalSecrets in four namespaces after External Secrets: same race, other webhook;")
+		fmt.Println("  000  a Deployment mounting the TLS Secret of a Certificate that cert-manager issues 12 s later.")
+	}
 
 	fmt.Println("\n-- 1. Without gates: `dependsOn` on the releases only --")
 	bare, bareErr := d.up(ctx, env, "nogate", noGates)
@@ -137,7 +161,7 @@ func run() error {
 	for _, e := range bare.errors() {
 		fmt.Println("  " + e)
 	}
-	for _, m := range d.kubelet.FailedMounts() {
+	for _, m := range d.failedMounts() {
 		fmt.Println("  kubelet (pod ai-ops-agent): Warning FailedMount " + m)
 		break
 	}
@@ -169,14 +193,23 @@ func run() error {
 	return nil
 }
 
-// demo holds what both runs share: the charts, the webhook servers that play the charts' webhook
-// pods, and the players.
+// demo holds what the runs share: the charts and, on kwok, the webhook servers that play the
+// charts' webhook pods and the players; on a real node (real), the real kubelet's FailedMounts.
 type demo struct {
 	cp                *controlplane.ControlPlane
 	dyn               dynamic.Interface
+	real              bool
 	nginx, eso, cm    *fakes.Webhook
 	nginxC, esoC, cmC string
 	kubelet           *fakes.Kubelet
+	mounts            *mountWatch
+}
+
+func (d *demo) failedMounts() []string {
+	if d.real {
+		return d.mounts.failed()
+	}
+	return d.kubelet.FailedMounts()
 }
 
 func setUp(ctx context.Context, cp *controlplane.ControlPlane, dir string) (*demo, error) {
@@ -229,6 +262,9 @@ func setUp(ctx context.Context, cp *controlplane.ControlPlane, dir string) (*dem
 }
 
 func (d *demo) close() {
+	if d.real {
+		return
+	}
 	for _, w := range []*fakes.Webhook{d.nginx, d.eso, d.cm} {
 		w.Close()
 	}
@@ -246,6 +282,9 @@ const (
 )
 
 func (d *demo) program(mode gating) pulumi.RunFunc {
+	if d.real {
+		return d.realProgram(mode)
+	}
 	gated := mode == handGates
 	return func(ctx *pulumi.Context) error {
 		if mode == autoGated {
@@ -369,18 +408,12 @@ func (d *demo) up(ctx context.Context, env *stack.Env, name string, mode gating)
 		return nil, err
 	}
 	tl := newTimeline()
-	players := []*fakes.Player{
-		fakes.ServeWhenAvailable(d.cp.Client, d.nginx, "ingress-nginx", "ingress-nginx-controller", webhookLate,
-			func() { tl.say("demo: ingress-nginx's admission webhook starts listening") }),
-		fakes.ServeWhenAvailable(d.cp.Client, d.eso, "external-secrets", "external-secrets-webhook", webhookLate,
-			func() { tl.say("demo: External Secrets' webhook starts listening") }),
-		fakes.IssueWhenCreated(d.dyn, "ai-ops", "ai-ops-agent", "ai-ops-agent-tls", issueLate,
-			func() { tl.say("demo: cert-manager issued Secret ai-ops/ai-ops-agent-tls") }),
+	var stops []func()
+	if d.real {
+		stops = d.watchRealNode(ctx, tl)
+	} else {
+		stops = d.play(tl)
 	}
-	d.kubelet = fakes.PlayKubelet(d.cp.Client, "ai-ops", "app=ai-ops-agent", func(pod, msg string) {
-		tl.say("kubelet: pod %s: FailedMount %s", pod[strings.LastIndex(pod, "-")+1:], msg)
-	})
-	players = append(players, d.kubelet.Player)
 	evs := make(chan events.EngineEvent)
 	done := make(chan struct{})
 	go func() {
@@ -399,8 +432,11 @@ func (d *demo) up(ctx context.Context, env *stack.Env, name string, mode gating)
 	} else {
 		tl.say("pulumi up succeeded")
 	}
-	for _, p := range players {
-		_ = p.Stop()
+	for _, stop := range stops {
+		stop()
+	}
+	if d.real {
+		return tl, d.destroyRealNode(ctx, s, upErr)
 	}
 	// External Secrets' webhook also intercepts DELETE: destroy while the webhooks serve.
 	_ = d.nginx.Start()
@@ -416,6 +452,27 @@ func (d *demo) up(ctx context.Context, env *stack.Env, name string, mode gating)
 		_ = ri.Delete(ctx, "ai-ops-agent-tls", metav1.DeleteOptions{})
 	}
 	return tl, upErr
+}
+
+// play starts the players of what no process runs on kwok; it returns their stops.
+func (d *demo) play(tl *timeline) []func() {
+	players := []*fakes.Player{
+		fakes.ServeWhenAvailable(d.cp.Client, d.nginx, "ingress-nginx", "ingress-nginx-controller", webhookLate,
+			func() { tl.say("demo: ingress-nginx's admission webhook starts listening") }),
+		fakes.ServeWhenAvailable(d.cp.Client, d.eso, "external-secrets", "external-secrets-webhook", webhookLate,
+			func() { tl.say("demo: External Secrets' webhook starts listening") }),
+		fakes.IssueWhenCreated(d.dyn, "ai-ops", "ai-ops-agent", "ai-ops-agent-tls", issueLate,
+			func() { tl.say("demo: cert-manager issued Secret ai-ops/ai-ops-agent-tls") }),
+	}
+	d.kubelet = fakes.PlayKubelet(d.cp.Client, "ai-ops", "app=ai-ops-agent", func(pod, msg string) {
+		tl.say("kubelet: pod %s: FailedMount %s", pod[strings.LastIndex(pod, "-")+1:], msg)
+	})
+	players = append(players, d.kubelet.Player)
+	var stops []func()
+	for _, p := range players {
+		stops = append(stops, func() { _ = p.Stop() })
+	}
+	return stops
 }
 
 func mustDecode(doc string) *unstructured.Unstructured {

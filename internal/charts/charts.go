@@ -80,18 +80,25 @@ func Prepare(objs []*unstructured.Unstructured, webhook Webhook) []*unstructured
 			continue
 		}
 		u = u.DeepCopy()
-		if u.GetKind() == "Service" {
-			if t, _, _ := unstructured.NestedString(u.Object, "spec", "type"); t == "LoadBalancer" {
-				_ = unstructured.SetNestedField(u.Object, "ClusterIP", "spec", "type")
-				unstructured.RemoveNestedField(u.Object, "spec", "externalTrafficPolicy")
-			}
-		}
+		withoutLoadBalancer(u)
 		if u.GetKind() == "ValidatingWebhookConfiguration" || u.GetKind() == "MutatingWebhookConfiguration" {
 			SendWebhooksTo(u, webhook)
 		}
 		out = append(out, u)
 	}
 	return out
+}
+
+// withoutLoadBalancer makes a LoadBalancer Service a ClusterIP one: no load balancer fills its
+// status here, and Helm's wait would never end.
+func withoutLoadBalancer(u *unstructured.Unstructured) {
+	if u.GetKind() != "Service" {
+		return
+	}
+	if t, _, _ := unstructured.NestedString(u.Object, "spec", "type"); t == "LoadBalancer" {
+		_ = unstructured.SetNestedField(u.Object, "ClusterIP", "spec", "type")
+		unstructured.RemoveNestedField(u.Object, "spec", "externalTrafficPolicy")
+	}
 }
 
 // SendWebhooksTo points every webhook of a webhook configuration at the server (same path).

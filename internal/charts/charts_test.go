@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,6 +100,35 @@ func TestAPISIXShaped(t *testing.T) {
 		t.Errorf("%d webhooks Fail, want all 12", n)
 	}
 	for _, gone := range []string{"failurePolicy: Ignore", "apisix-ingress-system", "service:\n      name: apisix-ingress-controller-webhook-svc"} {
+		if strings.Contains(text, gone) {
+			t.Errorf("chart still holds %q", gone)
+		}
+	}
+}
+
+// The stand-in chart keeps what the real node runs (hooks, the Service-backed webhook) and
+// changes only what an air-gapped cluster without a load balancer changes.
+func TestStandinIngressNginx(t *testing.T) {
+	path, err := IngressNginxChart.Write(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(path, "templates", "objects.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, img := range IngressNginxChart.Images {
+		if !strings.Contains(text, "image: "+img.Ref+"\n") {
+			t.Errorf("chart does not run %s by tag", img.Ref)
+		}
+	}
+	for _, want := range []string{"kind: Job", "helm.sh/hook: pre-install,pre-upgrade", "name: ingress-nginx-controller-admission\n", "path: /networking/v1/ingresses"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	for _, gone := range []string{"@sha256:", "type: LoadBalancer", "url: "} {
 		if strings.Contains(text, gone) {
 			t.Errorf("chart still holds %q", gone)
 		}

@@ -80,13 +80,24 @@ var CertManagerChart = ModuleChart{
 
 func toolsModule(name string) string { return filepath.Join(controlplane.RepoRoot(), "tools", name) }
 
+// Installable is a chart a real node can run: written as a local chart for a helm.sh/v3
+// Release, with images made here under the names it references.
+type Installable interface {
+	Write(ctx context.Context, dir string) (string, error)
+	// ImagesToBuild are the chart's images, built from Go modules.
+	ImagesToBuild() []controlplane.GoImage
+}
+
+// ImagesToBuild are the images the chart runs by default.
+func (m ModuleChart) ImagesToBuild() []controlplane.GoImage { return m.Images }
+
 // BuildImages builds the charts' images into the tools cache, a chart at a time beside the
 // others (each is mostly one long compile of its module; their downloads overlap).
-func BuildImages(ctx context.Context, logf func(string, ...any), cs ...ModuleChart) error {
+func BuildImages(ctx context.Context, logf func(string, ...any), cs ...Installable) error {
 	errs := make(chan error, len(cs))
 	for _, c := range cs {
 		go func() {
-			for _, img := range c.Images {
+			for _, img := range c.ImagesToBuild() {
 				if _, err := controlplane.BuildImage(ctx, img, logf); err != nil {
 					errs <- err
 					return
@@ -106,8 +117,8 @@ func BuildImages(ctx context.Context, logf func(string, ...any), cs ...ModuleCha
 
 // LoadImages builds the chart's images (cached in the tools cache) and loads them into cp's
 // real node.
-func (m ModuleChart) LoadImages(ctx context.Context, cp *controlplane.ControlPlane, logf func(string, ...any)) error {
-	for _, img := range m.Images {
+func LoadImages(ctx context.Context, cp *controlplane.ControlPlane, c Installable, logf func(string, ...any)) error {
+	for _, img := range c.ImagesToBuild() {
 		tar, err := controlplane.BuildImage(ctx, img, logf)
 		if err != nil {
 			return err
@@ -117,6 +128,20 @@ func (m ModuleChart) LoadImages(ctx context.Context, cp *controlplane.ControlPla
 		}
 	}
 	return nil
+}
+
+// Install loads c's images into cp's real node and writes c under dir; it returns the chart's
+// folder, ready for a helm.sh/v3 Release.
+func Install(ctx context.Context, cp *controlplane.ControlPlane, c Installable, dir string, logf func(string, ...any)) (string, error) {
+	if err := LoadImages(ctx, cp, c, logf); err != nil {
+		return "", err
+	}
+	return c.Write(ctx, dir)
+}
+
+// LoadImages is LoadImages(ctx, cp, m, logf).
+func (m ModuleChart) LoadImages(ctx context.Context, cp *controlplane.ControlPlane, logf func(string, ...any)) error {
+	return LoadImages(ctx, cp, m, logf)
 }
 
 var (

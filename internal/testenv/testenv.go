@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
@@ -178,38 +176,12 @@ spec:
 %[7]s`, c.Group, c.Kind, c.Plural, strings.ToLower(c.Kind), scope, conversion, versions)
 }
 
-// CRDCachesReady waits (up to a minute per CRD) until the API server lists the objects of every
-// CRD of group from its watch cache (resourceVersion=0). The CRD finalizer needs that cache: a
-// CRD deleted while it still starts stays Terminating until the finalizer's backoff retries
-// (minutes on a loaded machine), and a Helm release that deletes it then times out uninstalling.
-// tests/nodejs' harness does the same (cachesReady).
+// CRDCachesReady waits until the API server lists the objects of every CRD of group from its
+// watch cache (controlplane.WaitCRDCaches says why). tests/nodejs' harness does the same
+// (cachesReady).
 func CRDCachesReady(t testing.TB, group string) {
 	t.Helper()
-	ctx := context.Background()
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	crds, err := Dynamic(t).Resource(crdGVR).List(ctx, metav1.ListOptions{})
-	if err != nil {
+	if err := CP.WaitCRDCaches(context.Background(), group); err != nil {
 		t.Fatal(err)
-	}
-	for _, c := range crds.Items {
-		if g, _, _ := unstructured.NestedString(c.Object, "spec", "group"); g != group {
-			continue
-		}
-		plural, _, _ := unstructured.NestedString(c.Object, "spec", "names", "plural")
-		versions, _, _ := unstructured.NestedSlice(c.Object, "spec", "versions")
-		version := ""
-		for _, v := range versions {
-			if vm, ok := v.(map[string]any); ok && vm["storage"] == true {
-				version, _ = vm["name"].(string)
-			}
-		}
-		gvr := schema.GroupVersionResource{Group: group, Version: version, Resource: plural}
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			if _, err := Dynamic(t).Resource(gvr).List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1}); err == nil {
-				break
-			} else if time.Now().After(deadline) {
-				t.Fatalf("%s: objects not listed from the cache after a minute: %v", c.GetName(), err)
-			}
-		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
+	"github.com/readiness-io/pulumi-readiness/internal/reportstack"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
@@ -99,7 +100,7 @@ func (f figure) String() string {
 func runWay(ctx context.Context, t *testing.T, env *stack.Env, way, esChart, cmChart string) figure {
 	s := stacktest.NewStack(t, env, "figures-"+way, reportsProgram(way, "all", esChart, cmChart))
 	obs := observe(ctx, map[string]func(context.Context) bool{
-		"es":   admits(t, externalSecretsGVR, report001ExternalSecret("default")),
+		"es":   admits(t, externalSecretsGVR, reportstack.ExternalSecret001("default")),
 		"cert": admits(t, certificatesGVR, probeCertificate),
 	})
 	began := time.Now()
@@ -159,7 +160,7 @@ func sh(ctx context.Context, script string) error {
 	}
 	defer os.RemoveAll(dir)
 	es, cert := filepath.Join(dir, "es.yaml"), filepath.Join(dir, "cert.yaml")
-	_ = os.WriteFile(es, []byte(report001ExternalSecret("default")), 0o644)
+	_ = os.WriteFile(es, []byte(reportstack.ExternalSecret001("default")), 0o644)
 	_ = os.WriteFile(cert, []byte(probeCertificate), 0o644)
 	cmd := exec.CommandContext(ctx, "sh", "-c", script)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+testenv.CP.KubeconfigPath, "ES="+es, "CERT="+cert)
@@ -183,11 +184,11 @@ func reportsProgram(way, stage, esChart, cmChart string) pulumi.RunFunc {
 				return err
 			}
 		}
-		es, err := externalSecretsRelease(ctx, esChart)
+		es, err := reportstack.ExternalSecretsRelease(ctx, esChart)
 		if err != nil {
 			return err
 		}
-		cm, err := certManagerRelease(ctx, cmChart, false)
+		cm, err := reportstack.CertManagerRelease(ctx, cmChart, false)
 		if err != nil {
 			return err
 		}
@@ -198,19 +199,19 @@ func reportsProgram(way, stage, esChart, cmChart string) pulumi.RunFunc {
 		if way == "gates" {
 			if esBefore, err = readiness.NewHelmReleaseReady(ctx, "external-secrets-ready", &readiness.HelmReleaseReadyArgs{
 				Name: pulumi.String("external-secrets"), Namespace: pulumi.String("external-secrets"), Timeout: pulumi.String("5m"),
-			}, after(es)); err != nil {
+			}, reportstack.After(es)); err != nil {
 				return err
 			}
 			if cmBefore, err = readiness.NewHelmReleaseReady(ctx, "cert-manager-ready", &readiness.HelmReleaseReadyArgs{
 				Name: pulumi.String("cert-manager"), Namespace: pulumi.String("cert-manager"), Timeout: pulumi.String("5m"),
-			}, after(cm)); err != nil {
+			}, reportstack.After(cm)); err != nil {
 				return err
 			}
 		}
-		if err := report001ExternalSecrets(ctx, esBefore); err != nil {
+		if err := reportstack.ExternalSecrets001(ctx, esBefore); err != nil {
 			return err
 		}
-		cert, err := report000Certificate(ctx, cmBefore)
+		cert, err := reportstack.Certificate000(ctx, cmBefore)
 		if err != nil || stage == "resources" {
 			return err
 		}
@@ -218,11 +219,11 @@ func reportsProgram(way, stage, esChart, cmChart string) pulumi.RunFunc {
 		if way == "gates" {
 			if before, err = readiness.NewCertificateReady(ctx, "ai-ops-agent-tls", &readiness.CertificateReadyArgs{
 				Name: pulumi.String("ai-ops-agent"), Namespace: pulumi.String("ai-ops"), Timeout: pulumi.String("5m"),
-			}, after(cert)); err != nil {
+			}, reportstack.After(cert)); err != nil {
 				return err
 			}
 		}
-		return report000Deployment(ctx, before)
+		return reportstack.Deployment000(ctx, before)
 	}
 }
 

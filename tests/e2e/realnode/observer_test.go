@@ -21,12 +21,9 @@ import (
 
 // installable loads a module chart's images into the node and writes the chart, returning
 // its folder (a Release's `chart`).
-func installable(ctx context.Context, t *testing.T, c charts.ModuleChart) string {
+func installable(ctx context.Context, t *testing.T, c charts.Installable) string {
 	t.Helper()
-	if err := c.LoadImages(ctx, testenv.CP, t.Logf); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := c.Write(ctx, t.TempDir())
+	dir, err := charts.Install(ctx, testenv.CP, c, t.TempDir(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

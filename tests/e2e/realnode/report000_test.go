@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
+	"github.com/readiness-io/pulumi-readiness/internal/reportstack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
@@ -38,11 +39,11 @@ func TestRealFieldReport000CertManagerSecretMount(t *testing.T) {
 					return err
 				}
 			}
-			release, err := certManagerRelease(ctx, chart, true)
+			release, err := reportstack.CertManagerRelease(ctx, chart, true)
 			if err != nil {
 				return err
 			}
-			cert, err := report000Certificate(ctx, release)
+			cert, err := reportstack.Certificate000(ctx, release)
 			if err != nil {
 				return err
 			}
@@ -50,11 +51,11 @@ func TestRealFieldReport000CertManagerSecretMount(t *testing.T) {
 			if mode == "gate" {
 				if before, err = readiness.NewCertificateReady(ctx, "ai-ops-agent-tls", &readiness.CertificateReadyArgs{
 					Name: pulumi.String("ai-ops-agent"), Namespace: pulumi.String(ns), Timeout: pulumi.String("3m"),
-				}, after(cert)); err != nil {
+				}, reportstack.After(cert)); err != nil {
 					return err
 				}
 			}
-			return report000Deployment(ctx, before)
+			return reportstack.Deployment000(ctx, before)
 		}
 	}
 
@@ -90,26 +91,13 @@ func TestRealFieldReport000CertManagerSecretMount(t *testing.T) {
 	}
 }
 
-// dropLeases deletes the leader-election Leases in ns whose names start with prefix, as a
-// rebuilt cluster starts without them. cert-manager v1.11 keeps its Leases after an
-// uninstall (its pods do not release them on shutdown); a reinstall within their 60 s
-// leaseDuration waits them out, and the cainjector injects the webhook's CA only after
-// that: meanwhile every cert-manager object fails admission with `x509: certificate signed
-// by unknown authority`, and the chart's startupapicheck hook (1 minute) can fail the
-// release. Real (a gate that dry-runs through the webhook waits it out), but not this test's
-// story.
+// dropLeases deletes cert-manager's leader Leases as a rebuilt cluster starts without them
+// (controlplane.DropLeases says why). Real (a gate that dry-runs through the webhook waits it
+// out), but not this test's story.
 func dropLeases(ctx context.Context, t *testing.T, ns, prefix string) {
 	t.Helper()
-	leases, err := testenv.CP.Client.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
+	if err := testenv.CP.DropLeases(ctx, ns, prefix); err != nil {
 		t.Fatal(err)
-	}
-	for _, l := range leases.Items {
-		if strings.HasPrefix(l.Name, prefix) {
-			if err := testenv.CP.Client.CoordinationV1().Leases(ns).Delete(ctx, l.Name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
+	"github.com/readiness-io/pulumi-readiness/internal/reportstack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
@@ -35,7 +36,7 @@ func TestRealFieldReport001ExternalSecrets(t *testing.T) {
 					return err
 				}
 			}
-			release, err := externalSecretsRelease(ctx, chart)
+			release, err := reportstack.ExternalSecretsRelease(ctx, chart)
 			if err != nil {
 				return err
 			}
@@ -44,11 +45,11 @@ func TestRealFieldReport001ExternalSecrets(t *testing.T) {
 				if before, err = readiness.NewHelmReleaseReady(ctx, "external-secrets-ready", &readiness.HelmReleaseReadyArgs{
 					Name: pulumi.String("external-secrets"), Namespace: pulumi.String("external-secrets"),
 					Timeout: pulumi.String("4m"), Triggers: pulumi.Array{release.Revision()},
-				}, after(release)); err != nil {
+				}, reportstack.After(release)); err != nil {
 					return err
 				}
 			}
-			return report001ExternalSecrets(ctx, before)
+			return reportstack.ExternalSecrets001(ctx, before)
 		}
 	}
 	destroy := func(s auto.Stack) {
@@ -70,8 +71,8 @@ func TestRealFieldReport001ExternalSecrets(t *testing.T) {
 		stacktest.Up(t, g)
 		t.Logf("%s: up in %s", mode, time.Since(began).Round(time.Millisecond))
 		ready := webhookPodReadyAt(t, "external-secrets", "app.kubernetes.io/name=external-secrets-webhook")
-		for _, ns := range report001Namespaces {
-			stacktest.NotBefore(t, "ExternalSecret in "+ns, stacktest.CreatedAt(t, report001ExternalSecret(ns)), ready)
+		for _, ns := range reportstack.Namespaces001 {
+			stacktest.NotBefore(t, "ExternalSecret in "+ns, stacktest.CreatedAt(t, reportstack.ExternalSecret001(ns)), ready)
 		}
 		if mode == "autogate" {
 			if gates := stacktest.GatesOf(t, g); len(gates) == 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
+	"github.com/readiness-io/pulumi-readiness/internal/reportstack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
@@ -40,18 +41,18 @@ func TestSoakRealFieldReport001(t *testing.T) {
 		if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "4m"}); err != nil {
 			return err
 		}
-		release, err := externalSecretsRelease(ctx, chart)
+		release, err := reportstack.ExternalSecretsRelease(ctx, chart)
 		if err != nil {
 			return err
 		}
-		return report001ExternalSecrets(ctx, release)
+		return reportstack.ExternalSecrets001(ctx, release)
 	}
 	s := stacktest.NewStack(t, env, "soak001", program)
 	var lags, ups []time.Duration
 	failures := 0
 	for round := 1; round <= rounds; round++ {
 		obs := observe(ctx, map[string]func(context.Context) bool{
-			"admitted":  admits(t, externalSecretsGVR, report001ExternalSecret("default")),
+			"admitted":  admits(t, externalSecretsGVR, reportstack.ExternalSecret001("default")),
 			"stores":    answers(t, secretStoresGVR, secretStore),
 			"available": deploymentsAvailable("external-secrets", 3),
 		})
