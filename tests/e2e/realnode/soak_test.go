@@ -57,6 +57,7 @@ func TestSoakRealFieldReport001(t *testing.T) {
 			"available": deploymentsAvailable("external-secrets", 3),
 		})
 		gates, started := map[string]time.Time{}, map[string]time.Time{}
+		said := map[string][]progress{} // each gate's progress messages, to explain a late one
 		evs := make(chan events.EngineEvent)
 		done := make(chan struct{})
 		go func() {
@@ -67,6 +68,12 @@ func TestSoakRealFieldReport001(t *testing.T) {
 				}
 				if o := ev.ResOutputsEvent; o != nil && strings.HasPrefix(o.Metadata.Type, "readiness:index:") {
 					gates[gateKey(o.Metadata.Type, o.Metadata.URN)] = time.Now()
+				}
+				if d := ev.DiagnosticEvent; d != nil && strings.Contains(d.URN, "readiness:index:") {
+					typ := d.URN[strings.Index(d.URN, "readiness:index:"):]
+					typ = typ[:strings.Index(typ, "::")]
+					k := gateKey(typ, d.URN)
+					said[k] = append(said[k], progress{time.Now(), strings.Join(strings.Fields(d.Message), " ")})
 				}
 			}
 		}()
@@ -103,7 +110,8 @@ func TestSoakRealFieldReport001(t *testing.T) {
 			lags = append(lags, lag)
 			line = append(line, fmt.Sprintf("%s %+dms", strings.TrimPrefix(name, "readiness:index:"), lag.Milliseconds()))
 			if lag > 100*time.Millisecond {
-				t.Errorf("round %d: %s returned %s after its condition held", round, name, lag.Round(time.Millisecond))
+				t.Errorf("round %d: %s returned %s after its condition held; what it said, from the condition:\n%s",
+					round, name, lag.Round(time.Millisecond), progressSince(said[name], cond))
 			}
 		}
 		sort.Strings(line)
@@ -119,6 +127,27 @@ func TestSoakRealFieldReport001(t *testing.T) {
 			rounds, failures, ups[len(ups)/2].Round(time.Millisecond), ups[len(ups)-1].Round(time.Millisecond), len(lags),
 			lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)*95/100].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
 	}
+}
+
+// progress is one message a gate sent while it waited.
+type progress struct {
+	at  time.Time
+	msg string
+}
+
+// progressSince lists a gate's messages from a second before cond, stamped relative to it.
+func progressSince(ps []progress, cond time.Time) string {
+	var b strings.Builder
+	for _, p := range ps {
+		if p.at.Before(cond.Add(-time.Second)) {
+			continue
+		}
+		fmt.Fprintf(&b, "  %+6dms %s\n", p.at.Sub(cond).Milliseconds(), p.msg)
+	}
+	if b.Len() == 0 {
+		return "  (nothing in that time)\n"
+	}
+	return b.String()
 }
 
 // gateKey names a gate by its type and Pulumi name.
