@@ -29,10 +29,22 @@ export interface Cluster {
     stop: () => Promise<void>;
 }
 
-// startCluster runs `localcluster up` and resolves once it printed its kubeconfig path.
-export async function startCluster(): Promise<Cluster> {
+export interface ClusterOptions {
+    // A real node (containerd, kubelet, kube-proxy: `localcluster up-real-node`) instead of
+    // kwok's. It takes the machine's node lock: this waits while another real node runs.
+    realNode?: boolean;
+    // With realNode: External Secrets' and cert-manager's charts are written to
+    // <chartsDir>/external-secrets and <chartsDir>/cert-manager, their images loaded into the
+    // node, before the cluster is given back.
+    chartsDir?: string;
+}
+
+// startCluster runs `localcluster up` (or `up-real-node`) and resolves once it printed its
+// kubeconfig path.
+export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
     const localcluster = goBinary("./internal/controlplane/cmd/localcluster");
-    const child: ChildProcess = spawn(localcluster, ["up"], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
+    const args = opts.realNode ? ["up-real-node", ...(opts.chartsDir ? ["-charts", opts.chartsDir] : [])] : ["up"];
+    const child: ChildProcess = spawn(localcluster, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
     const kubeconfigPath: string = await new Promise((resolve, reject) => {
         const rl = readline.createInterface({ input: child.stdout! });
         rl.once("line", (line) => resolve(line.trim()));
@@ -47,6 +59,12 @@ export async function startCluster(): Promise<Cluster> {
         ca: Buffer.from(doc.clusters[0].cluster["certificate-authority-data"], "base64"),
         stop: () => new Promise((resolve) => { child.once("exit", () => resolve()); child.kill("SIGTERM"); }),
     };
+}
+
+// nodeRequirements is what this machine lacks to run a real node ("" when nothing): the
+// real-node tests skip with it, or fail under CI (as tests/e2e/realnode does).
+export function nodeRequirements(): string {
+    return execFileSync(goBinary("./internal/controlplane/cmd/localcluster"), ["node-requirements"]).toString().trim();
 }
 
 // request sends one API request to the control plane (loopback only).

@@ -1,14 +1,22 @@
 // Command localcluster builds the pinned tools (`localcluster tools`, printing their folder) or
 // runs the local control plane until interrupted (`localcluster up`, printing its kubeconfig path;
 // `up-real-node` with a real node instead of kwok's).
+//
+// `up-real-node -charts DIR` also loads the images of External Secrets', cert-manager's and
+// ingress-nginx's charts (internal/charts) into the node and writes the charts to
+// DIR/external-secrets, DIR/cert-manager and DIR/ingress-nginx before it prints the kubeconfig path, so the
+// first line means everything is ready. `localcluster node-requirements` prints what this
+// machine lacks to run a real node (controlplane.NodeRequirements; empty when nothing).
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
@@ -37,7 +45,7 @@ func main() {
 			os.Exit(1)
 		}
 		if realNode {
-			if err := charts.BuildImages(ctx, logf, charts.ExternalSecretsChart, charts.CertManagerChart); err != nil {
+			if err := charts.BuildImages(ctx, logf, charts.IngressNginxChart, charts.ExternalSecretsChart, charts.CertManagerChart); err != nil {
 				logf("%v", err)
 				os.Exit(1)
 			}
@@ -52,9 +60,13 @@ func main() {
 		fmt.Println(dir)
 	case "up", "up-real-node":
 		opts := controlplane.Options{Nodes: 2, Logf: logf}
+		chartsDir := ""
 		if cmd == "up-real-node" {
 			// A real node (containerd, kubelet, kube-proxy) and no kwok node.
 			opts = controlplane.Options{RealNode: true, Logf: logf}
+			fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+			fs.StringVar(&chartsDir, "charts", "", "write the real charts (External Secrets, cert-manager, ingress-nginx) under this folder, their images loaded into the node")
+			_ = fs.Parse(os.Args[2:])
 		}
 		cp, err := controlplane.Start(ctx, opts)
 		if err != nil {
@@ -62,11 +74,25 @@ func main() {
 			os.Exit(1)
 		}
 		defer cp.Stop()
+		if chartsDir != "" {
+			began := time.Now()
+			for _, c := range []charts.Installable{charts.ExternalSecretsChart, charts.CertManagerChart, charts.IngressNginxChart} {
+				if _, err := charts.Install(ctx, cp, c, chartsDir, logf); err != nil {
+					logf("%v", err)
+					cp.Stop() // os.Exit skips the deferred Stop; the node must give the host back
+					os.Exit(1)
+				}
+			}
+			logf("charts written under %s, their images loaded, in %s", chartsDir, time.Since(began).Round(time.Millisecond))
+		}
 		logf("control plane up in %s at %s", cp.StartTime.Round(1e6), cp.Host)
 		fmt.Println(cp.KubeconfigPath)
 		<-ctx.Done()
+	case "node-requirements":
+		// What TypeScript tests need to skip (or fail under CI) with the reason.
+		fmt.Println(controlplane.NodeRequirements())
 	default:
-		logf("usage: localcluster [tools|up|up-real-node]")
+		logf("usage: localcluster [tools|up|up-real-node [-charts DIR]|node-requirements]")
 		os.Exit(2)
 	}
 }
