@@ -60,9 +60,10 @@ type Registry struct {
 	tlsCfg *tls.Config
 	dir    string
 
-	mu  sync.Mutex
-	fd  int // the reserved, not yet listening socket (-1 once serving)
-	srv *http.Server
+	mu    sync.Mutex
+	fd    int // the reserved, not yet listening socket (-1 once serving)
+	srv   *http.Server
+	extra []*http.Server // ServeOn's
 }
 
 // New prepares a registry on a reserved loopback port that refuses connections until Start.
@@ -174,12 +175,29 @@ func (r *Registry) Serve() error {
 	return nil
 }
 
+// ServeOn serves the same registry (same storage, TLS and users) on one more listener: a
+// real node's containerd reaches it at Host from inside the node's network namespace
+// (controlplane.ListenInNamespace). The listener is closed with the registry.
+func (r *Registry) ServeOn(l net.Listener) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tlsCfg != nil {
+		l = tls.NewListener(l, r.tlsCfg)
+	}
+	srv := &http.Server{Handler: r.app, ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog}
+	r.extra = append(r.extra, srv)
+	go func() { _ = srv.Serve(l) }()
+}
+
 // Close stops the registry and frees its port.
 func (r *Registry) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.srv != nil {
 		_ = r.srv.Close()
+	}
+	for _, srv := range r.extra {
+		_ = srv.Close()
 	}
 	if r.fd >= 0 {
 		syscall.Close(r.fd)
