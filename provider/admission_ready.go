@@ -389,7 +389,7 @@ func (e *admissionEval) webhooks() *wait.Result {
 	}
 	for _, h := range e.hooks {
 		if h.URL != "" && e.mayIntercept(h) {
-			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
+			// No EndpointSlice tells when it starts serving: a connect does (see run_wake.go).
 			fmt.Fprintf(&fp, "reach %s=%t;", h.URL, e.r.listening(h.URL))
 		}
 	}

@@ -286,36 +286,6 @@ func (p *prober) unproven(o admission.ProbeOutcome) (needs []directNeed, credite
 	return needs, credited, nil
 }
 
-// namespaceLabels reads the labels of namespace ns through a watch on that one Namespace, when
-// one of hooks has a namespaceSelector that needs them to tell whether the API server calls it.
-// A namespace the gate may not read, or that does not exist, is not an error: nsErr says why
-// the labels are unknown (a webhook is then not taken as called when that must be proven, and
-// as called when it must be ruled out). rv is the Namespace's resourceVersion when read.
-func (r *run) namespaceLabels(ns string, hooks []*admission.Hook) (lbls map[string]string, nsErr, rv string, pending *wait.Result) {
-	need := false
-	for _, h := range hooks {
-		need = need || h.Match.NeedsNamespaceLabels()
-	}
-	if !need {
-		return nil, "", "", nil
-	}
-	sub := r.watch(kube.WatchKey{Resource: admission.NamespacesResource, Name: ns})
-	if err := sub.Err(); err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
-		return nil, fmt.Sprintf("%v; grant verbs list, watch on namespaces with resourceNames [%s]", err, ns), "", nil
-	}
-	if !sub.Synced() {
-		return nil, "", "", &wait.Result{Message: "reading namespace " + ns + " (its labels decide which webhooks intercept the request)", Unsynced: true}
-	}
-	o, err := r.read(sub, ns)
-	if err != nil {
-		return nil, "", "", r.readErr("namespace "+ns, err)
-	}
-	if o == nil {
-		return nil, "namespace " + ns + " not found", "", nil
-	}
-	return o.GetLabels(), "", o.GetResourceVersion(), nil
-}
-
 // request is the probe's dry-run create as the API server matches webhooks against it.
 func (p *prober) request() (admission.Request, error) {
 	m, err := p.r.clients.Mapping(p.obj.GroupVersionKind())

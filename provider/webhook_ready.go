@@ -312,7 +312,7 @@ func (e *webhookEval) gatherConfiguration(kind, name string) (admission.Configur
 	fmt.Fprintf(&e.state, "%s@%s", name, snap.Object.GetResourceVersion())
 	for _, h := range admission.Selected(admission.WebhooksOf(kind, snap.Object), e.args.Webhooks) {
 		if h.URL != "" {
-			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
+			// No EndpointSlice tells when it starts serving: a connect does (see run_wake.go).
 			fmt.Fprintf(&e.state, ";reach %s=%t", h.URL, e.r.listening(h.URL))
 			continue
 		}
