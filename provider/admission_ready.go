@@ -362,11 +362,6 @@ func verdictOnly(v admission.Verdict) (admission.Answer, *wait.Result) {
 	return admission.Answer{Verdict: v}, nil
 }
 
-var (
-	mwcGVK = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"}
-	vwcGVK = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"}
-)
-
 // webhooks reads every webhook in the cluster for this round, through cluster-wide watches of
 // both configuration kinds; non-nil while they load or when the gate may not read them.
 func (e *admissionEval) webhooks() *wait.Result {

@@ -115,6 +115,11 @@ var (
 	secretGVK   = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 	serviceGVK  = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
 	crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	// The admission configuration kinds: WebhookReady's targets, what AdmissionReady and a
+	// `service` target read cluster-wide, a release's or chart's webhooks.
+	mwcGVK      = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"}
+	vwcGVK      = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"}
+	vwcResource = vwcGVK.GroupVersion().WithResource("validatingwebhookconfigurations")
 )
 
 // rolloutKinds: the kinds RolloutReady (and HelmReleaseReady's rollouts) judge, and how each one's rollout is read.
