@@ -69,6 +69,9 @@ const (
 	// backoff step, and that a gate whose target already serves returns within ~15 ms.
 	confirmDelay    = 10 * time.Millisecond
 	probeMinBackoff = 100 * time.Millisecond
+	// probeMaxBackoff is the probe cap of every gate that probes webhooks (WebhookReady,
+	// HelmReleaseReady, ChartReady; AdmissionReady's rounds start from it): a webhook that starts
+	// listening is detected within a few hundred milliseconds, at the cost of a cheap dry-run.
 	probeMaxBackoff = 250 * time.Millisecond
 	// afterEventBackoff is the first retry after what the gate watches changed.
 	afterEventBackoff = 25 * time.Millisecond
@@ -78,7 +81,7 @@ const (
 	// no event of its own; a service-backed webhook's pod cannot be dialed from outside the
 	// cluster, so no TCP connect wakes the gate (as one does for a URL webhook). Meanwhile the
 	// gate probes at least every hotBackoff. Measured on a real node (External Secrets v0.11:
-	// its webhook answers 3 s after its last Deployment is available): with the 250 ms cap
+	// its webhook answers 3 s after its last Deployment is available): with probeMaxBackoff
 	// alone HelmReleaseReady returned ~160 ms after the webhook first admitted.
 	hotWindow  = 5 * time.Second
 	hotBackoff = 40 * time.Millisecond

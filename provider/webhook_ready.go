@@ -568,8 +568,7 @@ func (*WebhookReady) Update(_ context.Context, req infer.UpdateRequest[WebhookRe
 	return updateGate(req, func(s *WebhookReadyState, in WebhookReadyArgs) { s.WebhookReadyArgs = in })
 }
 
-// maxBackoff keeps probing at least every 250 ms: a webhook that starts listening is then
-// detected within a few hundred milliseconds, at the cost of a cheap dry-run request.
+// maxBackoff: the webhook probe's cap (see probeMaxBackoff).
 func (e *webhookEval) maxBackoff() time.Duration { return probeMaxBackoff }
 
 func (*WebhookReady) Diff(_ context.Context, r infer.DiffRequest[WebhookReadyArgs, WebhookReadyState]) (infer.DiffResponse, error) {
