@@ -27,7 +27,9 @@ import (
 // bundle injected, Service endpoints ready, and (with a probe) a server-side dry-run create that
 // the webhook answered. Pod-ready is not webhook-serving; only a call through the API server
 // proves it.
-type WebhookReady struct{}
+type WebhookReady struct {
+	gate[WebhookReadyArgs, WebhookReadyState]
+}
 
 type ServiceRef struct {
 	Namespace string `pulumi:"namespace"`
@@ -563,14 +565,5 @@ func (e *webhookEval) fill(s *WebhookReadyState) {
 	s.ReadyEndpoints, s.CABundleSha256, s.Probed, s.FailurePolicy = e.endpoints, e.caSum, e.probe != nil, e.policy
 }
 
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*WebhookReady) Update(_ context.Context, req infer.UpdateRequest[WebhookReadyArgs, WebhookReadyState]) (infer.UpdateResponse[WebhookReadyState], error) {
-	return updateGate(req, func(s *WebhookReadyState, in WebhookReadyArgs) { s.WebhookReadyArgs = in })
-}
-
 // maxBackoff: the webhook probe's cap (see probeMaxBackoff).
 func (e *webhookEval) maxBackoff() time.Duration { return probeMaxBackoff }
-
-func (*WebhookReady) Diff(_ context.Context, r infer.DiffRequest[WebhookReadyArgs, WebhookReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.WebhookReadyArgs, r.Inputs), nil
-}
