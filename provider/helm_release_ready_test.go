@@ -213,6 +213,7 @@ func TestHelmReleaseReadyRefreshOnColdCaches(t *testing.T) {
 // keep helm --wait waiting; HelmReleaseReady must not pass them either.
 func TestHelmReleaseReadyNeverWeakerThanHelmWait(t *testing.T) {
 	ns := testenv.Namespace(t, "helmwait")
+	testenv.ServiceAccountReady(t, ns) // its Pod is created at once: without it the API server refuses it
 	sc := fmt.Sprintf("wffc-%d", time.Now().UnixNano()%1000000)
 	testenv.Apply(t, fmt.Sprintf("apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: %s}\nprovisioner: example.test/none\nvolumeBindingMode: WaitForFirstConsumer", sc))
 	t.Cleanup(func() {

@@ -177,6 +177,7 @@ func TestResourceReadyCELResultOfTheWrongType(t *testing.T) {
 // mode must not pass them (item 1). Each sits beside a state of the same kind that passes.
 func TestResourceReadyKindRulesOnTheAPIServer(t *testing.T) {
 	ns := testenv.Namespace(t, "kinds")
+	testenv.ServiceAccountReady(t, ns) // its Pods are created at once: without it the API server refuses them
 
 	t.Run("Pod: evicted fails, Succeeded fails, Running and Ready passes", func(t *testing.T) {
 		evicted := testenv.Apply(t, pod(ns, "evicted", nowhere))[0]
