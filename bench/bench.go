@@ -281,7 +281,7 @@ func (b *bench) create(ctx context.Context, gvr schema.GroupVersionResource, ns,
 
 // webhookDetection measures how soon WebhookReady notices a webhook that starts listening
 // while nothing in the cluster changes (a URL webhook outside the cluster): the gate's TCP
-// connects to the URL's address notice it (see provider/url_wake.go). The webhook starts at a random moment of the gate's probe
+// connects to the URL's address notice it (see provider/run_wake.go). The webhook starts at a random moment of the gate's probe
 // schedule, so the figures cover every phase of it.
 func (b *bench) webhookDetection(ctx context.Context, trials int) (dist, error) {
 	return b.webhookTrials(ctx, trials, false, "WebhookReady")

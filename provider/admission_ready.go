@@ -25,7 +25,9 @@ import (
 // AdmissionReady proves that exactly the given objects will be admitted: every round
 // server-side dry-runs each of them (nothing is persisted), and the gate passes after
 // `consecutive` rounds in a row in which the API server admitted all of them.
-type AdmissionReady struct{}
+type AdmissionReady struct {
+	gate[AdmissionReadyArgs, AdmissionReadyState]
+}
 
 type AdmissionReadyArgs struct {
 	Objects     []map[string]any `pulumi:"objects" provider:"replaceOnChanges,secret"`
@@ -111,11 +113,6 @@ func (g *AdmissionReady) Create(ctx context.Context, req infer.CreateRequest[Adm
 
 func (g *AdmissionReady) Read(ctx context.Context, req infer.ReadRequest[AdmissionReadyArgs, AdmissionReadyState]) (infer.ReadResponse[AdmissionReadyArgs, AdmissionReadyState], error) {
 	return readGate(ctx, req, admissionBuilder(req.Inputs))
-}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*AdmissionReady) Update(_ context.Context, req infer.UpdateRequest[AdmissionReadyArgs, AdmissionReadyState]) (infer.UpdateResponse[AdmissionReadyState], error) {
-	return updateGate(req, func(s *AdmissionReadyState, in AdmissionReadyArgs) { s.AdmissionReadyArgs = in })
 }
 
 func admissionBuilder(a AdmissionReadyArgs) builder[AdmissionReadyState] {
@@ -362,11 +359,6 @@ func verdictOnly(v admission.Verdict) (admission.Answer, *wait.Result) {
 	return admission.Answer{Verdict: v}, nil
 }
 
-var (
-	mwcGVK = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"}
-	vwcGVK = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"}
-)
-
 // webhooks reads every webhook in the cluster for this round, through cluster-wide watches of
 // both configuration kinds; non-nil while they load or when the gate may not read them.
 func (e *admissionEval) webhooks() *wait.Result {
@@ -389,7 +381,7 @@ func (e *admissionEval) webhooks() *wait.Result {
 	}
 	for _, h := range e.hooks {
 		if h.URL != "" && e.mayIntercept(h) {
-			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
+			// No EndpointSlice tells when it starts serving: a connect does (see run_wake.go).
 			fmt.Fprintf(&fp, "reach %s=%t;", h.URL, e.r.listening(h.URL))
 		}
 	}
@@ -476,8 +468,4 @@ func admittedName(obj, out *unstructured.Unstructured) string {
 		return obj.GetKind() + "/" + ns + "/" + name
 	}
 	return obj.GetKind() + "/" + name
-}
-
-func (*AdmissionReady) Diff(_ context.Context, r infer.DiffRequest[AdmissionReadyArgs, AdmissionReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.AdmissionReadyArgs, r.Inputs), nil
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -250,4 +252,58 @@ func TestCertificateReadyCACertificateKeepsOnlyCertificates(t *testing.T) {
 	if all := fmt.Sprint(r.resp.Properties); strings.Contains(all, "PRIVATE KEY") || strings.Contains(all, string(c.KeyPEM[40:80])) {
 		t.Error("outputs contain private key material")
 	}
+}
+
+// TestCertificateReadyRefusedRenewal (item 10): a Ready certificate whose renewal request was
+// Denied still holds a valid certificate: the gate passes and refresh keeps it. The near miss: a
+// Denied request for a changed spec (Ready is stale) still fails at once.
+func TestCertificateReadyRefusedRenewal(t *testing.T) {
+	installCertManagerCRDs(t)
+	ns := testenv.Namespace(t, "renew")
+	s := newServer(t)
+	cert := testenv.Apply(t, certificate(ns, "web", "web-tls"))[0]
+	c := testenv.IssueCertificate(t, "web.example.test", 48*time.Hour)
+	setCertStatus(t, ns, "web", readyStatus(c, 1))
+	writeTLSSecret(t, ns, "web-tls", c)
+	csr := testenv.IssueCertificate(t, "web.example.test", time.Hour)
+	cr := testenv.Apply(t, fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: CertificateRequest
+metadata:
+  name: web-2
+  namespace: %s
+  annotations: {cert-manager.io/certificate-name: web, cert-manager.io/certificate-revision: "2"}
+spec:
+  request: %s
+  issuerRef: {name: vault-issuer, kind: ClusterIssuer}`, ns, base64.StdEncoding.EncodeToString(csr.CertPEM)))[0]
+	now := time.Now().UTC().Format(time.RFC3339)
+	writeStatus(t, cr, map[string]any{"conditions": []any{
+		map[string]any{"type": "Denied", "status": "True", "reason": "PolicyDenied", "message": "renewals are frozen", "lastTransitionTime": now},
+		map[string]any{"type": "Ready", "status": "False", "reason": "Denied", "message": "The CertificateRequest was denied by an approval controller", "lastTransitionTime": now},
+	}})
+
+	inputs := props("name", "web", "namespace", ns, "timeout", "30s")
+	r := mustPass(t, createAsync(t, s, "CertificateReady", inputs))
+	read, err := s.Read(p.ReadRequest{ID: r.resp.ID, Urn: urn("CertificateReady"), Properties: r.resp.Properties, Inputs: property.NewMap(inputs)})
+	if err != nil {
+		t.Fatalf("refresh failed on a refused renewal: %v", err)
+	}
+	if read.Properties.Get("notAfter").AsString() != c.NotAfter.UTC().Format(time.RFC3339) {
+		t.Errorf("refresh outputs: %v", read.Properties)
+	}
+
+	// The spec changes (generation 2): Ready=True is now stale, and the request that would
+	// issue the new spec was denied: that is a broken certificate.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := testenv.Resource(t, cert).Get(context.Background(), "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Object["spec"].(map[string]any)["dnsNames"] = []any{"www.example.test"}
+		_, err = testenv.Resource(t, cert).Update(context.Background(), cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFailWith(t, createAsync(t, s, "CertificateReady", props("name", "web", "namespace", ns, "timeout", "60s")), "denied", "PolicyDenied")
 }

@@ -259,7 +259,7 @@ func (e *chartEval) maxBackoff() time.Duration { return probeMaxBackoff }
 func (e *chartEval) fill(s *ChartReadyState) {
 	s.Objects, s.Webhooks = len(e.refs), []string{}
 	for _, r := range e.refs {
-		if r.Kind == "ValidatingWebhookConfiguration" || r.Kind == "MutatingWebhookConfiguration" {
+		if r.Kind == vwcGVK.Kind || r.Kind == mwcGVK.Kind {
 			s.Webhooks = append(s.Webhooks, r.Name)
 		}
 	}

@@ -29,7 +29,7 @@ type CrdReady struct {
 type CrdReadyArgs struct {
 	Names []string `pulumi:"names,optional" provider:"replaceOnChanges"`
 	Group *string  `pulumi:"group,optional" provider:"replaceOnChanges"`
-	// Conversion and ConversionProbes: see crd_conversion.go.
+	// Conversion and ConversionProbes: see probe_conversion.go.
 	Conversion       *bool            `pulumi:"conversion,optional" provider:"replaceOnChanges"`
 	ConversionProbes []map[string]any `pulumi:"conversionProbes,optional" provider:"replaceOnChanges"`
 	GateArgs
@@ -152,7 +152,7 @@ type crdEval struct {
 	names  []string
 	served map[string]bool // "<group/version>/<plural>" that discovery confirmed
 	// proofs are the conversion proofs under way, verified the CRDs whose proof passed, and
-	// noted the CRDs already said to have nothing to prove (see crd_conversion.go).
+	// noted the CRDs already said to have nothing to prove (see probe_conversion.go).
 	proofs   map[string]*conversionProof
 	verified map[string]bool
 	noted    map[string]bool

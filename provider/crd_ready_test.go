@@ -178,3 +178,29 @@ func TestCrdReadyReadReportsDriftAsGone(t *testing.T) {
 	}
 	t.Fatal("refresh still reports the gate after its CRD was deleted")
 }
+
+// CrdReady asks discovery for every checked CRD's own resource: another kind of the same
+// group/version being served says nothing of it.
+func TestCrdReadyDiscoveryPerKind(t *testing.T) {
+	group := uniqueGroup(t)
+	testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
+	testenv.Apply(t, testenv.CRD(group, "Gadget", "gadgets"))
+	waitServed(t, group) // both Established and served by the real API server
+	kp := newKubeProxy(t)
+	kp.hideResource(group+"/v1", "gadgets") // as if discovery had not caught up with gadgets yet
+	s := newServer(t, kp.kubeconfig(t, nil))
+	ch := createAsync(t, s, "CrdReady", props("names", strs("widgets."+group, "gadgets."+group), "timeout", "60s"))
+	mustNotReturn(t, ch, 1500*time.Millisecond)
+	kp.unhide()
+	if r := await(t, ch, 30*time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+	// The group form too.
+	kp.hideResource(group+"/v1", "widgets")
+	ch = createAsync(t, s, "CrdReady", props("group", group, "timeout", "60s"))
+	mustNotReturn(t, ch, 1500*time.Millisecond)
+	kp.unhide()
+	if r := await(t, ch, 30*time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+}

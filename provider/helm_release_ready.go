@@ -22,7 +22,9 @@ import (
 
 // HelmReleaseReady is `helm --wait` that also waits for webhooks: it reads a release's stored
 // record and waits for every object of its manifest.
-type HelmReleaseReady struct{}
+type HelmReleaseReady struct {
+	gate[HelmReleaseReadyArgs, HelmReleaseReadyState]
+}
 
 type HelmReleaseReadyArgs struct {
 	Name      string         `pulumi:"name" provider:"replaceOnChanges"`
@@ -82,10 +84,6 @@ func (g *HelmReleaseReady) Create(ctx context.Context, req infer.CreateRequest[H
 
 func (g *HelmReleaseReady) Read(ctx context.Context, req infer.ReadRequest[HelmReleaseReadyArgs, HelmReleaseReadyState]) (infer.ReadResponse[HelmReleaseReadyArgs, HelmReleaseReadyState], error) {
 	return readGate(ctx, req, helmBuilder(req.Inputs))
-}
-
-func (*HelmReleaseReady) Update(_ context.Context, req infer.UpdateRequest[HelmReleaseReadyArgs, HelmReleaseReadyState]) (infer.UpdateResponse[HelmReleaseReadyState], error) {
-	return updateGate(req, func(s *HelmReleaseReadyState, in HelmReleaseReadyArgs) { s.HelmReleaseReadyArgs = in })
 }
 
 func helmBuilder(a HelmReleaseReadyArgs) builder[HelmReleaseReadyState] {
@@ -359,8 +357,4 @@ func (e *helmEval) fill(s *HelmReleaseReadyState) {
 	for _, w := range e.rel.Webhooks {
 		s.Webhooks = append(s.Webhooks, w.GetName())
 	}
-}
-
-func (*HelmReleaseReady) Diff(_ context.Context, r infer.DiffRequest[HelmReleaseReadyArgs, HelmReleaseReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.HelmReleaseReadyArgs, r.Inputs), nil
 }

@@ -207,3 +207,221 @@ func TestHelmReleaseReadyRefreshOnColdCaches(t *testing.T) {
 		t.Errorf("refresh kept a release whose webhook does not answer")
 	}
 }
+
+// TestHelmReleaseReadyNeverWeakerThanHelmWait (item 1): a release's LoadBalancer Service with
+// no address, its claim Pending under a WaitForFirstConsumer class and its evicted Pod each
+// keep helm --wait waiting; HelmReleaseReady must not pass them either.
+func TestHelmReleaseReadyNeverWeakerThanHelmWait(t *testing.T) {
+	ns := testenv.Namespace(t, "helmwait")
+	testenv.ServiceAccountReady(t, ns) // its Pod is created at once: without it the API server refuses it
+	sc := fmt.Sprintf("wffc-%d", time.Now().UnixNano()%1000000)
+	testenv.Apply(t, fmt.Sprintf("apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: %s}\nprovisioner: example.test/none\nvolumeBindingMode: WaitForFirstConsumer", sc))
+	t.Cleanup(func() {
+		_ = testenv.CP.Client.StorageV1().StorageClasses().Delete(context.Background(), sc, metav1.DeleteOptions{})
+	})
+	lb := fmt.Sprintf("# Source: app/templates/svc.yaml\napiVersion: v1\nkind: Service\nmetadata: {name: lb, namespace: %s}\nspec: {type: LoadBalancer, selector: {app: lb}, ports: [{port: 443}]}", ns)
+	pvc := fmt.Sprintf("# Source: app/templates/pvc.yaml\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: %s}\nspec: {accessModes: [ReadWriteOnce], storageClassName: %s, resources: {requests: {storage: 1Gi}}}", ns, sc)
+	evicted := "# Source: app/templates/pod.yaml\n" + pod(ns, "evicted", nowhere)
+	svc := testenv.Apply(t, strings.SplitN(lb, "\n", 2)[1])[0]
+	testenv.Apply(t, strings.SplitN(pvc, "\n", 2)[1])
+	evictedPod := testenv.Apply(t, pod(ns, "evicted", nowhere))[0]
+
+	s := newServer(t)
+	rec := func(name string, docs ...string) {
+		writeRecord(t, helmrelease.Record{Name: name, Namespace: ns, Revision: 1, Status: helmrelease.StatusDeployed, Description: "Install complete",
+			Chart: "app", ChartVersion: "1.0.0", AppVersion: "1", Manifest: manifestOf(docs...)})
+	}
+	gate := func(name, timeout string) <-chan gateResult {
+		return createAsync(t, s, "HelmReleaseReady", props("name", name, "namespace", ns, "timeout", timeout))
+	}
+	rec("waits", lb, pvc)
+	mustFailWith(t, gate("waits", "3s"), "no ingress address", "Pending")
+
+	writeStatus(t, evictedPod, map[string]any{"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."})
+	rec("evicted", evicted)
+	mustFailWith(t, gate("evicted", "60s"), "Evicted")
+
+	// The same Service with an address passes.
+	writeStatus(t, svc, map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"ip": "192.0.2.10"}}}})
+	rec("addressed", lb)
+	mustPass(t, gate("addressed", "60s"))
+}
+
+// writeConfigMapRecord stores a release revision as Helm's configmap driver does
+// (HELM_DRIVER=configmap): a ConfigMap of the same name and labels, the same base64 text.
+func writeConfigMapRecord(t *testing.T, rec helmrelease.Record, labels string) {
+	t.Helper()
+	enc, err := rec.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := testenv.Object(t, fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: %s
+  namespace: %s
+  labels: %s`, helmrelease.RecordName(rec.Name, rec.Revision), rec.Namespace, labels))
+	cm.Object["data"] = map[string]any{"release": enc}
+	ri := testenv.Resource(t, cm)
+	cur, err := ri.Get(context.Background(), cm.GetName(), metav1.GetOptions{})
+	if err == nil {
+		cm.SetResourceVersion(cur.GetResourceVersion())
+		_, err = ri.Update(context.Background(), cm, metav1.UpdateOptions{})
+	} else {
+		_, err = ri.Create(context.Background(), cm, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// HelmReleaseReady finds a release's records wherever Helm's in-cluster drivers keep them: a
+// release installed with HELM_DRIVER=configmap is judged as one in Secrets, near misses included.
+func TestHelmReleaseReadyConfigMapDriver(t *testing.T) {
+	ns := testenv.Namespace(t, "helmcm")
+	testenv.Apply(t, configMapDoc(ns, "cm"))
+	s := newServer(t)
+	rec := func(name string, rev int, status string, docs ...string) helmrelease.Record {
+		return helmrelease.Record{Name: name, Namespace: ns, Revision: rev, Status: status, Description: "by the test",
+			Chart: "app", ChartVersion: fmt.Sprintf("1.%d.0", rev), AppVersion: "1", Manifest: manifestOf(docs...)}
+	}
+	labels := func(name string, rev int, status string) string {
+		return fmt.Sprintf(`{owner: helm, name: %s, status: %s, version: "%d"}`, name, status, rev)
+	}
+	gate := func(name, timeout string) <-chan gateResult {
+		return createAsync(t, s, "HelmReleaseReady", props("name", name, "namespace", ns, "timeout", timeout))
+	}
+	writeConfigMapRecord(t, rec("ok", 1, helmrelease.StatusDeployed, configMapDoc(ns, "cm")), labels("ok", 1, "deployed"))
+	r := await(t, gate("ok", "30s"), 30*time.Second)
+	if r.err != nil {
+		t.Fatalf("a deployed release in ConfigMaps: %v", r.err)
+	}
+	if got := r.resp.Properties.Get("chart").AsString(); got != "app-1.1.0" {
+		t.Errorf("chart = %q", got)
+	}
+	// Near misses: a pending newest revision, a failed one, an object that does not exist yet.
+	writeConfigMapRecord(t, rec("pend", 1, helmrelease.StatusDeployed, configMapDoc(ns, "cm")), labels("pend", 1, "superseded"))
+	writeConfigMapRecord(t, rec("pend", 2, helmrelease.StatusPendingUpgrade, configMapDoc(ns, "cm")), labels("pend", 2, "pending-upgrade"))
+	if r := await(t, gate("pend", "2s"), 30*time.Second); r.err == nil || !strings.Contains(r.err.Error(), "revision 2 is pending-upgrade") {
+		t.Fatalf("want a timeout on the pending revision 2, got %v", r.err)
+	}
+	writeConfigMapRecord(t, rec("bad", 1, helmrelease.StatusFailed, configMapDoc(ns, "cm")), labels("bad", 1, "failed"))
+	if r := await(t, gate("bad", "5m"), 30*time.Second); r.err == nil || !strings.Contains(r.err.Error(), `Helm status "failed"`) {
+		t.Fatalf("want the failed revision to fail at once, got %v", r.err)
+	}
+	writeConfigMapRecord(t, rec("wait", 1, helmrelease.StatusDeployed, configMapDoc(ns, "cm"), configMapDoc(ns, "later")), labels("wait", 1, "deployed"))
+	ch := gate("wait", "60s")
+	mustNotReturn(t, ch, time.Second)
+	testenv.Apply(t, configMapDoc(ns, "later"))
+	if r := await(t, ch, 30*time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+	// A ConfigMap named like a record but not labelled by Helm is not a record.
+	writeConfigMapRecord(t, rec("fake", 1, helmrelease.StatusDeployed, configMapDoc(ns, "cm")), "{app: fake}")
+	if r := await(t, gate("fake", "2s"), 30*time.Second); r.err == nil || !strings.Contains(r.err.Error(), "no release record") {
+		t.Fatalf("want no record found, got %v", r.err)
+	}
+}
+
+// releaseOf stores a deployed revision 1 of release name in ns whose manifest is docs.
+func releaseOf(t *testing.T, name, ns string, docs ...string) {
+	t.Helper()
+	writeRecord(t, helmrelease.Record{Name: name, Namespace: ns, Revision: 1, Status: "deployed", Chart: name,
+		ChartVersion: "1.0.0", AppVersion: "1.0.0", Manifest: manifestOf(docs...)})
+}
+
+// Item 4: a webhook whose rules use wildcards (istiod's validator: resources ["*"] of its
+// groups; Kyverno's: apiGroups ["*"], resources ["*/*"]) or name only a subresource got no
+// derived probe, so HelmReleaseReady passed on its configuration alone while nothing served.
+func TestHelmReleaseReadyWildcardRulesNeedAnAnswer(t *testing.T) {
+	group := widgetCRD(t)
+	for name, rule := range map[string]string{
+		// istiod's validator: every resource of its groups.
+		"resources *": `{apiGroups: ["%[2]s"], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: ["*"]}`,
+		// Kyverno's resource webhook: everything (here: namespaced, in this test's namespace only).
+		"apiGroups * resources */*": `{apiGroups: ["*"], apiVersions: ["*"], operations: [CREATE, UPDATE, DELETE, CONNECT], resources: ["*/*"], scope: Namespaced}`,
+		// Only a subresource, and no CREATE: a dry-run never reaches it, a direct call does.
+		"a subresource only": `{apiGroups: [""], apiVersions: [v1], operations: [UPDATE], resources: ["pods/ephemeralcontainers"]}`,
+		// A kind-wide subresource wildcard: x/* covers x itself.
+		"widgets/*": `{apiGroups: ["%[2]s"], apiVersions: [v1], operations: [CREATE], resources: ["widgets/*"]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ns := testenv.Namespace(t, "wild")
+			testenv.ServiceAccountReady(t, ns) // a derived Pod probe needs it
+			wh := testenv.NewWebhook(t)
+			cfg := "wild-" + ns
+			doc := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: %[1]s}
+webhooks:
+- name: validate.%[1]s.example.test
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 3
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[3]s}}
+  clientConfig: {url: "%[4]s", caBundle: %[5]s}
+  rules: [`+rule+`]`, cfg, group, ns, wh.URL(), wh.CABundle())
+			releaseOf(t, "wild", ns, doc) // before the webhook: it may intercept the record
+			applyConfiguration(t, doc)
+			s := newServer(t)
+			// Near miss: registered, nothing serves.
+			r := await(t, createAsync(t, s, "HelmReleaseReady", props("name", "wild", "namespace", ns, "timeout", "2s")), 30*time.Second)
+			if r.err == nil {
+				t.Fatalf("passed while the webhook does not serve: %v", r.resp.Properties)
+			}
+			if !strings.Contains(r.err.Error(), "dry-run probe") {
+				t.Errorf("the error does not say why: %v", r.err)
+			}
+			ch := createAsync(t, s, "HelmReleaseReady", props("name", "wild", "namespace", ns, "timeout", "60s"))
+			mustNotReturn(t, ch, time.Second)
+			wh.Start(t)
+			if r := await(t, ch, 30*time.Second); r.err != nil {
+				t.Fatal(r.err)
+			}
+			if wh.Calls.Load() == 0 {
+				t.Error("passed without an answer from the webhook")
+			}
+		})
+	}
+}
+
+// Found running beside pulumi-kubernetes (make demo: three releases in one stack, one provider
+// process): a release whose webhook intercepts a kind its own CRDs bring was judged ready
+// without any probe, while the webhook refused connections. The provider's discovery had been
+// cached before those CRDs existed, so no probe could be derived from the webhook's rules, and
+// "no probe" counted as proof. A webhook whose rules name a concrete kind must be probed: the
+// gate waits until the kind is served and the webhook answers.
+func TestHelmReleaseReadyProbesAWebhookWhoseKindCameAfterDiscovery(t *testing.T) {
+	ns := testenv.Namespace(t, "helmlate")
+	s := newServer(t)
+	// Warm the provider's discovery before the release's CRD exists (another gate of the stack).
+	writeRecord(t, helmrelease.Record{Name: "warm", Namespace: ns, Revision: 1, Status: helmrelease.StatusDeployed,
+		Chart: "warm", ChartVersion: "1", Manifest: manifestOf(configMapDoc(ns, "warm"))})
+	testenv.Apply(t, configMapDoc(ns, "warm"))
+	if r := await(t, createAsync(t, s, "HelmReleaseReady", props("name", "warm", "namespace", ns, "timeout", "30s")), 60*time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+
+	group := uniqueGroup(t)
+	testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
+	wh := testenv.NewWebhook(t) // reserved, not listening: connection refused
+	cfg := "late-kind-" + strings.Split(group, ".")[0]
+	testenv.Apply(t, wh.Configuration(cfg, group))
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+	})
+	writeRecord(t, helmrelease.Record{Name: "app", Namespace: ns, Revision: 1, Status: helmrelease.StatusDeployed,
+		Chart: "app", ChartVersion: "1", Manifest: manifestOf(testenv.CRD(group, "Widget", "widgets"), wh.Configuration(cfg, group))})
+
+	// Near miss: the webhook does not listen; the gate must not pass.
+	r := await(t, createAsync(t, s, "HelmReleaseReady", props("name", "app", "namespace", ns, "timeout", "6s")), 60*time.Second)
+	if r.err == nil {
+		t.Fatal("HelmReleaseReady passed a release whose webhook refuses connections")
+	}
+	// Ready: the webhook serves; the gate passes.
+	wh.Start(t)
+	if r := await(t, createAsync(t, s, "HelmReleaseReady", props("name", "app", "namespace", ns, "timeout", "60s")), 90*time.Second); r.err != nil {
+		t.Fatal(r.err)
+	}
+}

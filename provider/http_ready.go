@@ -1,16 +1,13 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -279,31 +276,6 @@ func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
 		return code, body, &proxyError{code: code, status: st}
 	}
 	return code, body, nil
-}
-
-func readAnswer(resp *http.Response, err error) (int, []byte, error) {
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, b, nil
-}
-
-// apiServerAnswer reports whether an answer that came through the service proxy is the API
-// server's own (a metav1.Status of status Failure: `services "web" not found`, `no endpoints
-// available for service "web"`, `error trying to reach service: ...`, Forbidden) rather than
-// the backend's. The API server answers a proxied request itself only with such a Status and
-// passes every backend answer through unchanged, so anything else is the backend's. A backend
-// can only produce a Failure Status if it is itself a Kubernetes component (an aggregated API
-// server behind the Service): its failures are then not counted either, which fails closed.
-func apiServerAnswer(body []byte) (metav1.Status, bool) {
-	var st metav1.Status
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &st) != nil {
-		return metav1.Status{}, false
-	}
-	return st, st.Kind == "Status" && st.APIVersion == "v1" && st.Status == metav1.StatusFailure
 }
 
 // proxyError is an answer the API server gave in place of the backend.

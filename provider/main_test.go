@@ -3,7 +3,9 @@ package provider
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,10 @@ import (
 	presource "github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
@@ -139,4 +145,120 @@ func outStrings(t *testing.T, m property.Map, key string) []string {
 		out = append(out, e.AsString())
 	}
 	return out
+}
+
+// nowhere is a nodeSelector no node matches: the scheduler leaves such pods Pending and kwok
+// never touches them, so a test can write their status itself.
+const nowhere = "nodeSelector: {type: nowhere}"
+
+// defaultGate runs ResourceReady in its default mode on one object.
+func defaultGate(t *testing.T, ns, apiVersion, kind, name, timeout string) <-chan gateResult {
+	return createAsync(t, newServer(t), "ResourceReady", props("apiVersion", apiVersion, "kind", kind, "namespace", ns, "name", name, "timeout", timeout))
+}
+
+// mustFailWith asserts a gate ended in an error naming every one of want.
+func mustFailWith(t *testing.T, ch <-chan gateResult, want ...string) {
+	t.Helper()
+	r := await(t, ch, 60*time.Second)
+	if r.err == nil {
+		t.Fatalf("gate passed: %v", r.resp.Properties)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.err.Error(), w) {
+			t.Errorf("error lacks %q: %v", w, r.err)
+		}
+	}
+}
+
+func mustPass(t *testing.T, ch <-chan gateResult) gateResult {
+	t.Helper()
+	r := await(t, ch, 90*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r
+}
+
+// writeStatus merges fields into obj's status through the status subresource, as its
+// controller would.
+func writeStatus(t *testing.T, obj *unstructured.Unstructured, fields map[string]any) {
+	t.Helper()
+	ri := testenv.Resource(t, obj)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := ri.Get(context.Background(), obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		st, _ := cur.Object["status"].(map[string]any)
+		if st == nil {
+			st = map[string]any{}
+		}
+		for k, v := range fields {
+			st[k] = v
+		}
+		cur.Object["status"] = st
+		_, err = ri.UpdateStatus(context.Background(), cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pollUntil is test-side polling for a controller's state the test depends on.
+func pollUntil(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached in 60s", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func pod(ns, name, placement string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: %s, labels: {app: %s}}
+spec:
+  %s
+  containers: [{name: app, image: registry.local/app:1}]`, name, ns, name, placement)
+}
+
+// applyConfiguration creates a webhook configuration document, deleted after the test.
+func applyConfiguration(t *testing.T, doc string) {
+	t.Helper()
+	testenv.Apply(t, doc)
+	obj := testenv.Object(t, doc)
+	t.Cleanup(func() {
+		_ = testenv.Resource(t, obj).Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
+	})
+}
+
+// actingAs returns a kubeconfig for the local control plane that acts as user (and
+// groups) through impersonation: RBAC tests without restarting the API server for new tokens.
+func actingAs(t *testing.T, user string, groups ...string) string {
+	t.Helper()
+	cfg, err := clientcmd.Load(testenv.CP.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate, a.ImpersonateGroups = user, groups
+	}
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// deleteClusterRoleAtEnd deletes the ClusterRole and ClusterRoleBinding named name when the test ends.
+func deleteClusterRoleAtEnd(t *testing.T, name string) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = testenv.CP.Client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = testenv.CP.Client.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+	})
 }

@@ -53,9 +53,9 @@ func checkFor(r *run, namespace string, probe map[string]any, ref helmrelease.Ob
 	case gv.Group == "apps" && (ref.Kind == "Deployment" || ref.Kind == "StatefulSet" || ref.Kind == "DaemonSet"):
 		k := rolloutKinds[ref.Kind]
 		return &rolloutEval{r: r, eval: k.eval, t: target{gvk: gv.WithKind(ref.Kind), namespace: ns, name: ref.Name}}
-	case gv.Group == "admissionregistration.k8s.io" && (ref.Kind == "ValidatingWebhookConfiguration" || ref.Kind == "MutatingWebhookConfiguration"):
+	case gv.Group == vwcGVK.Group && (ref.Kind == vwcGVK.Kind || ref.Kind == mwcGVK.Kind):
 		a := WebhookReadyArgs{Probe: probe}
-		if ref.Kind == "ValidatingWebhookConfiguration" {
+		if ref.Kind == vwcGVK.Kind {
 			a.ValidatingWebhookConfiguration = &ref.Name
 		} else {
 			a.MutatingWebhookConfiguration = &ref.Name

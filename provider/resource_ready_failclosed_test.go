@@ -8,12 +8,11 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
@@ -174,204 +173,188 @@ func TestResourceReadyCELResultOfTheWrongType(t *testing.T) {
 	}
 }
 
-// actingAs returns a kubeconfig for the local control plane that acts as user (and
-// groups) through impersonation: RBAC tests without restarting the API server for new tokens.
-func actingAs(t *testing.T, user string, groups ...string) string {
-	t.Helper()
-	cfg, err := clientcmd.Load(testenv.CP.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range cfg.AuthInfos {
-		a.Impersonate, a.ImpersonateGroups = user, groups
-	}
-	b, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+// TestResourceReadyKindRulesOnTheAPIServer: kstatus calls each of these Current; the default
+// mode must not pass them (item 1). Each sits beside a state of the same kind that passes.
+func TestResourceReadyKindRulesOnTheAPIServer(t *testing.T) {
+	ns := testenv.Namespace(t, "kinds")
+	testenv.ServiceAccountReady(t, ns) // its Pods are created at once: without it the API server refuses them
 
-// deleteClusterRoleAtEnd deletes the ClusterRole and ClusterRoleBinding named name when the test ends.
-func deleteClusterRoleAtEnd(t *testing.T, name string) {
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = testenv.CP.Client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
-		_ = testenv.CP.Client.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+	t.Run("Pod: evicted fails, Succeeded fails, Running and Ready passes", func(t *testing.T) {
+		evicted := testenv.Apply(t, pod(ns, "evicted", nowhere))[0]
+		writeStatus(t, evicted, map[string]any{"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."})
+		mustFailWith(t, defaultGate(t, ns, "v1", "Pod", "evicted", "60s"), "Evicted", "will not run again")
+		done := testenv.Apply(t, pod(ns, "done", nowhere))[0]
+		writeStatus(t, done, map[string]any{"phase": "Succeeded", "conditions": []any{map[string]any{"type": "Ready", "status": "False", "reason": "PodCompleted"}}})
+		mustFailWith(t, defaultGate(t, ns, "v1", "Pod", "done", "60s"), "phase Succeeded")
+		testenv.Apply(t, pod(ns, "running", "nodeSelector: {type: kwok}"))
+		mustPass(t, defaultGate(t, ns, "v1", "Pod", "running", "60s"))
 	})
-}
 
-// TestRBACDiscoveryAndStorageClassFailFast: a Forbidden or Unauthorized discovery, a Forbidden
-// StorageClass lookup (PVC rule) and a Forbidden CRD watch (kind not served yet) fail at once
-// naming verb, resource and user, instead of retrying until the timeout.
-func TestRBACDiscoveryAndStorageClassFailFast(t *testing.T) {
-	ns := testenv.Namespace(t, "rbacd")
-	group := uniqueGroup(t)
-	testenv.Apply(t, fmt.Sprintf(`apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: %[1]s-sc}
-provisioner: example.com/none
-volumeBindingMode: WaitForFirstConsumer
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: data, namespace: %[1]s}
+	t.Run("Job: started is not complete; Complete passes", func(t *testing.T) {
+		testenv.Apply(t, fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: stuck, namespace: %s}
 spec:
-  storageClassName: %[1]s-sc
+  template:
+    spec:
+      restartPolicy: Never
+      %s
+      containers: [{name: build, image: registry.local/builder:1}]`, ns, nowhere))
+		pollUntil(t, "the Job controller starts the Job", func() bool {
+			j, err := testenv.CP.Client.BatchV1().Jobs(ns).Get(context.Background(), "stuck", metav1.GetOptions{})
+			return err == nil && j.Status.StartTime != nil
+		})
+		mustFailWith(t, defaultGate(t, ns, "batch/v1", "Job", "stuck", "3s"), "not complete")
+		testenv.Apply(t, fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: quick, namespace: %s}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector: {type: kwok}
+      containers: [{name: build, image: registry.local/builder:1}]`, ns))
+		mustPass(t, defaultGate(t, ns, "batch/v1", "Job", "quick", "60s"))
+	})
+
+	t.Run("StatefulSet OnDelete: no pod ready does not pass", func(t *testing.T) {
+		testenv.Apply(t, statefulSet(ns, "nopods", 1, "OnDelete", nowhere))
+		mustFailWith(t, defaultGate(t, ns, "apps/v1", "StatefulSet", "nopods", "3s"), "0 of 1 pods ready")
+		testenv.Apply(t, statefulSet(ns, "pods", 1, "OnDelete", "nodeSelector: {type: kwok}"))
+		mustPass(t, defaultGate(t, ns, "apps/v1", "StatefulSet", "pods", "60s"))
+	})
+
+	t.Run("ReplicationController (no kstatus rule): no pod ready does not pass", func(t *testing.T) {
+		rc := func(name, placement string) string {
+			return fmt.Sprintf(`apiVersion: v1
+kind: ReplicationController
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  replicas: 1
+  selector: {app: %[1]s}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      %[3]s
+      containers: [{name: app, image: registry.local/app:1}]`, name, ns, placement)
+		}
+		testenv.Apply(t, rc("rc-nowhere", nowhere))
+		mustFailWith(t, defaultGate(t, ns, "v1", "ReplicationController", "rc-nowhere", "3s"), "0 of 1 replicas ready")
+		testenv.Apply(t, rc("rc-kwok", "nodeSelector: {type: kwok}"))
+		mustPass(t, defaultGate(t, ns, "v1", "ReplicationController", "rc-kwok", "60s"))
+	})
+
+	t.Run("Service LoadBalancer: no address does not pass; an address passes", func(t *testing.T) {
+		svc := testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: lb, namespace: %s}
+spec:
+  type: LoadBalancer
+  selector: {app: lb}
+  ports: [{port: 443}]`, ns))[0]
+		mustFailWith(t, defaultGate(t, ns, "v1", "Service", "lb", "3s"), "no ingress address")
+		ch := defaultGate(t, ns, "v1", "Service", "lb", "60s")
+		writeStatus(t, svc, map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"ip": "192.0.2.10"}}}})
+		mustPass(t, ch)
+	})
+
+	t.Run("PersistentVolumeClaim: Lost fails (its volume is gone)", func(t *testing.T) {
+		// A claim bound to a volume that does not exist: the PV controller itself marks it Lost.
+		testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: lost, namespace: %s, annotations: {pv.kubernetes.io/bind-completed: "yes"}}
+spec:
   accessModes: [ReadWriteOnce]
-  resources: {requests: {storage: 1Gi}}
+  volumeName: pv-that-does-not-exist
+  resources: {requests: {storage: 1Gi}}`, ns))
+		pollUntil(t, "the PV controller marks the claim Lost", func() bool {
+			c, err := testenv.CP.Client.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "lost", metav1.GetOptions{})
+			return err == nil && c.Status.Phase == corev1.ClaimLost
+		})
+		mustFailWith(t, defaultGate(t, ns, "v1", "PersistentVolumeClaim", "lost", "60s"), "Lost")
+	})
+
+	t.Run("the other kinds pass once their controllers say so", func(t *testing.T) {
+		testenv.Apply(t, deployment(ns, "web", "registry.local/web:1", 2))
+		testenv.Apply(t, fmt.Sprintf(`apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: rs, namespace: %[1]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: rs}}
+  template:
+    metadata: {labels: {app: rs}}
+    spec:
+      nodeSelector: {type: kwok}
+      containers: [{name: app, image: registry.local/app:1}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ds, namespace: %[1]s}
+spec:
+  selector: {matchLabels: {app: ds}}
+  template:
+    metadata: {labels: {app: ds}}
+    spec:
+      nodeSelector: {type: kwok}
+      containers: [{name: app, image: registry.local/app:1}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: %[1]s}
+spec:
+  schedule: "@daily"
+  jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: app, image: registry.local/app:1}]}}}}
 ---
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: app, namespace: %[1]s}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: pvc-only, namespace: %[1]s}
-rules:
-- {apiGroups: [""], resources: [persistentvolumeclaims], verbs: [list, watch]}
-- {apiGroups: [%[2]s], resources: [widgets], verbs: [list, watch]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: pvc-only, namespace: %[1]s}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pvc-only}
-subjects: [{kind: User, name: pvc-only}]`, ns, group))
-
-	gate := func(t *testing.T, kubeconfig string, inputs map[string]property.Value) error {
-		return await(t, createAsync(t, newServer(t, kubeconfig), "ResourceReady", inputs), 30*time.Second).err
-	}
-	configMap := props("apiVersion", "v1", "kind", "ConfigMap", "namespace", ns, "name", "app", "exists", true, "timeout", "5m")
-	cases := []struct {
-		name       string
-		kubeconfig string
-		inputs     map[string]property.Value
-		want       []string
-	}{
-		{"discovery forbidden", actingAs(t, "system:anonymous", "system:unauthenticated"), configMap,
-			[]string{"cannot discover", "forbidden", `User "system:anonymous"`, `cannot get path "/api`}},
-		{"credentials rejected", strings.Replace(string(testenv.CP.Kubeconfig), "token: ", "token: rejected-", 1), configMap,
-			[]string{"cannot discover", "Unauthorized", "credentials"}},
-		{"storage class lookup forbidden", actingAs(t, "pvc-only"),
-			props("apiVersion", "v1", "kind", "PersistentVolumeClaim", "namespace", ns, "name", "data", "timeout", "5m"),
-			[]string{"storageclasses", "forbidden", `User "pvc-only"`, `resource "storageclasses"`}},
-		{"CRD watch forbidden while the kind is not served", actingAs(t, "pvc-only"),
-			props("apiVersion", group+"/v1", "kind", "Widget", "namespace", ns, "name", "w", "exists", true, "timeout", "5m"),
-			[]string{"customresourcedefinitions", "forbidden", `User "pvc-only"`}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := gate(t, tc.kubeconfig, tc.inputs)
-			if err == nil {
-				t.Fatal("gate passed")
-			}
-			t.Log(err)
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error lacks %q: %v", w, err)
-				}
-			}
-		})
-	}
-	// The same PVC gate with the admin identity passes: only permissions decided above.
-	if err := gate(t, string(testenv.CP.Kubeconfig), props("apiVersion", "v1", "kind", "PersistentVolumeClaim", "namespace", ns, "name", "data", "timeout", "60s")); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// ensureExternalSecretCRD installs the minimal ExternalSecret CRD once per control plane.
-func ensureExternalSecretCRD(t *testing.T) {
-	t.Helper()
-	if _, err := testenv.Dynamic(t).Resource(crdResource).Get(context.Background(), "externalsecrets.external-secrets.io", metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		testenv.Apply(t, externalSecretCRD)
-	}
-	waitServed(t, "external-secrets.io")
-}
-
-// settled waits until the API server's watch cache (which serves a new informer's first list,
-// resourceVersion "0") holds obj at least at its resourceVersion, so a gate started now sees
-// the write the test just made. Without it a gate may judge the previous state: the provider's informers
-// start from that cache (client-go's reflector lists at resourceVersion "0").
-func settled(t *testing.T, obj *unstructured.Unstructured) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		list, err := testenv.Resource(t, obj).List(context.Background(), metav1.ListOptions{ResourceVersion: "0",
-			FieldSelector: "metadata.name=" + obj.GetName()})
-		if err == nil && len(list.Items) == 1 && list.Items[0].GetResourceVersion() == obj.GetResourceVersion() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the watch cache never caught up with %s: %v", obj.GetName(), err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// TestExternalSecretReadyAfterASpecChange: ESO's Ready condition has no observedGeneration, so
-// after a spec change the old Ready=True must not pass until status.syncedResourceVersion names
-// the new generation; the same for a force-sync annotation.
-func TestExternalSecretReadyAfterASpecChange(t *testing.T) {
-	ns := testenv.Namespace(t, "esgen")
-	ensureExternalSecretCRD(t)
-	es := testenv.Apply(t, fmt.Sprintf(`apiVersion: external-secrets.io/v1
-kind: ExternalSecret
-metadata: {name: db, namespace: %[1]s}
-spec:
-  refreshInterval: 1h
-  secretStoreRef: {name: vault, kind: ClusterSecretStore}
-  target: {name: db-credentials}
-  data: [{secretKey: password, remoteRef: {key: db}}]
+metadata: {name: cm, namespace: %[1]s}
 ---
 apiVersion: v1
 kind: Secret
-metadata: {name: db-credentials, namespace: %[1]s}
-stringData: {password: x}`, ns))[0]
-	synced := func(es *unstructured.Unstructured) *unstructured.Unstructured { // plays ESO's markAsDone
-		return setStatus(t, es, map[string]any{"refreshTime": time.Now().UTC().Format(time.RFC3339),
-			"syncedResourceVersion": status.ExternalSecretResourceVersion(es),
-			"conditions":            []any{map[string]any{"type": "Ready", "status": "True", "reason": "SecretSynced", "message": "secret synced"}}})
-	}
-	es = synced(es)
-	s := newServer(t)
-	gate := func() <-chan gateResult {
-		return createAsync(t, s, "ExternalSecretReady", props("name", "db", "namespace", ns, "timeout", "60s"))
-	}
-	if r := await(t, gate(), 30*time.Second); r.err != nil {
-		t.Fatalf("synced for the current generation: %v", r.err)
-	}
+metadata: {name: sec, namespace: %[1]s}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: %[1]s}
+spec: {selector: {app: web}, ports: [{port: 443}]}`, ns))
+		for _, o := range [][3]string{{"apps/v1", "Deployment", "web"}, {"apps/v1", "ReplicaSet", "rs"}, {"apps/v1", "DaemonSet", "ds"},
+			{"batch/v1", "CronJob", "nightly"}, {"v1", "ConfigMap", "cm"}, {"v1", "Secret", "sec"}, {"v1", "Service", "web"}} {
+			mustPass(t, defaultGate(t, ns, o[0], o[1], o[2], "60s"))
+		}
+		group := widgetCRD(t)
+		mustPass(t, createAsync(t, newServer(t), "ResourceReady", props("apiVersion", "apiextensions.k8s.io/v1", "kind", "CustomResourceDefinition",
+			"name", "widgets."+group, "timeout", "60s")))
+	})
 
-	// A spec change: generation 2, the Ready=True of generation 1 stays.
-	es.Object["spec"].(map[string]any)["data"] = []any{map[string]any{"secretKey": "password", "remoteRef": map[string]any{"key": "db-v2"}}}
-	es, err := testenv.Resource(t, es).Update(context.Background(), es, metav1.UpdateOptions{})
+	t.Run("PodDisruptionBudget: computed by the disruption controller passes", func(t *testing.T) {
+		testenv.Apply(t, fmt.Sprintf(`apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: budget, namespace: %s}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: running}}`, ns))
+		mustPass(t, defaultGate(t, ns, "policy/v1", "PodDisruptionBudget", "budget", "60s"))
+	})
+}
+
+// TestResourceReadyConditionWithoutObservedGeneration (Docs): a condition that carries no
+// observedGeneration is not taken as current while status.observedGeneration is behind.
+func TestResourceReadyConditionWithoutObservedGeneration(t *testing.T) {
+	group := widgetCRD(t)
+	w := testenv.Apply(t, fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {size: 1}", group))[0]
+	ready := map[string]any{"type": "Ready", "status": "True", "reason": "Test", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}
+	w = setStatus(t, w, map[string]any{"observedGeneration": int64(1), "conditions": []any{ready}})
+	w.Object["spec"] = map[string]any{"size": int64(2)} // generation 2
+	w, err := testenv.Resource(t, w).Update(context.Background(), w, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if es.GetGeneration() != 2 {
-		t.Fatalf("generation = %d", es.GetGeneration())
-	}
-	settled(t, es)
-	ch := gate()
-	mustNotReturn(t, ch, 1500*time.Millisecond) // passed at once before the fix
-	es = synced(es)
-	r := await(t, ch, 30*time.Second)
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if got := r.resp.Properties.Get("syncedResourceVersion").AsString(); !strings.HasPrefix(got, "2-") {
-		t.Errorf("syncedResourceVersion = %q", got)
-	}
-
-	// A force-sync annotation changes no generation; ESO re-syncs on it, and so must the proof.
-	es.SetAnnotations(map[string]string{"force-sync": fmt.Sprint(time.Now().Unix())})
-	if es, err = testenv.Resource(t, es).Update(context.Background(), es, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	settled(t, es)
-	ch = gate()
-	mustNotReturn(t, ch, time.Second)
-	synced(es)
-	if r := await(t, ch, 30*time.Second); r.err != nil {
-		t.Fatal(r.err)
-	}
+	s := newServer(t)
+	in := props("apiVersion", group+"/v1", "kind", "Widget", "namespace", "default", "name", "w",
+		"condition", map[string]property.Value{"type": property.New("Ready")}, "timeout", "3s")
+	mustFailWith(t, createAsync(t, s, "ResourceReady", in), "status.observedGeneration 1 < generation 2")
+	setStatus(t, w, map[string]any{"observedGeneration": int64(2), "conditions": []any{ready}})
+	in["timeout"] = property.New("60s")
+	mustPass(t, createAsync(t, s, "ResourceReady", in))
 }

@@ -27,7 +27,9 @@ import (
 // bundle injected, Service endpoints ready, and (with a probe) a server-side dry-run create that
 // the webhook answered. Pod-ready is not webhook-serving; only a call through the API server
 // proves it.
-type WebhookReady struct{}
+type WebhookReady struct {
+	gate[WebhookReadyArgs, WebhookReadyState]
+}
 
 type ServiceRef struct {
 	Namespace string `pulumi:"namespace"`
@@ -271,11 +273,11 @@ func (e *webhookEval) checkObjects() wait.Result {
 		// Service are proven by the probe (derived when not given), as for a configuration.
 		return e.serviceHooks(e.args.Service.Namespace, e.args.Service.Name, port)
 	}
-	kind, name := "ValidatingWebhookConfiguration", deref(e.args.ValidatingWebhookConfiguration)
+	gvk, name := vwcGVK, deref(e.args.ValidatingWebhookConfiguration)
 	if e.args.MutatingWebhookConfiguration != nil {
-		kind, name = "MutatingWebhookConfiguration", *e.args.MutatingWebhookConfiguration
+		gvk, name = mwcGVK, *e.args.MutatingWebhookConfiguration
 	}
-	snap, pending := e.gatherConfiguration(kind, name)
+	snap, pending := e.gatherConfiguration(gvk, name)
 	if pending != nil {
 		return *pending
 	}
@@ -298,9 +300,9 @@ func (e *webhookEval) checkObjects() wait.Result {
 
 // gatherConfiguration reads, from the watch caches, the configuration and the Service of each
 // of its checked webhooks (see admission.CheckConfiguration, which decides over them).
-func (e *webhookEval) gatherConfiguration(kind, name string) (admission.Configuration, *wait.Result) {
-	snap := admission.Configuration{Kind: kind, Name: name, Want: e.args.Webhooks, Services: map[string]wait.Result{}}
-	objs, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: kind}, name: name})
+func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name string) (admission.Configuration, *wait.Result) {
+	snap := admission.Configuration{Kind: gvk.Kind, Name: name, Want: e.args.Webhooks, Services: map[string]wait.Result{}}
+	objs, pending := e.r.objects(target{gvk: gvk, name: name})
 	if pending != nil {
 		return snap, pending
 	}
@@ -310,9 +312,9 @@ func (e *webhookEval) gatherConfiguration(kind, name string) (admission.Configur
 	snap.Object = objs[0]
 	e.configName = name
 	fmt.Fprintf(&e.state, "%s@%s", name, snap.Object.GetResourceVersion())
-	for _, h := range admission.Selected(admission.WebhooksOf(kind, snap.Object), e.args.Webhooks) {
+	for _, h := range admission.Selected(admission.WebhooksOf(gvk.Kind, snap.Object), e.args.Webhooks) {
 		if h.URL != "" {
-			// No EndpointSlice tells when it starts serving: a connect does (see url_wake.go).
+			// No EndpointSlice tells when it starts serving: a connect does (see run_wake.go).
 			fmt.Fprintf(&e.state, ";reach %s=%t", h.URL, e.r.listening(h.URL))
 			continue
 		}
@@ -351,7 +353,7 @@ func (e *webhookEval) deriveIfNeeded() *wait.Result {
 func servedKinds(groups []*restmapper.APIGroupResources) []admission.ServedKind {
 	var out []admission.ServedKind
 	for _, g := range groups {
-		if g.Group.Name == "admissionregistration.k8s.io" {
+		if g.Group.Name == mwcGVK.Group {
 			continue
 		}
 		versions := []string{g.Group.PreferredVersion.Version}
@@ -433,17 +435,17 @@ func (e *webhookEval) checked(caBundles []string) {
 // configuration target (see prober.unproven).
 func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 	snap := admission.ServiceTarget{Namespace: ns, Name: name, Port: port, Want: e.args.Webhooks}
-	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
-		cfgs, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: kind}})
+	for _, gvk := range []schema.GroupVersionKind{mwcGVK, vwcGVK} {
+		cfgs, pending := e.r.objects(target{gvk: gvk})
 		if pending != nil {
 			if pending.Failed != nil {
 				pending.Failed = fmt.Errorf("%w: with `service`, the gate reads every %s to find the webhooks %s backs; "+
-					"grant verbs list, watch on it cluster-wide", pending.Failed, kind, e.what())
+					"grant verbs list, watch on it cluster-wide", pending.Failed, gvk.Kind, e.what())
 			}
 			return *pending
 		}
 		slices.SortFunc(cfgs, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
-		if kind == "MutatingWebhookConfiguration" {
+		if gvk == mwcGVK {
 			snap.Mutating = cfgs
 		} else {
 			snap.Validating = cfgs
@@ -526,7 +528,7 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 		e.probe.mutators = nil
 		for _, cfg := range cfgs {
 			fmt.Fprintf(&e.state, ";mutating/%s@%s", cfg.GetName(), cfg.GetResourceVersion())
-			e.probe.mutators = append(e.probe.mutators, admission.WebhooksOf("MutatingWebhookConfiguration", cfg)...)
+			e.probe.mutators = append(e.probe.mutators, admission.WebhooksOf(mwcGVK.Kind, cfg)...)
 		}
 	}
 	if res := e.namespaceLabels(); res != nil {
@@ -563,17 +565,5 @@ func (e *webhookEval) fill(s *WebhookReadyState) {
 	s.ReadyEndpoints, s.CABundleSha256, s.Probed, s.FailurePolicy = e.endpoints, e.caSum, e.probe != nil, e.policy
 }
 
-var vwcResource = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-
-// Update applies a new timeout without waiting again (see updateGate); other changes replace.
-func (*WebhookReady) Update(_ context.Context, req infer.UpdateRequest[WebhookReadyArgs, WebhookReadyState]) (infer.UpdateResponse[WebhookReadyState], error) {
-	return updateGate(req, func(s *WebhookReadyState, in WebhookReadyArgs) { s.WebhookReadyArgs = in })
-}
-
-// maxBackoff keeps probing at least every 250 ms: a webhook that starts listening is then
-// detected within a few hundred milliseconds, at the cost of a cheap dry-run request.
+// maxBackoff: the webhook probe's cap (see probeMaxBackoff).
 func (e *webhookEval) maxBackoff() time.Duration { return probeMaxBackoff }
-
-func (*WebhookReady) Diff(_ context.Context, r infer.DiffRequest[WebhookReadyArgs, WebhookReadyState]) (infer.DiffResponse, error) {
-	return diffGate(r.State.WebhookReadyArgs, r.Inputs), nil
-}

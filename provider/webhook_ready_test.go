@@ -120,3 +120,102 @@ webhooks:
 		t.Fatalf("want a wait asking for a probe, got err=%v outputs=%v", r.err, r.resp.Properties)
 	}
 }
+
+// Item 5: a policy that denies the probe before the target (a policy engine's mutating webhook,
+// a ValidatingAdmissionPolicy) may do so forever: the target's webhooks must then each answer a
+// direct AdmissionReview, and the gate passes once they do.
+func TestWebhookReadyProvesATargetBehindADenyingPolicy(t *testing.T) {
+	for _, blocker := range []string{"policy webhook", "ValidatingAdmissionPolicy"} {
+		t.Run(blocker, func(t *testing.T) {
+			group := widgetCRD(t)
+			base := strings.Split(group, ".")[0]
+			target := testenv.NewWebhook(t)
+			target.RegisterAs(t, "ValidatingWebhookConfiguration", "target-"+base, "Fail", group, "widgets")
+			want := "probe denied by policy webhook"
+			if blocker == "policy webhook" {
+				policy := testenv.NewWebhook(t)
+				policy.Mode.Store("deny-named")
+				policy.Start(t)
+				hook := policy.RegisterAs(t, "MutatingWebhookConfiguration", "policy-"+base, "Fail", group, "widgets")
+				deniedWithin(t, group, `admission webhook "`+hook+`" denied the request`)
+			} else {
+				want = "probe denied by an admission policy"
+				denyByPolicy(t, "deny-"+base, group)
+			}
+			s := newServer(t)
+			gate := func(timeout string) <-chan gateResult {
+				return createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", "target-"+base, "probe", generatedProbeOf(group), "timeout", timeout))
+			}
+			// Near miss: the policy denies, the target does not serve.
+			r := await(t, gate("2s"), 30*time.Second)
+			if r.err == nil {
+				t.Fatalf("passed while the target does not serve: %v", r.resp.Properties)
+			}
+			for _, w := range []string{want, "calling webhook validating.target-" + base + "." + group + " directly instead", "connection refused"} {
+				if !strings.Contains(r.err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, r.err)
+				}
+			}
+			ch := gate("60s")
+			mustNotReturn(t, ch, time.Second)
+			// Near miss: something answers on the target's address, but no AdmissionReview.
+			target.Mode.Store("stranger")
+			target.Start(t)
+			mustNotReturn(t, ch, 1500*time.Millisecond)
+			// The target answers (a denial is an answer), the policy still denies the probe.
+			target.Mode.Store("deny")
+			r = await(t, ch, 30*time.Second)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if !r.resp.Properties.Get("probed").AsBool() {
+				t.Errorf("outputs = %v", r.resp.Properties)
+			}
+		})
+	}
+}
+
+// denyByPolicy makes a ValidatingAdmissionPolicy deny every Widget of group, and waits until
+// the API server enforces it.
+func denyByPolicy(t *testing.T, name, group string) {
+	t.Helper()
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: %[1]s}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: ["%[2]s"], apiVersions: ["*"], operations: [CREATE], resources: [widgets]}]
+  validations: [{expression: "false", message: "no widgets here"}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: %[1]s}
+spec: {policyName: %[1]s, validationActions: [Deny]}`, name, group))
+	t.Cleanup(func() {
+		for _, doc := range []string{"ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy"} {
+			o := testenv.Object(t, "apiVersion: admissionregistration.k8s.io/v1\nkind: "+doc+"\nmetadata: {name: "+name+"}")
+			_ = testenv.Resource(t, o).Delete(context.Background(), name, metav1.DeleteOptions{})
+		}
+	})
+	deniedWithin(t, group, "ValidatingAdmissionPolicy")
+}
+
+// deniedWithin waits (up to 30 s) until a dry-run create of a Widget of group is refused with
+// a message containing want: the policy is enforced, and the API server's first requests for
+// a new kind (which can take seconds) are behind us.
+func deniedWithin(t *testing.T, group, want string) {
+	t.Helper()
+	w := testenv.Object(t, widget(group, "policy-check"))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := testenv.Resource(t, w).Create(context.Background(), w, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy is not enforced: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

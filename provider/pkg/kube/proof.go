@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,20 +23,6 @@ type Seen struct {
 	sel  labels.Selector // a list's selector (nil: all)
 	rvs  map[string]string
 	seen uint64 // seenRV before the store was read: the store held every write up to it
-}
-
-// Peek returns the informer's copy of name (nil when absent) and what was seen, to Prove later.
-func (s *Subscription) Peek(name string) (*unstructured.Unstructured, Seen) {
-	seen := s.seen() // before the store is read: the store is then at least this new
-	o := s.Get(name)
-	return o, Seen{sub: s, name: name, rvs: versions(o), seen: seen}
-}
-
-// PeekList returns the informer's copies matching sel (nil: all) and what was seen.
-func (s *Subscription) PeekList(sel labels.Selector) ([]*unstructured.Unstructured, Seen) {
-	seen := s.seen()
-	objs := s.List(sel)
-	return objs, Seen{sub: s, sel: sel, rvs: versions(objs...), seen: seen}
 }
 
 // versions keys the objects' resource versions by store key.
@@ -162,30 +147,6 @@ func (v Seen) Next(ctx context.Context, mayWait bool) (ProofStep, error) {
 	}
 }
 
-// beginProofList begins a list of the watch's scope, on the clock at once (see claim), when
-// other subscriptions share the watch and none was begun since this one; it runs in the
-// background (for a minute at most) whether or not anyone waits for it.
-func (s *Subscription) beginProofList() {
-	if g := &s.entry.reads; g.shared != nil && g.shared() {
-		s.beginList()
-	}
-}
-
-// beginList begins a list of the watch's scope, unless one was begun since the subscription,
-// in the background (for a minute at most) whether or not anyone waits for it.
-func (s *Subscription) beginList() {
-	g := &s.entry.reads
-	if g.begunSince(s.since) {
-		return
-	}
-	bg, cancel := context.WithTimeout(context.Background(), time.Minute)
-	r := g.join(bg, s.since, "", true)
-	go func() {
-		defer cancel()
-		_, _ = g.await(bg, r)
-	}()
-}
-
 // Prove reports whether what was seen is the state as of the subscription's start or newer.
 // Free when covered; else the subscription's own consistent read (see Read, shared with the
 // watch's other subscriptions) must find exactly the same objects. False means the copy
@@ -236,152 +197,4 @@ func sameVersions(a, b map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// revisionClock remembers what one resource's storage revision was after a point in time, for
-// all its watches (namespaces) at once: a consistent list's resourceVersion is its storage's
-// revision when it was served (etcd's, shared by every resource that etcd holds), not only its
-// namespace's. A store that has reflected its watch up to that revision holds every write made
-// before the list began (its watch delivers its writes in order), so a subscription that began
-// before the list needs no read of its own. A quiet watch never reaches a newer revision: it is
-// proven by its own read instead. One clock per resource, never across resources: an
-// aggregated API or a resource in an `--etcd-servers-overrides` etcd counts its own revisions.
-type revisionClock struct {
-	mu       sync.Mutex
-	started  uint64          // lists begun: a list's seq, and what a subscription notes when it begins
-	done     []stamp         // lists done, by seq; the oldest dropped past keepStamps
-	pending  map[uint64]bool // lists begun and not yet served (or failed)
-	changed  chan struct{}   // closed (and replaced) when a pending list ends
-	claiming sync.Mutex      // serializes claim
-	ahead    aheadBatch      // subscriptions to prove while they wait (ahead.go)
-}
-
-// stamp is one consistent list: begun as the seq-th, served at revision rv.
-type stamp struct{ seq, rv uint64 }
-
-const keepStamps = 64
-
-// now returns the lists begun so far: a list whose seq is greater began after this call.
-func (c *revisionClock) now() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.started
-}
-
-// begin notes a consistent list about to be sent and returns its seq; end it with served or
-// failed.
-func (c *revisionClock) begin() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.started++
-	if c.pending == nil {
-		c.pending = map[uint64]bool{}
-	}
-	c.pending[c.started] = true
-	return c.started
-}
-
-// claim runs begin (which may begin a list) unless a list begun after since exists (in
-// flight or done), and reports whether it ran: of verdicts deciding at once, one begins a
-// list, the others see it.
-func (c *revisionClock) claim(since uint64, begin func()) bool {
-	c.claiming.Lock()
-	defer c.claiming.Unlock()
-	if c.after(since) {
-		return false
-	}
-	begin()
-	return true
-}
-
-// failed ends the list begun as seq without a revision (an error, a storage without integer
-// resourceVersions).
-func (c *revisionClock) failed(seq uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.end(seq)
-}
-
-// end drops seq from the pending lists and wakes those awaiting them (c.mu held).
-func (c *revisionClock) end(seq uint64) {
-	if !c.pending[seq] {
-		return
-	}
-	delete(c.pending, seq)
-	if c.changed != nil {
-		close(c.changed)
-		c.changed = nil
-	}
-}
-
-// listing reports whether a list begun after since is still in flight.
-func (c *revisionClock) listing(since uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.listingLocked(since)
-}
-
-func (c *revisionClock) listingLocked(since uint64) bool {
-	for seq := range c.pending {
-		if seq > since {
-			return true
-		}
-	}
-	return false
-}
-
-// await waits until no list begun after since is in flight (or ctx ends).
-func (c *revisionClock) await(ctx context.Context, since uint64) error {
-	for {
-		c.mu.Lock()
-		if !c.listingLocked(since) {
-			c.mu.Unlock()
-			return nil
-		}
-		if c.changed == nil {
-			c.changed = make(chan struct{})
-		}
-		ch := c.changed
-		c.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// served records the revision the list begun as seq was served at.
-func (c *revisionClock) served(seq, rv uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.end(seq)
-	i := len(c.done)
-	for i > 0 && c.done[i-1].seq > seq {
-		i--
-	}
-	c.done = append(c.done[:i], append([]stamp{{seq, rv}}, c.done[i:]...)...)
-	if len(c.done) > keepStamps {
-		c.done = c.done[len(c.done)-keepStamps:]
-	}
-}
-
-// after reports whether a list began after since (served or still in flight).
-func (c *revisionClock) after(since uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.started > since
-}
-
-// covers reports whether a list that began after since was served at a revision the store
-// had reflected (seen).
-func (c *revisionClock) covers(since, seen uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, st := range c.done {
-		if st.seq > since && seen >= st.rv {
-			return true
-		}
-	}
-	return false
 }

@@ -13,9 +13,10 @@ import (
 )
 
 // A verdict that ends a gate must judge state at least as new as the gate's start (a check
-// judges the informer's copy and proves it only then: see proof.go, which comes to Read here). A shared
-// informer that another gate started earlier may not have seen a write made just before this
-// gate started (a rollout the previous step began, a Helm upgrade): its watch stream can lag.
+// judges the informer's copy and proves it only then: see proof.go, whose Prove comes to
+// Subscription.Read). A shared informer that another gate started earlier may not have seen a
+// write made just before this gate started (a rollout the previous step began, a Helm
+// upgrade): its watch stream can lag.
 // So every subscription is served one consistent read of what it asks for (a GET of a named
 // object reads etcd directly, in milliseconds) and, until the informer has caught up with that
 // read, answers with the newer of the two.
@@ -161,129 +162,6 @@ func (f *freshRead) list(cached []*unstructured.Unstructured, seen uint64, sel l
 		}
 	}
 	return out
-}
-
-func (s *Subscription) seen() uint64 { return s.entry.seenRV.Load() }
-
-// storeKey is the store key of name in the subscription's namespace.
-func (s *Subscription) storeKey(name string) string { return storeKey(s.key.Namespace, name) }
-
-// listKey keeps, among a subscription's reads, the scope read ReadList was served.
-const listKey = "\x00list"
-
-// readFor returns the read that answers for store key k (nil: none yet), or settled when the
-// store has caught up with one that did: the store alone is then the truth for k.
-func (s *Subscription) readFor(k string) (f *freshRead, settled bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.settledAll || s.settled[k] {
-		return nil, true
-	}
-	if f = s.reads[k]; f == nil && k != listKey {
-		if f = s.reads[listKey]; f != nil {
-			s.keep(k, f)
-		}
-	}
-	return f, false
-}
-
-// keep remembers the read the subscription was served for k (s.mu held).
-func (s *Subscription) keep(k string, f *freshRead) {
-	if s.reads == nil {
-		s.reads = map[string]*freshRead{}
-	}
-	s.reads[k] = f
-}
-
-// settle drops the read kept for k once the store has caught up with it, freeing its copies
-// once no other key holds it; all: for every key.
-func (s *Subscription) settle(k string, all bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if all {
-		s.reads, s.settled, s.settledAll = nil, nil, true
-		return
-	}
-	delete(s.reads, k)
-	if s.settled == nil {
-		s.settled = map[string]bool{}
-	}
-	s.settled[k] = true
-}
-
-// serve asks the watch's readGroup for a read of name (list: of the whole scope) and keeps it.
-func (s *Subscription) serve(ctx context.Context, k, name string, list bool) (*freshRead, error) {
-	f, err := s.entry.reads.do(ctx, s.since, name, list)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	s.keep(k, f)
-	s.mu.Unlock()
-	return f, nil
-}
-
-// Read returns the object name (nil when absent) as new as the gate's start or newer: the
-// newer of the informer's copy and the consistent read the subscription was served at its
-// first call (see readGroup), until the informer has caught up with that read. Call it once
-// Synced says the watch is usable.
-func (s *Subscription) Read(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	k := s.storeKey(name)
-	f, settled := s.readFor(k)
-	if settled {
-		return s.Get(name), nil
-	}
-	if f == nil && s.entry.reads.caughtSince(s.since) {
-		s.settle(k, true)
-		return s.Get(name), nil
-	}
-	if f == nil || (f.absent && s.Get(name) != nil) {
-		var err error
-		// After a GET's 404, another GET: the informer's copy may be of an object created since
-		// (the GET finds it, as new or newer) or a stale one of an object deleted before (the GET
-		// finds none). Not a list: a consistent list waits for the API server's watch cache of a
-		// quiet type to catch up with etcd (up to 100 ms), a GET reads etcd.
-		if f, err = s.serve(ctx, k, name, false); err != nil {
-			return nil, err
-		}
-	}
-	if f.absent {
-		return nil, nil // and the informer held no copy
-	}
-	// The store as of now (it may have moved during the read), against what it has reflected.
-	seen := s.seen()
-	cached := s.Get(name)
-	if f.caughtUp(seen) {
-		s.entry.reads.caughtUp(f)
-	}
-	if f.caughtUp(seen) || f.settles(k, cached) {
-		s.settle(k, false)
-		return cached, nil
-	}
-	return f.get(k, cached, seen), nil
-}
-
-// ReadList is Read for every object matching sel (nil: all); its consistent read is a list of
-// the watch's whole scope.
-func (s *Subscription) ReadList(ctx context.Context, sel labels.Selector) ([]*unstructured.Unstructured, error) {
-	f, settled := s.readFor(listKey)
-	if settled || (f == nil && s.entry.reads.caughtSince(s.since)) {
-		s.settle(listKey, true)
-		return s.List(sel), nil
-	}
-	if f == nil {
-		var err error
-		if f, err = s.serve(ctx, listKey, "", true); err != nil {
-			return nil, err
-		}
-	}
-	seen := s.seen() // before the store is read: the store is then at least this new
-	if f.caughtUp(seen) || f.settlesAll(s.List(nil)) {
-		s.entry.reads.caughtUp(f)
-		s.settle(listKey, true)
-		return s.List(sel), nil
-	}
-	return f.list(s.List(sel), seen, sel), nil
 }
 
 // readGroup makes one watch's consistent reads, one at a time. A read serves a subscription

@@ -69,6 +69,9 @@ const (
 	// backoff step, and that a gate whose target already serves returns within ~15 ms.
 	confirmDelay    = 10 * time.Millisecond
 	probeMinBackoff = 100 * time.Millisecond
+	// probeMaxBackoff is the probe cap of every gate that probes webhooks (WebhookReady,
+	// HelmReleaseReady, ChartReady; AdmissionReady's rounds start from it): a webhook that starts
+	// listening is detected within a few hundred milliseconds, at the cost of a cheap dry-run.
 	probeMaxBackoff = 250 * time.Millisecond
 	// afterEventBackoff is the first retry after what the gate watches changed.
 	afterEventBackoff = 25 * time.Millisecond
@@ -78,7 +81,7 @@ const (
 	// no event of its own; a service-backed webhook's pod cannot be dialed from outside the
 	// cluster, so no TCP connect wakes the gate (as one does for a URL webhook). Meanwhile the
 	// gate probes at least every hotBackoff. Measured on a real node (External Secrets v0.11:
-	// its webhook answers 3 s after its last Deployment is available): with the 250 ms cap
+	// its webhook answers 3 s after its last Deployment is available): with probeMaxBackoff
 	// alone HelmReleaseReady returned ~160 ms after the webhook first admitted.
 	hotWindow  = 5 * time.Second
 	hotBackoff = 40 * time.Millisecond
@@ -284,36 +287,6 @@ func (p *prober) unproven(o admission.ProbeOutcome) (needs []directNeed, credite
 		}
 	}
 	return needs, credited, nil
-}
-
-// namespaceLabels reads the labels of namespace ns through a watch on that one Namespace, when
-// one of hooks has a namespaceSelector that needs them to tell whether the API server calls it.
-// A namespace the gate may not read, or that does not exist, is not an error: nsErr says why
-// the labels are unknown (a webhook is then not taken as called when that must be proven, and
-// as called when it must be ruled out). rv is the Namespace's resourceVersion when read.
-func (r *run) namespaceLabels(ns string, hooks []*admission.Hook) (lbls map[string]string, nsErr, rv string, pending *wait.Result) {
-	need := false
-	for _, h := range hooks {
-		need = need || h.Match.NeedsNamespaceLabels()
-	}
-	if !need {
-		return nil, "", "", nil
-	}
-	sub := r.watch(kube.WatchKey{Resource: admission.NamespacesResource, Name: ns})
-	if err := sub.Err(); err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
-		return nil, fmt.Sprintf("%v; grant verbs list, watch on namespaces with resourceNames [%s]", err, ns), "", nil
-	}
-	if !sub.Synced() {
-		return nil, "", "", &wait.Result{Message: "reading namespace " + ns + " (its labels decide which webhooks intercept the request)", Unsynced: true}
-	}
-	o, err := r.read(sub, ns)
-	if err != nil {
-		return nil, "", "", r.readErr("namespace "+ns, err)
-	}
-	if o == nil {
-		return nil, "namespace " + ns + " not found", "", nil
-	}
-	return o.GetLabels(), "", o.GetResourceVersion(), nil
 }
 
 // request is the probe's dry-run create as the API server matches webhooks against it.

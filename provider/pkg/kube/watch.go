@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -45,7 +44,7 @@ type WatchCache struct {
 	// Opened counts informers started over the cache's life (one list+watch each).
 	Opened atomic.Int64
 
-	// clocks: per resource, its storage's revision after each consistent list (proof.go).
+	// clocks: per resource, its storage's revision after each consistent list (proof_clock.go).
 	// Per resource, never across: an aggregated API or an `--etcd-servers-overrides` resource
 	// counts resourceVersions in a storage of its own.
 	clocks map[schema.GroupResource]*revisionClock
@@ -108,7 +107,7 @@ type watchEntry struct {
 	authFailures int
 	wakes        map[*Subscription]chan<- struct{}
 
-	reads readGroup // the consistent reads its subscriptions are served (fresh.go)
+	reads readGroup // the consistent reads its subscriptions are served (proof_read.go)
 }
 
 func (e *watchEntry) notify() {
@@ -124,26 +123,6 @@ func poke(w chan<- struct{}) {
 	case w <- struct{}{}:
 	default: // a wake-up is already pending; the gate will see the latest state anyway
 	}
-}
-
-// Subscription is one gate's use of a shared watch. Its owner is poked on wake whenever the
-// watched objects change, the cache syncs, or the watch reports an error.
-type Subscription struct {
-	key   WatchKey
-	entry *watchEntry
-	cache *WatchCache
-	once  sync.Once
-
-	since  uint64         // the watch's consistent reads begun before this subscription (fresh.go)
-	clock  *revisionClock // its resource's (proof.go)
-	gsince uint64         // the consistent lists of its resource, any watch, begun before it
-	asked  atomic.Bool    // it asked to be proven ahead (ahead.go)
-	closed atomic.Bool
-	// The consistent read this subscription was served (see fresh.go), until the store caught up.
-	mu         sync.Mutex
-	reads      map[string]*freshRead // by store key (listKey: ReadList's)
-	settled    map[string]bool       // store keys the store has caught up on: it is their truth
-	settledAll bool                  // the store caught up with a scope read: the truth for all
 }
 
 // Subscribe starts (or joins) the watch for key and pokes wake on every change.
@@ -195,7 +174,7 @@ func (c *WatchCache) start(key WatchKey) *watchEntry {
 			// quiet type to catch up with etcd (~85 ms measured), a delay every new watch would
 			// pay. Freshness is Subscription.Read's job instead: a GET, served by etcd in
 			// milliseconds, for one gate's object; one consistent list shared by the gates that
-			// ask together, and for a selector (fresh.go).
+			// ask together, and for a selector (proof_read.go).
 			// No shortcut from a relist's time either: a paginated list's later pages and a 410
 			// relist reach the store after List returns, so "listed after the gate began" does
 			// not mean the store holds that list yet.
@@ -346,81 +325,6 @@ func (e *watchEntry) awaitSync(hasSynced func() bool) {
 		}
 		t.Reset(d)
 	}
-}
-
-// Close releases the subscription; the watch stops when no gate uses it any more.
-func (s *Subscription) Close() {
-	s.once.Do(func() {
-		s.closed.Store(true)
-		s.entry.mu.Lock()
-		delete(s.entry.wakes, s)
-		s.entry.mu.Unlock()
-		c := s.cache
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		s.entry.refs--
-		if s.entry.refs == 0 {
-			close(s.entry.stop)
-			delete(c.entries, s.key)
-		}
-	})
-}
-
-// Synced reports whether the initial list has completed, so "not found" can be trusted.
-func (s *Subscription) Synced() bool {
-	s.entry.mu.Lock()
-	defer s.entry.mu.Unlock()
-	return s.entry.synced
-}
-
-// Err is the watch's last error (list or watch failed, e.g. Forbidden), nil once it recovers.
-// A first refusal (401/403) is reported as a RetryingAuthError, which is not itself a 401/403:
-// the informer tries again, with refreshed credentials when an exec plugin supplies them, and
-// only a second refusal in a row is the API server's answer.
-func (s *Subscription) Err() error {
-	s.entry.mu.Lock()
-	defer s.entry.mu.Unlock()
-	if s.entry.err != nil && s.entry.authFailures == 1 &&
-		(apierrors.IsUnauthorized(s.entry.err) || apierrors.IsForbidden(s.entry.err)) {
-		return &RetryingAuthError{Err: s.entry.err}
-	}
-	return s.entry.err
-}
-
-// RetryingAuthError is a first 401/403 on a list or watch, being retried. It deliberately does
-// not unwrap: callers treat it as transient.
-type RetryingAuthError struct{ Err error }
-
-func (e *RetryingAuthError) Error() string {
-	return "credentials refused, retrying once with refreshed credentials: " + e.Err.Error()
-}
-
-// Named reports whether the watch is of one named object.
-func (s *Subscription) Named() bool { return s.key.Name != "" }
-
-// Get returns the cached object name (in the key's namespace), or nil when absent.
-func (s *Subscription) Get(name string) *unstructured.Unstructured {
-	k := name
-	if s.key.Namespace != "" {
-		k = s.key.Namespace + "/" + name
-	}
-	o, ok, err := s.entry.informer.GetStore().GetByKey(k)
-	if err != nil || !ok {
-		return nil
-	}
-	return o.(*unstructured.Unstructured)
-}
-
-// List returns the cached objects matching sel (everything when sel is nil).
-func (s *Subscription) List(sel labels.Selector) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range s.entry.informer.GetStore().List() {
-		u := o.(*unstructured.Unstructured)
-		if sel == nil || sel.Matches(labels.Set(u.GetLabels())) {
-			out = append(out, u)
-		}
-	}
-	return out
 }
 
 // Active returns how many shared watches are open now.

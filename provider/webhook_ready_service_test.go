@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
 
@@ -167,5 +170,100 @@ webhooks:
 	r = await(t, createAsync(t, s, "WebhookReady", props("service", service, "webhooks", strs("present."+ns+".test"), "timeout", "2s")), 30*time.Second)
 	if r.err == nil || !strings.Contains(r.err.Error(), "no kind the API server serves matches the webhooks' rules") {
 		t.Fatalf("passed, or waited for something else, with no answer from the webhook: err=%v outputs=%v", r.err, r.resp.Properties)
+	}
+}
+
+// externalNameWebhook is a webhook on 127.0.0.1 behind an ExternalName Service `hook` of ns
+// whose external name is localhost: the API server dials localhost at the webhook's port, with
+// the TLS server name hook.<ns>.svc.
+func externalNameWebhook(t *testing.T, ns string) *testenv.Webhook {
+	t.Helper()
+	w, err := fakes.NewWebhookOn("127.0.0.1", 0, "hook."+ns+".svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	testenv.Apply(t, fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: hook, namespace: %s}\nspec: {type: ExternalName, externalName: localhost}", ns))
+	return &testenv.Webhook{Webhook: w}
+}
+
+// Item 13: a webhook behind an ExternalName Service works in the API server (it dials the
+// external name), but has no endpoints: the gates waited for them forever.
+func TestWebhookReadyExternalNameService(t *testing.T) {
+	group := widgetCRD(t)
+	for name, tc := range map[string]struct {
+		policy string
+		gate   func(ns, cfg string, port float64) (string, map[string]property.Value)
+	}{
+		"configuration with probe": {"Fail", func(ns, cfg string, port float64) (string, map[string]property.Value) {
+			return "WebhookReady", props("validatingWebhookConfiguration", cfg, "probe", generatedProbeOf(group))
+		}},
+		"configuration, derived probe": {"Fail", func(ns, cfg string, port float64) (string, map[string]property.Value) {
+			return "WebhookReady", props("validatingWebhookConfiguration", cfg)
+		}},
+		"Ignore policy (direct call to the external name)": {"Ignore", func(ns, cfg string, port float64) (string, map[string]property.Value) {
+			return "WebhookReady", props("validatingWebhookConfiguration", cfg, "probe", generatedProbeOf(group))
+		}},
+		"service with probe": {"Fail", func(ns, cfg string, port float64) (string, map[string]property.Value) {
+			svc := property.New(property.NewMap(map[string]property.Value{"namespace": property.New(ns), "name": property.New("hook"), "port": property.New(port)}))
+			return "WebhookReady", props("service", svc, "probe", generatedProbeOf(group))
+		}},
+		"HelmReleaseReady": {"Fail", func(ns, cfg string, port float64) (string, map[string]property.Value) {
+			return "HelmReleaseReady", props("name", "ext", "namespace", ns)
+		}},
+		// The API server admits without a down Ignore webhook: AdmissionReady calls it directly,
+		// at the external name (the service proxy cannot reach an ExternalName Service).
+		"AdmissionReady, Ignore policy": {"Ignore", func(ns, cfg string, port float64) (string, map[string]property.Value) {
+			return "AdmissionReady", props("objects", manifests(t, widgetIn(group, ns, "db")))
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ns := testenv.Namespace(t, "extname")
+			wh := externalNameWebhook(t, ns)
+			cfg := "extname-" + ns
+			port := wh.URL()[strings.LastIndex(wh.URL(), ":")+1 : strings.LastIndex(wh.URL(), "/")]
+			doc := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: %[1]s}
+webhooks:
+- name: validate.%[1]s.example.test
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: %[6]s
+  timeoutSeconds: 3
+  clientConfig: {service: {namespace: %[3]s, name: hook, port: %[4]s, path: /validate}, caBundle: %[5]s}
+  rules: [{apiGroups: ["%[2]s"], apiVersions: ["*"], operations: [CREATE], resources: [widgets]}]`, cfg, group, ns, port, wh.CABundle(), tc.policy)
+			releaseOf(t, "ext", ns, doc)
+			applyConfiguration(t, doc)
+			portNum, _ := strconv.Atoi(port)
+			kind, in := tc.gate(ns, cfg, float64(portNum))
+			if tc.policy == "Fail" {
+				// What the gate promises: the API server reaches the webhook at the external name.
+				defer func() {
+					w := testenv.Object(t, widget(group, "through-external-name"))
+					if _, err := testenv.Resource(t, w).Create(context.Background(), w, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+						t.Errorf("the API server cannot call the webhook behind the ExternalName Service: %v", err)
+					}
+				}()
+			}
+			s := newServer(t)
+			// Near miss: nothing serves at the external name.
+			in["timeout"] = property.New("2s")
+			r := await(t, createAsync(t, s, kind, in), 30*time.Second)
+			if r.err == nil {
+				t.Fatalf("passed while nothing serves behind the ExternalName Service: %v", r.resp.Properties)
+			}
+			in["timeout"] = property.New("60s")
+			ch := createAsync(t, s, kind, in)
+			mustNotReturn(t, ch, time.Second)
+			calls := wh.Calls.Load()
+			wh.Start(t)
+			if r := await(t, ch, 30*time.Second); r.err != nil {
+				t.Fatal(r.err)
+			}
+			if wh.Calls.Load() == calls {
+				t.Error("passed without an answer from the webhook")
+			}
+		})
 	}
 }

@@ -63,7 +63,7 @@ type conversionProof struct {
 	last    wait.Result
 	how     string // what the last good round did, for messages
 	proven  bool
-	reached bool // a connect to the webhook's URL succeeded (see url_wake.go)
+	reached bool // a connect to the webhook's URL succeeded (see run_wake.go)
 }
 
 // conversionOn says whether the gate proves res's conversion webhook.
@@ -131,7 +131,7 @@ func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res statu
 		return wait.Result{Ready: true}
 	}
 	if res.Conversion.URL != "" && !p.reached && e.r.listening(res.Conversion.URL) {
-		// Something listens at the URL now (see url_wake.go): try at once, unless confirming.
+		// Something listens at the URL now (see run_wake.go): try at once, unless confirming.
 		p.reached = true
 		if p.good == 0 {
 			p.next, p.backoff = time.Time{}, conversionMinBackoff/2

@@ -64,7 +64,7 @@ func (b *aheadBatch) add(s *Subscription) {
 }
 
 // send begins one list, after every subscription of the batch began, on the watch of the
-// newest one still open (the clock proves the others by it: proof.go). t is the timer that
+// newest one still open (the clock proves the others by it: proof_clock.go). t is the timer that
 // fired: a Reset racing its firing may fire it again, after the batch was sent.
 func (b *aheadBatch) send(t *time.Timer) {
 	b.mu.Lock()

@@ -1,13 +1,18 @@
 package provider
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -15,6 +20,10 @@ import (
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/httpcheck"
 )
 
+// The API server's service proxy, as HttpReady and a webhook probe's direct call (callDirect)
+// reach a Service through it: the URL, checked at preview, and how an answer is read and told
+// from the API server's own.
+//
 // HttpReady's service proxy request is GET <API server>/api/v1/namespaces/<ns>/services/<name>/proxy<path>,
 // made with the provider's credentials. Only that path may be reached: a path that climbs out of
 // it (`../../../secrets/x`) would turn the gate into a read of any API path the provider may read.
@@ -83,4 +92,30 @@ func proxyURLBelow(rc *rest.RESTClient, namespace, schemeNamePort, path string) 
 		return nil, fmt.Errorf("%q leaves the Service's proxy path %s", path, base.Path)
 	}
 	return u, nil
+}
+
+// readAnswer is an HTTP answer's status and body (its first MiB), or the request's error.
+func readAnswer(resp *http.Response, err error) (int, []byte, error) {
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, b, nil
+}
+
+// apiServerAnswer reports whether an answer that came through the service proxy is the API
+// server's own (a metav1.Status of status Failure: `services "web" not found`, `no endpoints
+// available for service "web"`, `error trying to reach service: ...`, Forbidden) rather than
+// the backend's. The API server answers a proxied request itself only with such a Status and
+// passes every backend answer through unchanged, so anything else is the backend's. A backend
+// can only produce a Failure Status if it is itself a Kubernetes component (an aggregated API
+// server behind the Service): its failures are then not counted either, which fails closed.
+func apiServerAnswer(body []byte) (metav1.Status, bool) {
+	var st metav1.Status
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &st) != nil {
+		return metav1.Status{}, false
+	}
+	return st, st.Kind == "Status" && st.APIVersion == "v1" && st.Status == metav1.StatusFailure
 }

@@ -1,6 +1,3 @@
-// Package kube is the one place that talks to the Kubernetes API: it builds the clients from the
-// provider configuration, maps kinds to resources (re-discovering when a CRD appears mid-run) and
-// keeps the watches that every gate of the provider process shares.
 package kube
 
 import (
