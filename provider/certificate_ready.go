@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math/big"
-	"strings"
 	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/issuance"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -147,73 +147,40 @@ type certificateEval struct {
 func (e *certificateEval) what() string { return fmt.Sprintf("Certificate %s/%s", e.namespace, e.name) }
 
 func (e *certificateEval) check(context.Context) wait.Result {
+	v := issuance.Decide(e.gather())
+	if v.Result.Ready {
+		e.cert, e.secret = v.Certificate, v.Secret
+	}
+	return v.Result
+}
+
+// gather reads what issuance.Decide needs. It stops reading where the verdict no longer
+// depends on more: no Certificate (pending or not found), or a Secret read that failed.
+func (e *certificateEval) gather() issuance.Input {
+	in := issuance.Input{Namespace: e.namespace, Name: e.name, MinValidity: e.minValidity}
 	objs, pending := e.r.objects(target{gvk: certificateGVK, namespace: e.namespace, name: e.name})
 	if pending != nil {
-		if strings.Contains(pending.Message, "no matches for kind") {
-			pending.Message = "cert-manager's CRDs are not installed: " + pending.Message
-			pending.Hint = "install cert-manager (with its CRDs) before this gate, and make the gate depend on it"
-		}
-		return *pending
+		in.Pending = pending
+		return in
 	}
 	if len(objs) == 0 {
-		return wait.Result{Message: "Certificate not found (not created yet)", Hint: "is the Certificate part of the stack, in this namespace?"}
+		return in
 	}
-	cert := objs[0]
-	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	in.Certificate = objs[0]
+	secretName, _, _ := unstructured.NestedString(in.Certificate.Object, "spec", "secretName")
 	// Watch the Secret from now on, not from Ready=True: cert-manager writes it just before the
 	// condition, and a watch opened late would add a list round trip to the detection time.
 	sec := &secretEval{r: e.r, namespace: e.namespace, name: secretName, required: e.keys}
-	secRes := sec.check(context.Background())
-	if secRes.Failed != nil {
-		return secRes // RBAC on the Secret fails at once, not after issuance
+	in.Secret = sec.check(context.Background())
+	in.SecretObject = sec.secret
+	if in.Secret.Failed != nil {
+		return in
 	}
-	revision, _, _ := unstructured.NestedInt64(cert.Object, "status", "revision")
-	crNote, refused := "", ""
 	if reqs, pending := e.r.objects(target{gvk: certRequestGVK, namespace: e.namespace, selector: labels.Everything(), hint: true}); pending == nil {
-		if cr := status.NewestCertificateRequest(reqs, e.name, revision+1); cr != nil {
-			fails, summary := status.RequestFails(cert, cr)
-			if fails {
-				return wait.Result{Failed: fmt.Errorf("%s: %s", e.what(), summary)}
-			}
-			if summary != "" {
-				crNote = "; " + summary
-			}
-			if terminal, _ := status.CertificateRequestVerdict(cr); terminal {
-				refused = summary
-			}
-		}
+		in.Requests = reqs
 	}
-	ready, readyMsg := status.ConditionHolds(cert, "Ready", "True")
-	if !ready {
-		msg := readyMsg
-		if c, ok := status.FindCondition(cert, "Issuing"); ok {
-			msg += ", " + c.String()
-		}
-		return wait.Result{Message: msg + crNote,
-			Hint: "kubectl describe certificate " + e.name + " -n " + e.namespace + " (issuer present and ready? CertificateRequest approved?)"}
-	}
-	if !secRes.Ready {
-		secRes.Message = "Ready=True, but " + secRes.Message
-		return secRes
-	}
-	data, _, _ := unstructured.NestedMap(sec.secret.Object, "data")
-	crtB64, _ := data["tls.crt"].(string)
-	leaf, err := status.LeafCertificate(crtB64)
-	if err != nil {
-		return wait.Result{Message: fmt.Sprintf("Ready=True, but secret %q: %v", secretName, err)}
-	}
-	notAfter, _, _ := unstructured.NestedString(cert.Object, "status", "notAfter")
-	now := time.Now()
-	ok, msg := status.CertificateMatches(leaf, notAfter, now, e.minValidity)
-	if !ok && refused != "" && status.OnlyRenewalFixes(leaf, notAfter, now, e.minValidity) {
-		// Only a renewal could fix this, and it was refused for good (Denied, InvalidRequest).
-		return wait.Result{Failed: fmt.Errorf("%s: %s, and %s", e.what(), msg, refused)}
-	}
-	if !ok {
-		return wait.Result{Message: msg + crNote}
-	}
-	e.cert, e.secret = cert, sec.secret
-	return wait.Result{Ready: true, Message: msg + crNote}
+	in.Now = time.Now()
+	return in
 }
 
 func (e *certificateEval) fill(s *CertificateReadyState) {

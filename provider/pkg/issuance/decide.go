@@ -1,0 +1,115 @@
+// Package issuance decides CertificateReady's verdict from what the gate gathered: the
+// Certificate, its Secret (as the Secret check judged it) and the namespace's
+// CertificateRequests. It never touches a cluster, so the order of its rules is table-tested on
+// YAML fixtures (testdata/) without one; the gate in the provider root only reads and calls
+// Decide.
+package issuance
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+)
+
+// Input is everything one evaluation read. Reads that did not return objects are values here,
+// so that a decision over them is as testable as one over objects.
+type Input struct {
+	Namespace, Name string
+	// Pending is the Certificate's read when it returned no answer (kind not served yet, cache
+	// loading, RBAC); the rest of the input is then empty.
+	Pending *wait.Result
+	// Certificate is the Certificate; nil when it does not exist (the rest is then empty).
+	Certificate *unstructured.Unstructured
+	// Secret is the Secret check's result for spec.secretName (presence, required keys); when
+	// it Failed, Requests were not read.
+	Secret wait.Result
+	// SecretObject is the Secret, set when Secret is Ready.
+	SecretObject *unstructured.Unstructured
+	// Requests are the namespace's CertificateRequests; nil when they could not be read (they
+	// only add to a verdict).
+	Requests []*unstructured.Unstructured
+	// Now is when the Secret's certificate is judged; MinValidity how long it must stay valid.
+	Now         time.Time
+	MinValidity time.Duration
+}
+
+// Verdict is Decide's answer: the wait result, and when Ready the objects the gate's outputs
+// are read from.
+type Verdict struct {
+	Result      wait.Result
+	Certificate *unstructured.Unstructured
+	Secret      *unstructured.Unstructured
+}
+
+func (in Input) what() string { return fmt.Sprintf("Certificate %s/%s", in.Namespace, in.Name) }
+
+// Decide applies CertificateReady's rules in order: the Certificate exists, its Secret may be
+// read, no refused request fails it, Ready=True, the Secret has the keys, and its certificate is
+// the one reported and valid for long enough.
+func Decide(in Input) Verdict {
+	if in.Pending != nil {
+		pending := *in.Pending
+		if strings.Contains(pending.Message, "no matches for kind") {
+			pending.Message = "cert-manager's CRDs are not installed: " + pending.Message
+			pending.Hint = "install cert-manager (with its CRDs) before this gate, and make the gate depend on it"
+		}
+		return Verdict{Result: pending}
+	}
+	if in.Certificate == nil {
+		return Verdict{Result: wait.Result{Message: "Certificate not found (not created yet)", Hint: "is the Certificate part of the stack, in this namespace?"}}
+	}
+	cert := in.Certificate
+	if in.Secret.Failed != nil {
+		return Verdict{Result: in.Secret} // RBAC on the Secret fails at once, not after issuance
+	}
+	revision, _, _ := unstructured.NestedInt64(cert.Object, "status", "revision")
+	crNote, refused := "", ""
+	if cr := status.NewestCertificateRequest(in.Requests, in.Name, revision+1); cr != nil {
+		fails, summary := status.RequestFails(cert, cr)
+		if fails {
+			return Verdict{Result: wait.Result{Failed: fmt.Errorf("%s: %s", in.what(), summary)}}
+		}
+		if summary != "" {
+			crNote = "; " + summary
+		}
+		if terminal, _ := status.CertificateRequestVerdict(cr); terminal {
+			refused = summary
+		}
+	}
+	ready, readyMsg := status.ConditionHolds(cert, "Ready", "True")
+	if !ready {
+		msg := readyMsg
+		if c, ok := status.FindCondition(cert, "Issuing"); ok {
+			msg += ", " + c.String()
+		}
+		return Verdict{Result: wait.Result{Message: msg + crNote,
+			Hint: "kubectl describe certificate " + in.Name + " -n " + in.Namespace + " (issuer present and ready? CertificateRequest approved?)"}}
+	}
+	if !in.Secret.Ready {
+		res := in.Secret
+		res.Message = "Ready=True, but " + res.Message
+		return Verdict{Result: res}
+	}
+	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	data, _, _ := unstructured.NestedMap(in.SecretObject.Object, "data")
+	crtB64, _ := data["tls.crt"].(string)
+	leaf, err := status.LeafCertificate(crtB64)
+	if err != nil {
+		return Verdict{Result: wait.Result{Message: fmt.Sprintf("Ready=True, but secret %q: %v", secretName, err)}}
+	}
+	notAfter, _, _ := unstructured.NestedString(cert.Object, "status", "notAfter")
+	ok, msg := status.CertificateMatches(leaf, notAfter, in.Now, in.MinValidity)
+	if !ok && refused != "" && status.OnlyRenewalFixes(leaf, notAfter, in.Now, in.MinValidity) {
+		// Only a renewal could fix this, and it was refused for good (Denied, InvalidRequest).
+		return Verdict{Result: wait.Result{Failed: fmt.Errorf("%s: %s, and %s", in.what(), msg, refused)}}
+	}
+	if !ok {
+		return Verdict{Result: wait.Result{Message: msg + crNote}}
+	}
+	return Verdict{Result: wait.Result{Ready: true, Message: msg + crNote}, Certificate: cert, Secret: in.SecretObject}
+}
