@@ -33,7 +33,7 @@ func setUpRealNode(ctx context.Context, cp *controlplane.ControlPlane, dir strin
 		return nil, err
 	}
 	logf := func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }
-	if err := charts.BuildImages(ctx, logf, charts.IngressNginxChart, charts.ExternalSecretsChart, charts.CertManagerChart); err != nil {
+	if err := charts.BuildImages(ctx, logf, charts.RealNodeCharts...); err != nil {
 		return nil, err
 	}
 	for _, c := range []struct {

@@ -80,6 +80,10 @@ var CertManagerChart = ModuleChart{
 
 func toolsModule(name string) string { return filepath.Join(controlplane.RepoRoot(), "tools", name) }
 
+// RealNodeCharts are the real charts the real-node tests, the TypeScript ones and the demo
+// install.
+var RealNodeCharts = []Installable{ExternalSecretsChart, CertManagerChart, IngressNginxChart}
+
 // Installable is a chart a real node can run: written as a local chart for a helm.sh/v3
 // Release, with images made here under the names it references.
 type Installable interface {

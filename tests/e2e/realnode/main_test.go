@@ -6,10 +6,12 @@
 package realnode
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
 
+	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
@@ -22,6 +24,15 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Fprintf(os.Stderr, "skipping the real-node tests: this machine lacks %s\n", missing)
 		os.Exit(0)
+	}
+	// The controllers' images (cached in the tools cache: at once when warm). On a new
+	// machine this is minutes of compiling, done here rather than in `make tools` so that it
+	// overlaps the other test packages, which mostly wait on their clusters; before the
+	// node starts, so the machine's node lock is not held meanwhile.
+	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	if err := charts.BuildImages(context.Background(), logf, charts.RealNodeCharts...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	os.Exit(testenv.Main(m, controlplane.Options{RealNode: true}))
 }

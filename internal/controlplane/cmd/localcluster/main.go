@@ -7,6 +7,7 @@
 // DIR/external-secrets, DIR/cert-manager and DIR/ingress-nginx before it prints the kubeconfig path, so the
 // first line means everything is ready. `localcluster node-requirements` prints what this
 // machine lacks to run a real node (controlplane.NodeRequirements; empty when nothing).
+// `localcluster images` builds the real charts' images into the tools cache.
 package main
 
 import (
@@ -32,23 +33,19 @@ func main() {
 	}
 	switch cmd {
 	case "tools":
-		// Where a real node can run, its tools and the controllers' images are built now too,
-		// beside the others, rather than inside the first test that needs them.
-		realNode := controlplane.NodeRequirements() == ""
+		// Where a real node can run, its kubelet and kube-proxy are built now too, with the
+		// other Kubernetes binaries of their module. The controllers' images are not: the
+		// real-node tests build them (tests/e2e/realnode's TestMain) while the other test
+		// packages mostly wait on their clusters, rather than before any test starts
+		// (`localcluster images` builds them by hand).
 		ensure := controlplane.EnsureTools
-		if realNode {
+		if controlplane.NodeRequirements() == "" {
 			ensure = controlplane.EnsureNodeTools
 		}
 		dir, err := ensure(ctx, logf)
 		if err != nil {
 			logf("%v", err)
 			os.Exit(1)
-		}
-		if realNode {
-			if err := charts.BuildImages(ctx, logf, charts.IngressNginxChart, charts.ExternalSecretsChart, charts.CertManagerChart); err != nil {
-				logf("%v", err)
-				os.Exit(1)
-			}
 		}
 		// Fetch the modules whose CRDs the tests install, so no test fetches anything.
 		for _, m := range [][2]string{{controlplane.CertManagerModule, "deploy/crds"}, {controlplane.ExternalSecretsModule, "deploy/crds"}} {
@@ -76,7 +73,7 @@ func main() {
 		defer cp.Stop()
 		if chartsDir != "" {
 			began := time.Now()
-			for _, c := range []charts.Installable{charts.ExternalSecretsChart, charts.CertManagerChart, charts.IngressNginxChart} {
+			for _, c := range charts.RealNodeCharts {
 				if _, err := charts.Install(ctx, cp, c, chartsDir, logf); err != nil {
 					logf("%v", err)
 					cp.Stop() // os.Exit skips the deferred Stop; the node must give the host back
@@ -88,11 +85,16 @@ func main() {
 		logf("control plane up in %s at %s", cp.StartTime.Round(1e6), cp.Host)
 		fmt.Println(cp.KubeconfigPath)
 		<-ctx.Done()
+	case "images":
+		if err := charts.BuildImages(ctx, logf, charts.RealNodeCharts...); err != nil {
+			logf("%v", err)
+			os.Exit(1)
+		}
 	case "node-requirements":
 		// What TypeScript tests need to skip (or fail under CI) with the reason.
 		fmt.Println(controlplane.NodeRequirements())
 	default:
-		logf("usage: localcluster [tools|up|up-real-node [-charts DIR]|node-requirements]")
+		logf("usage: localcluster [tools|images|up|up-real-node [-charts DIR]|node-requirements]")
 		os.Exit(2)
 	}
 }
