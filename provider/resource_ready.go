@@ -19,6 +19,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/expr"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/objectrule"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -115,177 +116,20 @@ var (
 	_ = (infer.CustomRead[ResourceReadyArgs, ResourceReadyState])((*ResourceReady)(nil))
 )
 
-// decider is a compiled ResourceReady decision over one object (nil: absent).
-type decider struct {
-	mode      string
-	eval      func(*unstructured.Unstructured) status.Result
-	failedCel *expr.CEL
-	deleted   bool
-	strictPvc bool
-}
-
-// compile validates the arguments (Check) and builds the decider (Create). Problems are
-// returned per field so preview can name them.
-func (a ResourceReadyArgs) compile(known func(string) bool) (*decider, []p.CheckFailure) {
-	var fails []p.CheckFailure
-	fail := func(field, format string, args ...any) {
-		fails = append(fails, p.CheckFailure{Property: field, Reason: fmt.Sprintf(format, args...)})
-	}
-	if known("apiVersion") {
-		if _, err := schema.ParseGroupVersion(a.APIVersion); err != nil || a.APIVersion == "" {
-			fail("apiVersion", "%q is not an apiVersion such as v1, apps/v1 or cert-manager.io/v1", a.APIVersion)
-		}
-	}
-	if known("kind") && (a.Kind == "" || strings.ContainsAny(a.Kind, " /.")) {
-		fail("kind", "%q is not a kind such as Deployment", a.Kind)
-	}
-	hasName, hasSel := a.Name != nil && known("name"), a.Selector != nil && known("selector")
-	switch {
-	case a.Name != nil && a.Selector != nil:
-		fail("selector", "give name or selector, not both")
-	case a.Name == nil && a.Selector == nil:
-		fail("name", "give the object's name or a label selector")
-	}
-	if hasName {
-		if msg := kindNameProblem(a.APIVersion, known("apiVersion"), *a.Name); msg != "" {
-			fail("name", "%s", msg)
-		}
-	}
-	if hasSel {
-		if _, err := labels.Parse(*a.Selector); err != nil || strings.TrimSpace(*a.Selector) == "" {
-			fail("selector", "invalid label selector %q: %v", *a.Selector, err)
-		}
-	}
-	if a.Namespace != nil && known("namespace") && *a.Namespace != "" {
-		if msg := admission.NamespaceProblem(*a.Namespace); msg != "" {
-			fail("namespace", "%s", msg)
-		}
-	}
-	if a.MinCount != nil && *a.MinCount < 1 {
-		fail("minCount", "must be at least 1 (the gate passes only on objects it found)")
-	}
-	if a.MinCount != nil && a.Selector == nil {
-		fail("minCount", "minCount only applies with selector")
-	}
-
-	d := &decider{strictPvc: a.StrictPvc != nil && *a.StrictPvc}
-	var modes []string
+// rule converts the inputs for objectrule.Compile.
+func (a ResourceReadyArgs) rule() objectrule.Args {
+	r := objectrule.Args{APIVersion: a.APIVersion, Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, Selector: a.Selector,
+		MinCount: a.MinCount, JSONPath: a.JSONPath, Value: a.Value, Regex: a.Regex, Cel: a.Cel, FailedCel: a.FailedCel,
+		Exists: a.Exists, Deleted: a.Deleted, StrictPVC: a.StrictPvc}
 	if a.Condition != nil {
-		modes = append(modes, "condition")
-		want := "True"
-		if a.Condition.Status != nil {
-			want = *a.Condition.Status
-		}
-		if a.Condition.Type == "" {
-			fail("condition.type", "the condition type must not be empty")
-		}
-		if !strings.EqualFold(want, "True") && !strings.EqualFold(want, "False") && !strings.EqualFold(want, "Unknown") {
-			fail("condition.status", "%q is not True, False or Unknown", want)
-		}
-		ct := a.Condition.Type
-		d.eval = func(o *unstructured.Unstructured) status.Result {
-			ok, msg := status.ConditionHolds(o, ct, want)
-			return status.Result{Ready: ok, Message: msg}
-		}
+		r.Condition = &objectrule.Condition{Type: a.Condition.Type, Status: a.Condition.Status}
 	}
-	if a.JSONPath != nil && (a.Value != nil || a.Regex != nil) && known("jsonPath") && secretDataPath(a.APIVersion, a.Kind, *a.JSONPath) {
-		field := "value"
-		if a.Value == nil {
-			field = "regex"
-		}
-		fail(field, "a Secret's values are never kept by the gate (only its key names, whether each is empty, and public "+
-			"certificates), so %s cannot be compared with them: test that the key is set with jsonPath alone, or use SecretReady "+
-			"(requiredKeys); a check on metadata (.metadata.labels...) may have a value", field)
-	}
-	if a.JSONPath != nil {
-		modes = append(modes, "jsonPath")
-		if known("jsonPath") && known("value") && known("regex") {
-			jp, err := expr.CompileJSONPath(*a.JSONPath, a.Value, a.Regex)
-			var fe *expr.FieldError
-			switch {
-			case errors.As(err, &fe):
-				fail(fe.Field, "%v", err)
-			case err != nil:
-				fail("jsonPath", "%v", err)
-			default:
-				d.eval = func(o *unstructured.Unstructured) status.Result {
-					ok, msg, err := jp.Eval(o.Object)
-					if err != nil {
-						return status.Result{Message: err.Error()}
-					}
-					return status.Result{Ready: ok, Message: msg}
-				}
-			}
-		}
-	} else if a.Value != nil || a.Regex != nil {
-		fail("value", "value and regex only apply with jsonPath")
-	}
-	if a.Cel != nil {
-		modes = append(modes, "cel")
-		if known("cel") {
-			c, err := expr.CompileCEL(*a.Cel)
-			if err != nil {
-				fail("cel", "%v", err)
-			} else {
-				d.eval = func(o *unstructured.Unstructured) status.Result {
-					ok, msg, err := c.Eval(o.Object)
-					if err != nil {
-						// A result of the wrong type will not change by waiting.
-						return status.Result{Message: err.Error(), Failed: expr.IsTerminal(err)}
-					}
-					return status.Result{Ready: ok, Message: msg}
-				}
-			}
-		}
-	}
-	if a.FailedCel != nil && known("failedCel") {
-		c, err := expr.CompileCEL(*a.FailedCel)
-		if err != nil {
-			fail("failedCel", "%v", err)
-		}
-		d.failedCel = c
-	}
-	if a.Exists != nil && *a.Exists {
-		modes = append(modes, "exists")
-		d.eval = func(*unstructured.Unstructured) status.Result { return status.Result{Ready: true, Message: "exists"} }
-	}
-	if a.Deleted != nil && *a.Deleted {
-		modes = append(modes, "deleted")
-		d.deleted = true
-	}
-	if len(modes) > 1 {
-		fail(modes[1], "give exactly one of condition, jsonPath, cel, exists, deleted (got %s)", strings.Join(modes, " and "))
-	}
-	if len(modes) == 0 {
-		modes = []string{"kstatus"}
-		d.eval = status.Generic
-	}
-	d.mode = modes[0]
-	return d, fails
-}
-
-// secretDataPath reports whether jsonPath on a core Secret may read its values: anything but
-// metadata, type and immutable (a recursive descent or a wildcard may reach data).
-func secretDataPath(apiVersion, kind, jsonPath string) bool {
-	if apiVersion != "v1" || kind != "Secret" {
-		return false
-	}
-	p := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(jsonPath), "{"), "}"))
-	if strings.Contains(p, "..") || strings.Contains(p, "*") || strings.Contains(p, "{") {
-		return true
-	}
-	switch {
-	case p == ".type" || p == ".immutable" || p == ".kind" || p == ".apiVersion":
-		return false
-	case strings.HasPrefix(p, ".metadata.") || strings.HasPrefix(p, ".metadata["):
-		return false
-	}
-	return true
+	return r
 }
 
 func (*ResourceReady) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckResponse[ResourceReadyArgs], error) {
 	return checkGate(ctx, req, func(args ResourceReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
-		_, fails := args.compile(func(k string) bool { return isKnown(req.NewInputs, k) })
+		_, fails := objectrule.Compile(args.rule(), func(k string) bool { return isKnown(req.NewInputs, k) })
 		return append(failures, fails...)
 	})
 }
@@ -312,7 +156,7 @@ func resourceBuilder(args ResourceReadyArgs) builder[ResourceReadyState] {
 type objectsEval struct {
 	r        *run
 	t        target
-	d        *decider
+	d        *objectrule.Rule
 	minCount int
 	pvcMode  func(*unstructured.Unstructured) (string, *wait.Result)
 	matched  []*unstructured.Unstructured
@@ -320,7 +164,7 @@ type objectsEval struct {
 }
 
 func newObjectsEval(r *run, a ResourceReadyArgs) (*objectsEval, error) {
-	d, fails := a.compile(func(string) bool { return true })
+	d, fails := objectrule.Compile(a.rule(), func(string) bool { return true })
 	if len(fails) > 0 {
 		return nil, fmt.Errorf("%s: %s", fails[0].Property, fails[0].Reason)
 	}
@@ -336,13 +180,13 @@ func newObjectsEval(r *run, a ResourceReadyArgs) (*objectsEval, error) {
 	if a.MinCount != nil {
 		e.minCount = *a.MinCount
 	}
-	if d.mode == "kstatus" && t.gvk.Group == "" && t.gvk.Kind == "PersistentVolumeClaim" {
+	if d.Mode == "kstatus" && t.gvk.Group == "" && t.gvk.Kind == "PersistentVolumeClaim" {
 		e.pvcMode = e.storageClassMode
 	}
 	return e, nil
 }
 
-func (e *objectsEval) what() string { return e.t.String() + " (" + e.d.mode + ")" }
+func (e *objectsEval) what() string { return e.t.String() + " (" + e.d.Mode + ")" }
 
 // storageClassMode reads the volumeBindingMode of a PVC's StorageClass from a shared watch.
 func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, *wait.Result) {
@@ -371,8 +215,8 @@ func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, 
 }
 
 func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait.Result) {
-	if e.d.failedCel != nil {
-		bad, msg, err := e.d.failedCel.Eval(o.Object)
+	if e.d.FailedCel != nil {
+		bad, msg, err := e.d.FailedCel.Eval(o.Object)
 		switch {
 		case expr.IsTerminal(err):
 			return status.Result{Failed: true, Message: "failedCel: " + err.Error()}, nil
@@ -385,9 +229,9 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait
 		if pending != nil {
 			return status.Result{}, pending
 		}
-		return status.PVC(o, mode, e.d.strictPvc), nil
+		return status.PVC(o, mode, e.d.StrictPVC), nil
 	}
-	res := e.d.eval(o)
+	res := e.d.Eval(o)
 	if admission.IsSecret(o) {
 		// The cache keeps a marker in place of each value (kube.trimSecret): never show it as data.
 		res.Message = strings.ReplaceAll(res.Message, kube.SecretPresent, "(set; a Secret's values are not kept)")
@@ -396,7 +240,7 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait
 }
 
 func (e *objectsEval) check(ctx context.Context) wait.Result {
-	if e.d.deleted {
+	if e.d.Deleted {
 		return e.checkDeleted()
 	}
 	objs, pending := e.r.objects(e.t)

@@ -126,7 +126,7 @@ func (*WebhookReady) Check(ctx context.Context, req infer.CheckRequest) (infer.C
 			v   *string
 		}{{"validatingWebhookConfiguration", args.ValidatingWebhookConfiguration}, {"mutatingWebhookConfiguration", args.MutatingWebhookConfiguration}} {
 			if f.v != nil && isKnown(req.NewInputs, f.key) {
-				if msg := nameProblem(*f.v); msg != "" {
+				if msg := admission.NameProblem(*f.v); msg != "" {
 					failures = append(failures, p.CheckFailure{Property: f.key, Reason: msg})
 				}
 			}

@@ -76,6 +76,17 @@ func ManifestProblem(m map[string]any, needName bool) string {
 	return ""
 }
 
+// NameProblem says why n is not an object name (a DNS-1123 subdomain, as most kinds require), or "".
+func NameProblem(n string) string {
+	if n == "" {
+		return "must not be empty"
+	}
+	if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+		return fmt.Sprintf("%q is not a valid object name: %s", n, strings.Join(errs, "; "))
+	}
+	return ""
+}
+
 // NamespaceProblem says why n is not a namespace name (a DNS-1123 label), or "".
 func NamespaceProblem(n string) string {
 	if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
