@@ -87,7 +87,10 @@ func Compile(a Args, known func(string) bool) (*Rule, []p.CheckFailure) {
 		}
 	}
 	if hasSel {
-		if _, err := labels.Parse(*a.Selector); err != nil || strings.TrimSpace(*a.Selector) == "" {
+		if strings.TrimSpace(*a.Selector) == "" {
+			// A blank selector parses (as "everything"): not what a gate on "some objects" means.
+			fail("selector", "the label selector is blank: give one (app=web) or a name")
+		} else if _, err := labels.Parse(*a.Selector); err != nil {
 			fail("selector", "invalid label selector %q: %v", *a.Selector, err)
 		}
 	}
