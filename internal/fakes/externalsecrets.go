@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 )
@@ -61,12 +62,20 @@ func syncExternalSecret(ctx context.Context, dyn dynamic.Interface, es *unstruct
 	if _, err := dyn.Resource(secrets).Namespace(es.GetNamespace()).Create(ctx, sec, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	es.Object["status"] = map[string]any{
-		"refreshTime":           time.Now().UTC().Format(time.RFC3339),
-		"syncedResourceVersion": status.ExternalSecretResourceVersion(es),
-		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "SecretSynced",
-			"message": "secret synced", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
-	}
-	_, err := dyn.Resource(externalSecrets).Namespace(es.GetNamespace()).UpdateStatus(ctx, es, metav1.UpdateOptions{})
-	return err
+	// The status is written on the object as it is now, not as it was read before the wait: it
+	// may have changed meanwhile (a 409 Conflict would leave it never synced).
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cur, err := dyn.Resource(externalSecrets).Namespace(es.GetNamespace()).Get(ctx, es.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Object["status"] = map[string]any{
+			"refreshTime":           time.Now().UTC().Format(time.RFC3339),
+			"syncedResourceVersion": status.ExternalSecretResourceVersion(cur),
+			"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "SecretSynced",
+				"message": "secret synced", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
+		}
+		_, err = dyn.Resource(externalSecrets).Namespace(es.GetNamespace()).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 }

@@ -265,7 +265,9 @@ spec: {refreshInterval: 1h, secretStoreRef: {kind: ClusterSecretStore, name: pul
 					}
 					time.Sleep(50 * time.Millisecond)
 				}
-				_ = p.Stop()
+				if err := p.Stop(); err != nil {
+					t.Errorf("playing External Secrets: %v", err)
+				}
 				return
 			}
 			time.Sleep(100 * time.Millisecond)
