@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"math/big"
@@ -63,21 +62,6 @@ type secret struct {
 	TLSCrt string  `json:"tlsCrt"`
 }
 
-// object decodes a fixture's object as the API server's JSON is decoded (integers as int64, so
-// generation and revision read as they do from a watch).
-func object(t *testing.T, m map[string]any) *unstructured.Unstructured {
-	t.Helper()
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(b); err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
 func TestDecideFixtures(t *testing.T) {
 	type tc struct {
 		Name        string           `json:"name"`
@@ -117,7 +101,7 @@ func TestDecideFixtures(t *testing.T) {
 				in.Pending = &p
 			}
 			if c.Certificate != nil {
-				in.Certificate = object(t, c.Certificate)
+				in.Certificate = fixtures.Object(t, c.Certificate)
 			}
 			if c.MinValidity != "" {
 				if in.MinValidity, err = time.ParseDuration(c.MinValidity); err != nil {
@@ -134,7 +118,7 @@ func TestDecideFixtures(t *testing.T) {
 					"data":     map[string]any{"tls.crt": crt, "tls.key": "a2V5"}}}
 			}
 			for _, r := range c.Requests {
-				in.Requests = append(in.Requests, object(t, r))
+				in.Requests = append(in.Requests, fixtures.Object(t, r))
 			}
 			v := Decide(in)
 			if got := resultOf(v.Result); got != c.Want {

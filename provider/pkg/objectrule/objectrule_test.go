@@ -1,11 +1,9 @@
 package objectrule
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/internal/fixtures"
@@ -22,20 +20,6 @@ type verdict struct {
 	Ready   bool   `json:"ready"`
 	Failed  bool   `json:"failed"`
 	Message string `json:"message"`
-}
-
-// object decodes a fixture's object as the API server's JSON is decoded (integers as int64).
-func object(t *testing.T, m map[string]any) *unstructured.Unstructured {
-	t.Helper()
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(b); err != nil {
-		t.Fatal(err)
-	}
-	return u
 }
 
 func TestCompileFixtures(t *testing.T) {
@@ -87,7 +71,7 @@ func TestCompileFixtures(t *testing.T) {
 				t.Fatal("give object and want together")
 			}
 			if c.Object != nil {
-				res := r.Eval(object(t, c.Object))
+				res := r.Eval(fixtures.Object(t, c.Object))
 				if got := (verdict{Ready: res.Ready, Failed: res.Failed, Message: res.Message}); got != *c.Want {
 					t.Errorf("Eval = %+v, want %+v", got, *c.Want)
 				}
