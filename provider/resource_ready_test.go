@@ -2,7 +2,9 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -251,5 +253,57 @@ func TestResourceReadyRejectsBadInputAtCheck(t *testing.T) {
 			}
 			t.Errorf("want a failure on %s containing %q, got %+v", tc.field, tc.reason, chk.Failures)
 		})
+	}
+}
+
+// Every input of ResourceReady that is not the gate's own (GateArgs) reaches the rule compiled
+// from it: a new input forgotten in rule() would be accepted and then ignored.
+func TestResourceReadyRuleCarriesEveryInput(t *testing.T) {
+	var args ResourceReadyArgs
+	v := reflect.ValueOf(&args).Elem()
+	want := map[string]any{}
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if f.Anonymous { // GateArgs: the gate's timeout and triggers, not the rule's
+			continue
+		}
+		tag := strings.Split(f.Tag.Get("pulumi"), ",")[0]
+		field := v.Field(i)
+		switch x := field.Addr().Interface().(type) {
+		case *string:
+			*x = tag
+		case **string:
+			s := tag
+			*x = &s
+		case **int:
+			n := i + 1
+			*x = &n
+		case **bool:
+			b := true
+			*x = &b
+		case **Condition:
+			st := "False"
+			*x = &Condition{Type: "Synced", Status: &st}
+		default:
+			t.Fatalf("input %s (%s): teach this test its type", tag, f.Type)
+		}
+		b, _ := json.Marshal(field.Interface())
+		var val any
+		_ = json.Unmarshal(b, &val)
+		want[tag] = val
+	}
+	want["condition"] = map[string]any{"type": "Synced", "status": "False"} // its fields carry pulumi tags, not JSON ones
+	b, err := json.Marshal(args.rule())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	for tag, w := range want {
+		if !reflect.DeepEqual(got[tag], w) {
+			t.Errorf("input %s = %v reaches the rule as %v", tag, w, got[tag])
+		}
 	}
 }
