@@ -27,6 +27,7 @@ type aheadBatch struct {
 	mu    sync.Mutex
 	subs  []*Subscription
 	timer *time.Timer
+	gen   uint64 // of the timer: a batch's timer fires for its own batch only
 	first time.Time
 }
 
@@ -53,9 +54,9 @@ func (b *aheadBatch) add(s *Subscription) {
 	b.subs = append(b.subs, s)
 	if b.timer == nil {
 		b.first = time.Now()
-		var t *time.Timer
-		t = time.AfterFunc(aheadQuiet, func() { b.send(t) })
-		b.timer = t
+		b.gen++
+		gen := b.gen
+		b.timer = time.AfterFunc(aheadQuiet, func() { b.send(gen) })
 		return
 	}
 	if time.Since(b.first)+aheadQuiet < aheadMax {
@@ -64,11 +65,11 @@ func (b *aheadBatch) add(s *Subscription) {
 }
 
 // send begins one list, after every subscription of the batch began, on the watch of the
-// newest one still open (the clock proves the others by it: proof_clock.go). t is the timer that
-// fired: a Reset racing its firing may fire it again, after the batch was sent.
-func (b *aheadBatch) send(t *time.Timer) {
+// newest one still open (the clock proves the others by it: proof_clock.go). gen is the batch
+// whose timer fired: a Reset racing its firing may fire it again, after the batch was sent.
+func (b *aheadBatch) send(gen uint64) {
 	b.mu.Lock()
-	if b.timer != t {
+	if b.timer == nil || b.gen != gen {
 		b.mu.Unlock()
 		return
 	}
