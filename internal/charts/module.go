@@ -53,10 +53,38 @@ var ExternalSecretsChart = ModuleChart{
 		"name: {{ include \"external-secrets.fullname\" . }}-webhook\n          namespace: {{ .Release.Namespace | quote }}\n",
 	},
 	// One binary for the controller, the webhook and the cert-controller (the chart's args
-	// choose), as upstream's image.
+	// choose), as upstream's image, with the providers and generators our stacks can use (see
+	// esoTrim).
 	Images: []controlplane.GoImage{{Ref: "oci.external-secrets.io/external-secrets/external-secrets:v0.11.0",
-		ModDir: toolsModule("eso"), Pkg: "github.com/external-secrets/external-secrets"}},
+		ModDir: toolsModule("eso"), Pkg: "github.com/external-secrets/external-secrets", Trim: esoTrim}},
 }
+
+// esoTrim registers External Secrets' in-cluster providers and generators only (fake,
+// kubernetes, webhook; pulumi, field report 001's, which is one HTTP client). The other 30
+// link the cloud SDKs (AWS, Azure, GCP, Yandex, Oracle, IBM...): half of the binary's 1731
+// packages and most of a cold build's time (measured in docs/development.md). No stack here can
+// reach a cloud; a SecretStore of a dropped provider is refused by the webhook, as any
+// provider the binary does not know.
+var esoTrim = &controlplane.ModuleTrim{Module: "github.com/external-secrets/external-secrets", Files: map[string]string{
+	"pkg/provider/register/register.go": `package register
+
+import (
+	_ "github.com/external-secrets/external-secrets/pkg/provider/fake"
+	_ "github.com/external-secrets/external-secrets/pkg/provider/kubernetes"
+	_ "github.com/external-secrets/external-secrets/pkg/provider/pulumi"
+	_ "github.com/external-secrets/external-secrets/pkg/provider/webhook"
+)
+`,
+	"pkg/generator/register/register.go": `package register
+
+import (
+	_ "github.com/external-secrets/external-secrets/pkg/generator/fake"
+	_ "github.com/external-secrets/external-secrets/pkg/generator/password"
+	_ "github.com/external-secrets/external-secrets/pkg/generator/uuid"
+	_ "github.com/external-secrets/external-secrets/pkg/generator/webhook"
+)
+`,
+}}
 
 // CertManagerChart is cert-manager's chart v1.11.5 from its module: Chart.template.yaml
 // stamped, its CRDs (deploy/crds, already Helm templates) in templates/crds.yaml.

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"time"
 
@@ -35,6 +36,17 @@ type GoImage struct {
 	Args []string
 	// Env is added to the build's environment (GOFLAGS, GONOSUMDB...).
 	Env []string
+	// Trim replaces files of one dependency module for this build, by path in that module:
+	// a controller that links every integration it supports through one registry file
+	// (External Secrets' providers) is built with the ones our stacks use, which is most of
+	// the cost of a cold build. Nothing else of the module changes.
+	Trim *ModuleTrim
+}
+
+// ModuleTrim is a dependency module built with some of its files replaced.
+type ModuleTrim struct {
+	Module string            // its module path, as ModDir's go.mod requires it
+	Files  map[string]string // path in the module -> the file's content
 }
 
 // BuildImage builds img's binary and writes the image as a docker-archive tar in the tools
@@ -64,7 +76,15 @@ func BuildImage(ctx context.Context, img GoImage, logf func(string, ...any)) (st
 	}
 	defer os.RemoveAll(scratch)
 	binName := binaryName(img.Pkg)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(scratch, binName), img.Pkg)
+	args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(scratch, binName)}
+	if img.Trim != nil {
+		modfile, err := trimModule(ctx, img, scratch)
+		if err != nil {
+			return "", err
+		}
+		args = append(args, "-modfile", modfile)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, img.Pkg)...)
 	cmd.Dir = img.ModDir
 	cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0"), img.Env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -148,6 +168,17 @@ func writeImage(out, ref, path string, bin []byte, args []string) error {
 func imageStamp(img GoImage) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%q\n%q\n%s\n", img.Ref, img.Pkg, img.Args, img.Env, runtime.Version())
+	if t := img.Trim; t != nil {
+		paths := make([]string, 0, len(t.Files))
+		for p := range t.Files {
+			paths = append(paths, p)
+		}
+		sort.Strings(paths)
+		fmt.Fprintf(h, "trim %s\n", t.Module)
+		for _, p := range paths {
+			fmt.Fprintf(h, "%s\n%s\n", p, t.Files[p])
+		}
+	}
 	files := []string{"go.mod", "go.sum"}
 	if strings.HasPrefix(img.Pkg, ".") {
 		m, _ := filepath.Glob(filepath.Join(img.ModDir, img.Pkg, "*.go"))
@@ -165,4 +196,51 @@ func imageStamp(img GoImage) (string, error) {
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// trimModule copies img.Trim's module from the module cache into scratch, replaces its files
+// there, and writes a go.mod (with go.sum) beside it: ModDir's, plus a replace directive for
+// the copy. The build uses it with -modfile, so ModDir stays untouched. (go build -overlay
+// would be simpler, but refuses files in the module cache.)
+func trimModule(ctx context.Context, img GoImage, scratch string) (string, error) {
+	t := img.Trim
+	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", t.Module)
+	list.Dir = img.ModDir
+	out, err := list.Output()
+	if err != nil {
+		return "", fmt.Errorf("image %s: locating module %s: %w", img.Ref, t.Module, err)
+	}
+	src, dst := strings.TrimSpace(string(out)), filepath.Join(scratch, "trimmed")
+	if src == "" {
+		return "", fmt.Errorf("image %s: module %s is not downloaded", img.Ref, t.Module)
+	}
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		return "", fmt.Errorf("image %s: copying module %s: %w", img.Ref, t.Module, err)
+	}
+	for p, content := range t.Files {
+		f := filepath.Join(dst, filepath.FromSlash(p))
+		if _, err := os.Stat(f); err != nil {
+			return "", fmt.Errorf("image %s: trimming %s: %w", img.Ref, t.Module, err) // upstream moved it
+		}
+		if err := os.Chmod(f, 0o644); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			return "", err
+		}
+	}
+	mod, err := os.ReadFile(filepath.Join(img.ModDir, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	sum, err := os.ReadFile(filepath.Join(img.ModDir, "go.sum"))
+	if err != nil {
+		return "", err
+	}
+	modfile := filepath.Join(scratch, "go.mod")
+	mod = append(mod, fmt.Sprintf("\nreplace %s => %s\n", t.Module, dst)...)
+	if err := os.WriteFile(modfile, mod, 0o644); err != nil {
+		return "", err
+	}
+	return modfile, os.WriteFile(filepath.Join(scratch, "go.sum"), sum, 0o644)
 }
