@@ -163,6 +163,7 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 	if dryRun {
 		return infer.CreateResponse[O]{Output: state}, nil
 	}
+	began := time.Now()
 	timeout, err := args.timeout()
 	if err != nil {
 		return infer.CreateResponse[O]{}, fmt.Errorf("timeout: %w", err)
@@ -184,6 +185,7 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 	if err != nil {
 		return infer.CreateResponse[O]{}, err
 	}
+	trace(e.what(), "create began %dus ago (reaching the cluster %dus)", time.Since(began).Microseconds(), took.Microseconds())
 	spec := wait.Spec{What: e.what(), Timeout: max(timeout-took, time.Millisecond), Check: e.check, MaxBackoff: maxBackoffOf(e),
 		StableFor: stableFor, FailureGrace: failureGrace, Recheck: maxBackoffOf(e)}
 	if _, err := r.wait(ctx, spec); err != nil {
@@ -200,6 +202,7 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 		return infer.CreateResponse[O]{}, err
 	}
 	fill(&state)
+	trace(e.what(), "created")
 	target := e.what()
 	if t, ok := e.(interface{ idTarget() string }); ok {
 		target = t.idTarget()
@@ -299,6 +302,7 @@ func (g GateArgs) gateArgs() GateArgs { return g }
 // then the gate's own (validate appends to failures and returns them; it sees req via closure).
 func checkGate[A interface{ gateArgs() GateArgs }](ctx context.Context, req infer.CheckRequest,
 	validate func(args A, failures []p.CheckFailure) []p.CheckFailure) (infer.CheckResponse[A], error) {
+	trace(req.Name, "inputs checked")
 	args, failures, err := infer.DefaultCheck[A](ctx, req.NewInputs)
 	if err != nil || len(failures) > 0 {
 		return infer.CheckResponse[A]{Inputs: args, Failures: hideValues(req.NewInputs, typeFailures(failures))}, err

@@ -43,6 +43,8 @@ type run struct {
 	// of reading (see kube.AwaitWatch); proven once one verdict of the run was proven.
 	awaited time.Time
 	proven  bool
+	// what is the gate's subject, as its trace names it (trace.go).
+	what string
 }
 
 // newRun gets the shared clients. It does not call the cluster (see reach).
@@ -126,6 +128,7 @@ func (r *run) close() {
 // wait runs the shared wait loop, reporting progress on the resource's status line.
 func (r *run) wait(ctx context.Context, spec wait.Spec) (wait.Result, error) {
 	defer r.log.InfoStatus("")
+	r.what = spec.What
 	spec.Timeout = wait.EffectiveTimeout(ctx, spec.Timeout)
 	spec.Wake = r.wake
 	spec.Progress = func(msg string) { r.log.InfoStatus(msg) }
@@ -150,6 +153,7 @@ const refreshBound = time.Minute
 // lack of patience.
 func (r *run) judge(ctx context.Context, e evaluation) (wait.Result, error) {
 	r.proving = true // every verdict counts here, "not ready" too
+	r.what = e.what()
 	var verdict wait.Result
 	_, err := wait.Until(ctx, wait.Spec{
 		What:       e.what(),

@@ -266,3 +266,12 @@ func (s *Subscription) beginList() {
 		_, _ = g.await(bg, r)
 	}()
 }
+
+// LastEvent is when the watch last handed an object to its handlers (zero before the first):
+// the trace (READINESS_TRACE) tells a watch's late delivery from a slow check with it.
+func (s *Subscription) LastEvent() time.Time {
+	if n := s.entry.lastEvent.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,7 +49,12 @@ func TestSoakRealFieldReport001(t *testing.T) {
 		}
 		return reportstack.ExternalSecrets001(ctx, release)
 	}
+	// The provider's trace (provider/trace.go) splits each gate's lag: its watch's delivery,
+	// its check and proof, and the engine's report of its return.
+	tracePath := filepath.Join(t.TempDir(), "trace")
+	t.Setenv("READINESS_TRACE", tracePath)
 	s := stacktest.NewStack(t, env, "soak001", program)
+	var parts [4][]time.Duration // per gate: event, woken, checked, reported (see splitLag)
 	var lags, ups []time.Duration
 	failures := 0
 	for round := 1; round <= rounds; round++ {
@@ -108,10 +115,20 @@ func TestSoakRealFieldReport001(t *testing.T) {
 			}
 			lag := at.Sub(cond)
 			lags = append(lags, lag)
-			line = append(line, fmt.Sprintf("%s %+dms", strings.TrimPrefix(name, "readiness:index:"), lag.Milliseconds()))
+			helm := strings.HasPrefix(name, "readiness:index:HelmReleaseReady")
+			split, ok := splitLag(readTrace(t, tracePath), at, cond, func(gate string) bool { return strings.HasPrefix(gate, "Helm release ") == helm })
+			where := ""
+			if ok {
+				for i, d := range split {
+					parts[i] = append(parts[i], d)
+				}
+				where = fmt.Sprintf(" (%s)", split)
+			}
+			line = append(line, fmt.Sprintf("%s %+dms%s", strings.TrimPrefix(name, "readiness:index:"), lag.Milliseconds(), where))
 			if lag > 100*time.Millisecond {
-				t.Errorf("round %d: %s returned %s after its condition held; what it said, from the condition:\n%s",
-					round, name, lag.Round(time.Millisecond), progressSince(said[name], cond))
+				t.Errorf("round %d: %s returned %s after its condition held; what it said, from the condition:\n%s"+
+					"the provider's trace, from the condition:\n%s",
+					round, name, lag.Round(time.Millisecond), progressSince(said[name], cond), traceSince(readTrace(t, tracePath), cond, at))
 			}
 		}
 		sort.Strings(line)
@@ -126,6 +143,15 @@ func TestSoakRealFieldReport001(t *testing.T) {
 		t.Logf("soak: %d rounds, %d failed; up p50 %s, max %s; gate lag after its condition (%d gates): p50 %s, p95 %s, max %s",
 			rounds, failures, ups[len(ups)/2].Round(time.Millisecond), ups[len(ups)-1].Round(time.Millisecond), len(lags),
 			lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)*95/100].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
+	}
+	for i, what := range (lagSplit{}).names() {
+		ds := parts[i]
+		if len(ds) == 0 {
+			continue
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		t.Logf("soak: of the lag, %s: p50 %s, p95 %s, max %s", what, ds[len(ds)/2].Round(time.Millisecond),
+			ds[len(ds)*95/100].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
 	}
 }
 
@@ -152,3 +178,93 @@ func progressSince(ps []progress, cond time.Time) string {
 
 // gateKey names a gate by its type and Pulumi name.
 func gateKey(typ, urn string) string { return typ + " " + urn[strings.LastIndex(urn, "::")+2:] }
+
+// traceLine is one line of the provider's trace (provider/trace.go).
+type traceLine struct {
+	at         time.Time
+	gate, text string
+}
+
+func readTrace(t *testing.T, path string) []traceLine {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []traceLine
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.SplitN(l, "\t", 3)
+		if len(f) != 3 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, traceLine{time.Unix(0, ns), f[1], f[2]})
+	}
+	return out
+}
+
+// lagSplit is where a gate's lag after its condition went: until its watch delivered the newest
+// event before its passing check (event), until that check began (woken), until Create
+// returned (checked: the check and its proof), until the engine reported it (reported).
+type lagSplit [4]time.Duration
+
+func (lagSplit) names() []string {
+	return []string{"until the watch event", "until the check began", "the check and its proof", "until the engine reported it"}
+}
+
+func (l lagSplit) String() string {
+	return fmt.Sprintf("event %+dms, woken %+dms, checked %+dms, reported %+dms",
+		l[0].Milliseconds(), l[1].Milliseconds(), l[2].Milliseconds(), l[3].Milliseconds())
+}
+
+var checkLine = regexp.MustCompile(`^check began \((?:newest watch event (\d+)us before|no watch event yet)\); check (\d+)us, proof (\d+)us: ready`)
+
+// splitLag finds the gate that returned at at in the trace (the last "created" before it of a
+// gate that ours matches) and its passing check, and splits at-cond (each part's own share, so
+// they add up).
+func splitLag(lines []traceLine, at, cond time.Time, ours func(gate string) bool) (lagSplit, bool) {
+	created := -1
+	for i, l := range lines {
+		if l.text == "created" && ours(l.gate) && !l.at.After(at) && (created < 0 || l.at.After(lines[created].at)) {
+			created = i
+		}
+	}
+	if created < 0 {
+		return lagSplit{}, false
+	}
+	for i := created - 1; i >= 0; i-- {
+		l := lines[i]
+		m := checkLine.FindStringSubmatch(l.text)
+		if l.gate != lines[created].gate || m == nil {
+			continue
+		}
+		us := func(s string) time.Duration { n, _ := strconv.Atoi(s); return time.Duration(n) * time.Microsecond }
+		began := l.at.Add(-us(m[2]) - us(m[3]))
+		event := began
+		if m[1] != "" {
+			event = began.Add(-us(m[1]))
+		}
+		if event.Before(cond) {
+			event = cond // an event before the condition (the condition came with it, or with a read)
+		}
+		return lagSplit{event.Sub(cond), began.Sub(event), lines[created].at.Sub(began), at.Sub(lines[created].at)}, true
+	}
+	return lagSplit{}, false
+}
+
+// traceSince lists the trace's lines from a second before cond to at, stamped relative to cond.
+func traceSince(lines []traceLine, cond, at time.Time) string {
+	var b strings.Builder
+	for _, l := range lines {
+		if l.at.Before(cond.Add(-time.Second)) || l.at.After(at) {
+			continue
+		}
+		fmt.Fprintf(&b, "  %+6dms %s: %s\n", l.at.Sub(cond).Milliseconds(), l.gate, l.text)
+	}
+	if b.Len() == 0 {
+		return "  (nothing in that time)\n"
+	}
+	return b.String()
+}
