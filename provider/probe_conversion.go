@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -12,8 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/crdschema"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/conversion"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
@@ -46,12 +43,14 @@ import (
 // may come from a pod on its way out. Failed rounds are retried with a capped backoff (nothing to
 // watch); a change of the CRD (a caBundle injected by cert-manager's cainjector, a new URL) wakes
 // the gate through the CRD watch and is probed at once.
+//
+// This file keeps the schedule and makes the calls; what a round's answers prove, and what the
+// conversionProbes say, is decided in pkg/conversion (pure, table-tested).
 
 const (
 	conversionRoundsNeeded = 2
 	conversionMinBackoff   = 50 * time.Millisecond
 	conversionMaxBackoff   = 500 * time.Millisecond
-	conversionProbePrefix  = "readiness-conversion-probe-"
 )
 
 // conversionProof is one CRD's proof, on its own schedule (as prober's).
@@ -61,7 +60,6 @@ type conversionProof struct {
 	next    time.Time
 	backoff time.Duration
 	last    wait.Result
-	how     string // what the last good round did, for messages
 	proven  bool
 	reached bool // a connect to the webhook's URL succeeded (see run_wake.go)
 }
@@ -71,13 +69,25 @@ func (e *crdEval) conversionOn(res status.CRDResult) bool {
 	return res.Conversion.Webhook() && (e.args.Conversion == nil || *e.args.Conversion)
 }
 
+// note logs text once per gate under key.
+func (e *crdEval) note(key, text string) {
+	if !e.noted[key] {
+		e.noted[key] = true
+		e.r.log.Infof("%s", text)
+	}
+}
+
 // checkConversion proves the conversion webhook of every checked CRD that declares one; results
 // and objs are the Established CRDs, in the gate's order.
 func (e *crdEval) checkConversion(ctx context.Context, objs []*unstructured.Unstructured, results []status.CRDResult) wait.Result {
 	if e.args.Conversion != nil && !*e.args.Conversion {
 		return wait.Result{Ready: true}
 	}
-	if err := e.matchProbes(results); err != nil {
+	notes, err := conversion.MatchProbes(e.args.ConversionProbes, results)
+	for _, n := range notes {
+		e.note(n.Key, n.Text)
+	}
+	if err != nil {
 		return wait.Result{Failed: err}
 	}
 	var pending []string
@@ -87,9 +97,9 @@ func (e *crdEval) checkConversion(ctx context.Context, objs []*unstructured.Unst
 	for i, res := range results {
 		name := objs[i].GetName()
 		if !res.Conversion.Webhook() {
-			if e.args.Conversion != nil && !e.noted[name] {
-				e.noted[name] = true
-				e.r.log.Infof("CRD %s declares conversion strategy %s: its versions differ only in apiVersion, there is no conversion webhook to prove", name, res.Conversion.Strategy)
+			// Nothing to read: Decide says there is nothing to prove, logged when conversion was asked for.
+			if v := conversion.Decide(conversion.Input{Name: name, CRD: res}); e.args.Conversion != nil {
+				e.note(name, v.Note)
 			}
 			continue
 		}
@@ -115,7 +125,7 @@ func (e *crdEval) checkConversion(ctx context.Context, objs []*unstructured.Unst
 	return wait.Result{Ready: true}
 }
 
-// conversionStep runs a round for one CRD when due and judges it.
+// conversionStep runs a round for one CRD when due, has it decided, and schedules the next.
 func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res status.CRDResult) wait.Result {
 	p := e.proofs[name]
 	if p == nil {
@@ -142,50 +152,48 @@ func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res statu
 		r.RetryIn = p.next.Sub(now)
 		return r
 	}
-	r := e.conversionRound(ctx, name, res)
-	// client-go's rate limiter refuses a request that could not start before the context's
-	// deadline ("would exceed context deadline") while ctx itself is still live.
-	if ctx.Err() != nil || strings.Contains(r.Message, "would exceed context deadline") {
-		// The wait ended during this round: its deadline is not the webhook's answer.
+	in := e.conversionRound(ctx, name, res)
+	in.Ended, in.Good, in.Need = ctx.Err() != nil, p.good, conversionRoundsNeeded
+	v := conversion.Decide(in)
+	if v.Note != "" {
+		e.note(name, v.Note)
+	}
+	p.good = v.Good
+	var r wait.Result
+	switch v.Outcome {
+	case conversion.Interrupted:
+		// What the last finished round said stands, with its schedule.
 		if p.last.Message != "" {
 			return p.last
 		}
-		return wait.Result{Message: "the API server had not answered the first read or dry-run through the CRD's versions yet " +
-			"(the first requests after a CRD is created can take seconds; a conversion webhook that does not answer holds them up to its timeout)", Hint: r.Hint}
-	}
-	switch {
-	case r.Failed != nil:
-		return r
-	case r.Ready && r.Message == "":
-		p.proven = true // nothing to convert
-		return r
-	case r.Ready:
-		p.good++
-		p.how = r.Message
-		if p.good >= conversionRoundsNeeded {
-			p.proven = true
-			e.verified[name] = true
-			return wait.Result{Ready: true}
-		}
-		r = wait.Result{Message: "conversion proven once (" + r.Message + "); confirming", Confirming: true, RetryIn: confirmDelay}
+		return wait.Result{Message: v.Message, Hint: v.Hint}
+	case conversion.Failed:
+		return wait.Result{Failed: v.Err}
+	case conversion.NothingToConvert:
+		p.proven = true // not a proven webhook: not listed in conversionVerified
+		return wait.Result{Ready: true}
+	case conversion.Proven:
+		p.proven = true
+		e.verified[name] = true
+		return wait.Result{Ready: true}
+	case conversion.Confirming:
+		r = wait.Result{Message: v.Message, Confirming: true, RetryIn: confirmDelay}
 	default:
-		p.good = 0
 		p.backoff = min(p.backoff*2, conversionMaxBackoff)
-		r.RetryIn = p.backoff
+		r = wait.Result{Message: v.Message, Hint: v.Hint, RetryIn: p.backoff}
 	}
 	p.next = time.Now().Add(r.RetryIn)
 	p.last = r
 	return r
 }
 
-// conversionRound is one proof attempt: Ready with a message saying what converted, Ready with
-// no message when nothing needs conversion, not ready (what failed), or Failed.
-func (e *crdEval) conversionRound(ctx context.Context, name string, res status.CRDResult) wait.Result {
-	hint := fmt.Sprintf("the conversion webhook %s (spec.conversion.webhook.clientConfig of CRD %s): is it running and listening, "+
-		"and does the CRD's caBundle trust its certificate (cert-manager's cainjector injects it when the CRD has the annotation "+
-		"cert-manager.io/inject-ca-from)? `kubectl get --raw /apis/%s/<version>/%s?limit=1` shows the API server's error", res.Conversion.Endpoint(), name, res.Group, res.Plural)
+// conversionRound gathers one round's answers for Decide: lists through every served version,
+// then GETs of an object they returned, or else dry-run creates of a probe through every served
+// version but the storage one. It stops at the first error: the round is decided there.
+func (e *crdEval) conversionRound(ctx context.Context, name string, res status.CRDResult) conversion.Input {
+	in := conversion.Input{Name: name, CRD: res}
 	if res.Conversion.Endpoint() == "" {
-		return wait.Result{Message: "conversion strategy Webhook, but spec.conversion.webhook.clientConfig names no URL or Service", Hint: hint}
+		return in // nowhere to send a ConversionReview: nothing to read
 	}
 	ri := func(v, ns string) dynamic.ResourceInterface {
 		r := e.r.clients.Dynamic.Resource(schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural})
@@ -194,154 +202,43 @@ func (e *crdEval) conversionRound(ctx context.Context, name string, res status.C
 		}
 		return r
 	}
-	judge := func(op, v string, err error) *wait.Result {
-		o := status.ClassifyConversion(err)
-		why := admission.StripGeneratedNames(o.Why, conversionProbePrefix)
-		switch o.Verdict {
-		case status.Converted:
-			return nil
-		case status.Refused:
-			return &wait.Result{Failed: fmt.Errorf("CRD %s: proving its conversion webhook needs verbs list, get and create (dry-run, "+
-				"persisting nothing) on %s.%s, which the provider may not use (%s: %s); grant them, or set `conversion: false`", name, res.Plural, res.Group, op, why)}
-		case status.NoProof:
-			return &wait.Result{Failed: fmt.Errorf("CRD %s: cannot prove its conversion webhook: no %s exists to read through every "+
-				"served version, and the dry-run create of a %s in %s was refused before any conversion ran (%s), which proves nothing; "+
-				"give `conversionProbes` an object of apiVersion %s/%s, kind %s that passes the CRD's schema and admission, or set "+
-				"`conversion: false`", name, res.Kind, res.Kind, v, why, res.Group, v, res.Kind)}
-		}
-		return &wait.Result{Message: fmt.Sprintf("%s through %s: %s", op, v, why), Hint: hint}
-	}
 
 	// An existing object: read it through every served version.
 	var found *unstructured.Unstructured
 	for _, v := range res.Versions {
 		list, err := ri(v, "").List(ctx, metav1.ListOptions{Limit: 1})
-		if r := judge("list", v, err); r != nil {
-			return *r
+		in.Lists = append(in.Lists, conversion.Answer{Version: v, Err: err})
+		if err != nil {
+			return in
 		}
 		if found == nil && len(list.Items) > 0 {
 			found = &list.Items[0]
 		}
 	}
 	if found != nil {
-		ref := found.GetName()
-		if found.GetNamespace() != "" {
-			ref = found.GetNamespace() + "/" + ref
-		}
+		in.Found = &conversion.Ref{Namespace: found.GetNamespace(), Name: found.GetName()}
 		for _, v := range res.Versions {
 			_, err := ri(v, found.GetNamespace()).Get(ctx, found.GetName(), metav1.GetOptions{})
-			if r := judge("get "+ref, v, err); r != nil {
-				return *r
+			in.Gets = append(in.Gets, conversion.Answer{Version: v, Err: err})
+			if err != nil {
+				return in
 			}
 		}
-		return wait.Result{Ready: true, Message: fmt.Sprintf("read %s %s through %s", res.Kind, ref, strings.Join(res.Versions, ", "))}
+		return in
 	}
 
-	// None: dry-run create through every served version but the storage one.
-	var converted []string
+	// None: dry-run create through every served version but the storage one (a cluster-scoped
+	// probe has no namespace).
 	for _, v := range res.Versions {
 		if v == res.StorageVersion {
 			continue
 		}
-		obj := e.conversionProbe(res, v)
-		var err error
-		dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-		if res.Scope == "Namespaced" {
-			_, err = ri(v, obj.GetNamespace()).Create(ctx, obj, dryRun)
-		} else {
-			_, err = ri(v, "").Create(ctx, obj, dryRun)
-		}
-		op := "dry-run create"
-		if obj.GetNamespace() != "" {
-			op += " in namespace " + obj.GetNamespace()
-		}
-		if r := judge(op, v, err); r != nil {
-			return *r
-		}
-		converted = append(converted, v)
-	}
-	if len(converted) == 0 {
-		if !e.noted[name] {
-			e.noted[name] = true
-			e.r.log.Infof("CRD %s serves only its storage version %s and holds no object: nothing needs conversion yet, so there is nothing to prove", name, res.StorageVersion)
-		}
-		return wait.Result{Ready: true}
-	}
-	return wait.Result{Ready: true, Message: fmt.Sprintf("no %s exists; dry-run created one through %s (converted to the storage version %s and back)",
-		res.Kind, strings.Join(converted, ", "), res.StorageVersion)}
-}
-
-// conversionProbe is the object dry-run created through version v: the user's conversionProbes
-// entry for that kind and version, or a minimal one from v's schema, in the provider's default
-// namespace (a namespace that does not exist is waited for, with a message saying so).
-func (e *crdEval) conversionProbe(res status.CRDResult, v string) *unstructured.Unstructured {
-	gv := schema.GroupVersion{Group: res.Group, Version: v}.String()
-	var obj *unstructured.Unstructured
-	for _, p := range e.args.ConversionProbes {
-		u := (&unstructured.Unstructured{Object: p}).DeepCopy()
-		if u.GetAPIVersion() == gv && u.GetKind() == res.Kind {
-			obj = u
-			break
+		obj := conversion.Probe(res, v, e.args.ConversionProbes, e.r.clients.Namespace)
+		_, err := ri(v, obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		in.DryRuns = append(in.DryRuns, conversion.Answer{Version: v, Namespace: obj.GetNamespace(), Err: err})
+		if err != nil {
+			return in
 		}
 	}
-	if obj == nil {
-		obj = &unstructured.Unstructured{Object: crdschema.MinimalObject(res.Schemas[v])}
-		obj.SetAPIVersion(gv)
-		obj.SetKind(res.Kind)
-	}
-	if obj.GetName() == "" && obj.GetGenerateName() == "" {
-		obj.SetGenerateName(conversionProbePrefix)
-	}
-	if res.Scope != "Namespaced" {
-		obj.SetNamespace("")
-	} else if obj.GetNamespace() == "" {
-		ns := e.r.clients.Namespace
-		if ns == "" {
-			ns = "default"
-		}
-		obj.SetNamespace(ns)
-	}
-	return obj
-}
-
-// matchProbes checks that every conversionProbes entry is a kind of a checked CRD (else a typo:
-// fails) and not in its storage version (a create there converts nothing: fails); a probe for a
-// CRD without a conversion webhook or for a version it does not serve is only logged.
-func (e *crdEval) matchProbes(results []status.CRDResult) error {
-	for i, p := range e.args.ConversionProbes {
-		u := (&unstructured.Unstructured{Object: p}).DeepCopy()
-		gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
-		var kinds []string
-		matched := false
-		for _, res := range results {
-			kinds = append(kinds, res.Group+" "+res.Kind)
-			if res.Group != gv.Group || res.Kind != u.GetKind() {
-				continue
-			}
-			matched = true
-			// A probe written for another release of the CRD (one with a conversion webhook, or
-			// serving that version) is not used, and said so once: charts drop conversion webhooks.
-			note := fmt.Sprintf("conversionProbes[%d]", i)
-			switch {
-			case !res.Conversion.Webhook():
-				if !e.noted[note] {
-					e.noted[note] = true
-					e.r.log.Infof("conversionProbes[%d] is not used: CRD %s.%s declares conversion strategy %s (no conversion webhook)", i, res.Plural, res.Group, res.Conversion.Strategy)
-				}
-			case !slices.Contains(res.Versions, gv.Version):
-				if !e.noted[note] {
-					e.noted[note] = true
-					e.r.log.Infof("conversionProbes[%d] is not used: CRD %s.%s does not serve version %s (served: %s)", i, res.Plural, res.Group,
-						gv.Version, strings.Join(res.Versions, ", "))
-				}
-			case gv.Version == res.StorageVersion:
-				return fmt.Errorf("conversionProbes[%d]: %s is the storage version of CRD %s.%s: creating it converts nothing; "+
-					"write the probe in another served version (served: %s)", i, gv.Version, res.Plural, res.Group, strings.Join(res.Versions, ", "))
-			}
-		}
-		if !matched {
-			return fmt.Errorf("conversionProbes[%d]: %s %s is not a kind of the checked CRDs (%s)", i, u.GetAPIVersion(), u.GetKind(), strings.Join(kinds, ", "))
-		}
-	}
-	return nil
+	return in
 }
