@@ -64,11 +64,6 @@ type conversionProof struct {
 	reached bool // a connect to the webhook's URL succeeded (see run_wake.go)
 }
 
-// conversionOn says whether the gate proves res's conversion webhook.
-func (e *crdEval) conversionOn(res status.CRDResult) bool {
-	return res.Conversion.Webhook() && (e.args.Conversion == nil || *e.args.Conversion)
-}
-
 // note logs text once per gate under key.
 func (e *crdEval) note(key, text string) {
 	if !e.noted[key] {
