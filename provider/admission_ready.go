@@ -265,7 +265,7 @@ func (e *admissionEval) round(ctx context.Context) wait.Result {
 	if d.Good > 0 {
 		e.admitted, e.mutated = len(e.objs), d.Mutated
 	}
-	return d.Result
+	return fromAdmission(d.Result)
 }
 
 func (e *admissionEval) fill(s *AdmissionReadyState) {

@@ -151,7 +151,7 @@ func (e *certificateEval) check(context.Context) wait.Result {
 	if v.Result.Ready {
 		e.cert, e.secret = v.Certificate, v.Secret
 	}
-	return v.Result
+	return fromIssuance(v.Result)
 }
 
 // gather reads what issuance.Decide needs. It stops reading where the verdict no longer
@@ -160,7 +160,8 @@ func (e *certificateEval) gather() issuance.Input {
 	in := issuance.Input{Namespace: e.namespace, Name: e.name, MinValidity: e.minValidity}
 	objs, pending := e.r.objects(target{gvk: certificateGVK, namespace: e.namespace, name: e.name})
 	if pending != nil {
-		in.Pending = pending
+		p := toIssuance(*pending)
+		in.Pending = &p
 		return in
 	}
 	if len(objs) == 0 {
@@ -171,7 +172,7 @@ func (e *certificateEval) gather() issuance.Input {
 	// Watch the Secret from now on, not from Ready=True: cert-manager writes it just before the
 	// condition, and a watch opened late would add a list round trip to the detection time.
 	sec := &secretEval{r: e.r, namespace: e.namespace, name: secretName, required: e.keys}
-	in.Secret = sec.check(context.Background())
+	in.Secret = toIssuance(sec.check(context.Background()))
 	in.SecretObject = sec.secret
 	if in.Secret.Failed != nil {
 		return in

@@ -319,7 +319,8 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 	}
 	rel := e.latest
 	if ok, res := helmrelease.JudgeRevision(rel, e.namespace, e.name); !ok {
-		return &res
+		w := fromHelmRelease(res)
+		return &w
 	}
 	if e.rel == nil || e.rel.Revision != rel.Revision {
 		e.rel, e.objs = rel, newRenderedObjects(e.r, e.namespace, e.probe, rel.Objects)

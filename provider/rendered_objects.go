@@ -83,12 +83,12 @@ func (o *renderedObjects) judge(ctx context.Context, what string, revision int) 
 	objs := helmrelease.Objects{What: what, Revision: revision, Total: len(o.checks)}
 	for _, c := range o.checks {
 		res := c.eval.check(ctx)
-		objs.States = append(objs.States, helmrelease.ObjectState{Ref: c.ref, Result: res})
+		objs.States = append(objs.States, helmrelease.ObjectState{Ref: c.ref, Result: toHelmRelease(res)})
 		if res.Failed != nil {
 			break
 		}
 	}
-	return helmrelease.JudgeObjects(objs)
+	return fromHelmRelease(helmrelease.JudgeObjects(objs))
 }
 
 // probeFailures validates the `probe` input that every webhook configuration is proven with.

@@ -284,7 +284,7 @@ func (e *webhookEval) checkObjects() wait.Result {
 	c := admission.CheckConfiguration(snap)
 	e.names, e.hooks, e.policy = c.Names, c.Hooks, c.Policy
 	if !c.Result.Ready {
-		return c.Result
+		return fromAdmission(c.Result)
 	}
 	for _, h := range e.hooks {
 		if h.URL == "" {
@@ -301,7 +301,7 @@ func (e *webhookEval) checkObjects() wait.Result {
 // gatherConfiguration reads, from the watch caches, the configuration and the Service of each
 // of its checked webhooks (see admission.CheckConfiguration, which decides over them).
 func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name string) (admission.Configuration, *wait.Result) {
-	snap := admission.Configuration{Kind: gvk.Kind, Name: name, Want: e.args.Webhooks, Services: map[string]wait.Result{}}
+	snap := admission.Configuration{Kind: gvk.Kind, Name: name, Want: e.args.Webhooks, Services: map[string]admission.Result{}}
 	objs, pending := e.r.objects(target{gvk: gvk, name: name})
 	if pending != nil {
 		return snap, pending
@@ -320,7 +320,7 @@ func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name stri
 		}
 		key := admission.ServiceKey(h.SvcNamespace, h.SvcName, h.SvcPort)
 		if _, done := snap.Services[key]; !done && len(h.CABundle) > 0 {
-			snap.Services[key] = e.serviceReady(h.SvcNamespace, h.SvcName, h.SvcPort)
+			snap.Services[key] = toAdmission(e.serviceReady(h.SvcNamespace, h.SvcName, h.SvcPort))
 		}
 	}
 	return snap, nil
@@ -457,7 +457,7 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 		fmt.Fprintf(&e.state, ";%s", s)
 	}
 	if !c.Result.Ready {
-		return c.Result
+		return fromAdmission(c.Result)
 	}
 	for _, h := range e.hooks {
 		h.ExternalName = e.external[ns+"/"+name]

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/internal/fixtures"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
 // Table tests over YAML fixtures in testdata/ (as kstatus's): each file is a list of cases, what
@@ -26,6 +25,7 @@ type serviceState struct {
 	Ready    bool   `json:"ready"`
 	Message  string `json:"message"`
 	Unsynced bool   `json:"unsynced"`
+	Poll     bool   `json:"poll"`
 }
 
 // decided is what a case says must be decided.
@@ -33,6 +33,7 @@ type decided struct {
 	Ready     bool     `json:"ready"`
 	Message   string   `json:"message"` // a part of the message, when not ready
 	Unsynced  bool     `json:"unsynced"`
+	Poll      bool     `json:"poll"`
 	Names     []string `json:"names"`
 	Policy    string   `json:"policy"`
 	Ambiguous []string `json:"ambiguous"`
@@ -42,8 +43,8 @@ type decided struct {
 func (want decided) check(t *testing.T, got Checked) {
 	t.Helper()
 	r := got.Result
-	if r.Ready != want.Ready || r.Failed != nil || !strings.Contains(r.Message, want.Message) || r.Unsynced != want.Unsynced {
-		t.Errorf("result = %+v; want ready=%v unsynced=%v saying %q", r, want.Ready, want.Unsynced, want.Message)
+	if r.Ready != want.Ready || r.Failed != nil || !strings.Contains(r.Message, want.Message) || r.Unsynced != want.Unsynced || r.Poll != want.Poll {
+		t.Errorf("result = %+v; want ready=%v unsynced=%v poll=%v saying %q", r, want.Ready, want.Unsynced, want.Poll, want.Message)
 	}
 	if !want.Ready {
 		return
@@ -75,12 +76,12 @@ func TestCheckConfigurationFixtures(t *testing.T) {
 	}
 	for _, c := range fixtures.Load[tc](t, "configurations.yaml") {
 		t.Run(c.Name, func(t *testing.T) {
-			snap := Configuration{Kind: c.Kind, Name: "", Object: objectOf(c.Config), Want: c.Want, Services: map[string]wait.Result{}}
+			snap := Configuration{Kind: c.Kind, Name: "", Object: objectOf(c.Config), Want: c.Want, Services: map[string]Result{}}
 			if snap.Object != nil {
 				snap.Name = snap.Object.GetName()
 			}
 			for k, s := range c.Services {
-				snap.Services[k] = wait.Result{Ready: s.Ready, Message: s.Message, Unsynced: s.Unsynced}
+				snap.Services[k] = Result{Ready: s.Ready, Message: s.Message, Unsynced: s.Unsynced, Poll: s.Poll}
 			}
 			c.decided.check(t, CheckConfiguration(snap))
 		})

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
 // AdmissionReady's rounds: every round dry-runs each object once (the caller gathers the
@@ -33,11 +31,11 @@ type Round struct {
 	Good, Need int
 }
 
-// RoundDecision is a round judged: Result for the wait loop (its schedule is the caller's);
-// Good, the rounds in a row now admitting all; of an admitting round, Mutated (sorted); Deniers
-// every webhook or policy that denied an object or could not be called in it.
+// RoundDecision is a round judged: Result (the caller's wait loop keeps the schedule); Good,
+// the rounds in a row now admitting all; of an admitting round, Mutated (sorted); Deniers every
+// webhook or policy that denied an object or could not be called in it.
 type RoundDecision struct {
-	Result  wait.Result
+	Result  Result
 	Good    int
 	Mutated []string
 	Deniers []string
@@ -56,7 +54,7 @@ func Decide(r Round) RoundDecision {
 	sort.Strings(d.Deniers)
 	for _, a := range r.Answers {
 		if a.Terminal != "" {
-			d.Result = wait.Result{Failed: fmt.Errorf("%s: %s", a.Label, a.Terminal)}
+			d.Result = Result{Failed: fmt.Errorf("%s: %s", a.Label, a.Terminal)}
 			return d
 		}
 		if a.Why != "" {
@@ -72,22 +70,22 @@ func Decide(r Round) RoundDecision {
 	}
 	if len(pending) > 0 {
 		d.Mutated = nil
-		d.Result = wait.Result{Message: fmt.Sprintf("%d of %d admitted; %s", r.Total-len(pending), r.Total, strings.Join(pending, "; ")),
+		d.Result = Result{Message: fmt.Sprintf("%d of %d admitted; %s", r.Total-len(pending), r.Total, strings.Join(pending, "; ")),
 			Hint: strings.Join(hints, "; ")}
 		return d
 	}
 	if len(r.Answers) < r.Total {
 		// Not every object was tried: never a good round.
-		d.Result = wait.Result{Message: fmt.Sprintf("%d of %d objects dry-run this round", len(r.Answers), r.Total)}
+		d.Result = Result{Message: fmt.Sprintf("%d of %d objects dry-run this round", len(r.Answers), r.Total)}
 		return d
 	}
 	d.Good = r.Good + 1
 	sort.Strings(d.Mutated)
 	if d.Good < r.Need {
-		d.Result = wait.Result{Message: fmt.Sprintf("all %d admitted in %d of %d consecutive rounds; confirming", r.Total, d.Good, r.Need), Confirming: true}
+		d.Result = Result{Message: fmt.Sprintf("all %d admitted in %d of %d consecutive rounds; confirming", r.Total, d.Good, r.Need), Confirming: true}
 		return d
 	}
-	d.Result = wait.Result{Ready: true, Message: fmt.Sprintf("all %d admitted in %d consecutive rounds", r.Total, d.Good)}
+	d.Result = Result{Ready: true, Message: fmt.Sprintf("all %d admitted in %d consecutive rounds", r.Total, d.Good)}
 	return d
 }
 

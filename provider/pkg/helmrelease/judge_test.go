@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/internal/fixtures"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
 // Table tests over YAML fixtures in testdata/ (as kstatus's): what HelmReleaseReady gathered and
@@ -75,7 +74,7 @@ func TestJudgeObjectsFixtures(t *testing.T) {
 				if a, b, ok := strings.Cut(name, "/"); ok {
 					ns, name = a, b
 				}
-				r := wait.Result{Ready: s.Ready, Message: s.Message, Poll: s.Poll, Unsynced: s.Unsynced, Confirming: s.Confirming,
+				r := Result{Ready: s.Ready, Message: s.Message, Poll: s.Poll, Unsynced: s.Unsynced, Confirming: s.Confirming,
 					RetryIn: time.Duration(s.RetryInMs) * time.Millisecond}
 				if s.Failed != "" {
 					r.Failed = errors.New(s.Failed)

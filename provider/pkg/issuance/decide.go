@@ -13,8 +13,24 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
+
+// Result is a judgement of this package (a read the gate made, as it judged it, or Decide's), as
+// kstatus's status.Result is its own: the gate converts it to and from its wait loop's result.
+// Failed empty and not Ready: not ready yet, Message says why.
+type Result struct {
+	// Ready: what was judged holds (of Decide: the Certificate is issued, and its Secret holds
+	// the certificate, valid for long enough).
+	Ready bool
+	// Message is what is pending and what was seen; Hint, what to check if it stays so.
+	Message, Hint string
+	// Failed is a verdict that no amount of waiting changes (a refused request, RBAC).
+	Failed error
+	// Unsynced and Poll come from a read (Input.Pending, Input.Secret), passed on as the gate
+	// judged it: the state is unknown yet (a watch cache loading); read it again after a backoff
+	// (nothing to watch wakes the gate).
+	Unsynced, Poll bool
+}
 
 // Input is everything one evaluation read. Reads that did not return objects are values here,
 // so that a decision over them is as testable as one over objects.
@@ -22,12 +38,12 @@ type Input struct {
 	Namespace, Name string
 	// Pending is the Certificate's read when it returned no answer (kind not served yet, cache
 	// loading, RBAC); the rest of the input is then empty.
-	Pending *wait.Result
+	Pending *Result
 	// Certificate is the Certificate; nil when it does not exist (the rest is then empty).
 	Certificate *unstructured.Unstructured
 	// Secret is the Secret check's result for spec.secretName (presence, required keys); when
 	// it Failed, Requests were not read.
-	Secret wait.Result
+	Secret Result
 	// SecretObject is the Secret, set when Secret is Ready.
 	SecretObject *unstructured.Unstructured
 	// Requests are the namespace's CertificateRequests; nil when they could not be read (they
@@ -38,10 +54,10 @@ type Input struct {
 	MinValidity time.Duration
 }
 
-// Verdict is Decide's answer: the wait result, and when Ready the objects the gate's outputs
-// are read from.
+// Verdict is Decide's answer: its Result, and when Ready the objects the gate's outputs are read
+// from.
 type Verdict struct {
-	Result      wait.Result
+	Result      Result
 	Certificate *unstructured.Unstructured
 	Secret      *unstructured.Unstructured
 }
@@ -61,7 +77,7 @@ func Decide(in Input) Verdict {
 		return Verdict{Result: pending}
 	}
 	if in.Certificate == nil {
-		return Verdict{Result: wait.Result{Message: "Certificate not found (not created yet)", Hint: "is the Certificate part of the stack, in this namespace?"}}
+		return Verdict{Result: Result{Message: "Certificate not found (not created yet)", Hint: "is the Certificate part of the stack, in this namespace?"}}
 	}
 	cert := in.Certificate
 	if in.Secret.Failed != nil {
@@ -72,7 +88,7 @@ func Decide(in Input) Verdict {
 	if cr := status.NewestCertificateRequest(in.Requests, in.Name, revision+1); cr != nil {
 		fails, summary := status.RequestFails(cert, cr)
 		if fails {
-			return Verdict{Result: wait.Result{Failed: fmt.Errorf("%s: %s", in.what(), summary)}}
+			return Verdict{Result: Result{Failed: fmt.Errorf("%s: %s", in.what(), summary)}}
 		}
 		if summary != "" {
 			crNote = "; " + summary
@@ -87,7 +103,7 @@ func Decide(in Input) Verdict {
 		if c, ok := status.FindCondition(cert, "Issuing"); ok {
 			msg += ", " + c.String()
 		}
-		return Verdict{Result: wait.Result{Message: msg + crNote,
+		return Verdict{Result: Result{Message: msg + crNote,
 			Hint: "kubectl describe certificate " + in.Name + " -n " + in.Namespace + " (issuer present and ready? CertificateRequest approved?)"}}
 	}
 	if !in.Secret.Ready {
@@ -100,16 +116,16 @@ func Decide(in Input) Verdict {
 	crtB64, _ := data["tls.crt"].(string)
 	leaf, err := status.LeafCertificate(crtB64)
 	if err != nil {
-		return Verdict{Result: wait.Result{Message: fmt.Sprintf("Ready=True, but secret %q: %v", secretName, err)}}
+		return Verdict{Result: Result{Message: fmt.Sprintf("Ready=True, but secret %q: %v", secretName, err)}}
 	}
 	notAfter, _, _ := unstructured.NestedString(cert.Object, "status", "notAfter")
 	ok, msg := status.CertificateMatches(leaf, notAfter, in.Now, in.MinValidity)
 	if !ok && refused != "" && status.OnlyRenewalFixes(leaf, notAfter, in.Now, in.MinValidity) {
 		// Only a renewal could fix this, and it was refused for good (Denied, InvalidRequest).
-		return Verdict{Result: wait.Result{Failed: fmt.Errorf("%s: %s, and %s", in.what(), msg, refused)}}
+		return Verdict{Result: Result{Failed: fmt.Errorf("%s: %s, and %s", in.what(), msg, refused)}}
 	}
 	if !ok {
-		return Verdict{Result: wait.Result{Message: msg + crNote}}
+		return Verdict{Result: Result{Message: msg + crNote}}
 	}
-	return Verdict{Result: wait.Result{Ready: true, Message: msg + crNote}, Certificate: cert, Secret: in.SecretObject}
+	return Verdict{Result: Result{Ready: true, Message: msg + crNote}, Certificate: cert, Secret: in.SecretObject}
 }

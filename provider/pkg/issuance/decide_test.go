@@ -16,13 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/internal/fixtures"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
 // now is when every fixture is judged: the fixtures' dates are absolute.
 var now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// result is a wait.Result as a fixture writes it: a gathered read, or what must be decided.
+// result is a Result as a fixture writes it: a gathered read, or what must be decided.
 type result struct {
 	Ready    bool   `json:"ready"`
 	Message  string `json:"message"`
@@ -32,15 +31,15 @@ type result struct {
 	Poll     bool   `json:"poll"`
 }
 
-func (r result) wait() wait.Result {
-	w := wait.Result{Ready: r.Ready, Message: r.Message, Hint: r.Hint, Unsynced: r.Unsynced, Poll: r.Poll}
+func (r result) asResult() Result {
+	w := Result{Ready: r.Ready, Message: r.Message, Hint: r.Hint, Unsynced: r.Unsynced, Poll: r.Poll}
 	if r.Failed != "" {
 		w.Failed = errors.New(r.Failed)
 	}
 	return w
 }
 
-func resultOf(w wait.Result) result {
+func resultOf(w Result) result {
 	r := result{Ready: w.Ready, Message: w.Message, Hint: w.Hint, Unsynced: w.Unsynced, Poll: w.Poll}
 	if w.Failed != nil {
 		r.Failed = w.Failed.Error()
@@ -95,9 +94,9 @@ func TestDecideFixtures(t *testing.T) {
 	}
 	for _, c := range fixtures.Load[tc](t, "certificates.yaml") {
 		t.Run(c.Name, func(t *testing.T) {
-			in := Input{Namespace: "apps", Name: "web", Secret: c.Secret.wait(), Now: now}
+			in := Input{Namespace: "apps", Name: "web", Secret: c.Secret.asResult(), Now: now}
 			if c.Pending != nil {
-				p := c.Pending.wait()
+				p := c.Pending.asResult()
 				in.Pending = &p
 			}
 			if c.Certificate != nil {
