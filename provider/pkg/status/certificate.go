@@ -180,9 +180,11 @@ func issuerRef(name, kind, group string) string {
 
 // annotationsDiffer checks the Secret's cert-manager annotations against the Certificate: those
 // that are present must name its issuer (kind and group defaulted) and the Certificate itself.
-// A Secret without them (created by hand or by another tool) is not judged by them: unlike
-// cert-manager, which re-issues such a Secret for a ClusterIssuer, the gate has only to judge
-// what the Secret holds, and Ready=True says cert-manager accepted it.
+// A Secret without any of them (created by hand or by another tool) is not judged by them:
+// cert-manager re-issues such a Secret when the ref's kind or group is not the default one
+// (it compares the missing kind as Issuer), and until it has, its Ready is not True for the
+// generation; the gate judges what a Secret that cert-manager accepted holds, its names above
+// all, rather than second-guess which annotations it had to carry.
 func annotationsDiffer(want Expected) (Match, bool) {
 	a := want.SecretAnnotations
 	name, hasName := a[issuerNameAnnotation]
