@@ -158,6 +158,38 @@ func TestCertificateReady(t *testing.T) {
 		}
 	})
 
+	t.Run("a Secret issued for an earlier spec waits until cert-manager re-issues", func(t *testing.T) {
+		testenv.Apply(t, certificate(ns, "names", "names-tls")) // asks for names.example.test
+		old := testenv.IssueBetween(t, fakes.Names{DNSNames: []string{"old.example.test"}}, time.Now().Add(-time.Minute), time.Now().Add(48*time.Hour))
+		writeTLSSecret(t, ns, "names-tls", old)
+		setCertStatus(t, ns, "names", readyStatus(old, 1)) // the very certificate reported: only its names differ
+		mustFailWith(t, createAsync(t, s, "CertificateReady", props("name", "names", "namespace", ns, "timeout", "2s")),
+			"timed out", "Secret names-tls holds a certificate for DNS names [old.example.test], the Certificate asks for DNS names [names.example.test]")
+		ch := createAsync(t, s, "CertificateReady", props("name", "names", "namespace", ns, "timeout", "60s"))
+		mustNotReturn(t, ch, time.Second)
+		reissued := testenv.IssueCertificate(t, "names.example.test", 72*time.Hour)
+		writeTLSSecret(t, ns, "names-tls", reissued)
+		setCertStatus(t, ns, "names", readyStatus(reissued, 2))
+		if r := await(t, ch, 30*time.Second); r.err != nil {
+			t.Fatal(r.err)
+		}
+	})
+
+	t.Run("a certificate not valid yet passes at its notBefore, with no event to wake the gate", func(t *testing.T) {
+		testenv.Apply(t, certificate(ns, "early", "early-tls"))
+		notBefore := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
+		c := testenv.IssueBetween(t, fakes.Names{DNSNames: []string{"early.example.test"}}, notBefore, notBefore.Add(48*time.Hour))
+		writeTLSSecret(t, ns, "early-tls", c)
+		setCertStatus(t, ns, "early", readyStatus(c, 1))
+		r := await(t, createAsync(t, s, "CertificateReady", props("name", "early", "namespace", ns, "timeout", "60s")), 30*time.Second)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.at.Before(notBefore) || r.at.After(notBefore.Add(5*time.Second)) {
+			t.Errorf("gate returned at %s, want at its certificate's notBefore %s", r.at.Format(time.RFC3339Nano), notBefore.Format(time.RFC3339))
+		}
+	})
+
 	t.Run("a missing issuer times out quoting cert-manager's reason", func(t *testing.T) {
 		testenv.Apply(t, certificate(ns, "api", "api-tls"))
 		setCertStatus(t, ns, "api", map[string]any{"conditions": []any{

@@ -12,8 +12,8 @@ import (
 // another check's state) and returns the decision to its wait loop as a wait.Result. The
 // conversions are here, one pair per decider package. A field of wait.Result that a decider's
 // Result lacks is one that nothing handed to the decider sets (TestDecisionResultsCarry lists
-// them): admission.Result has no RetryIn (a Service's state is a read), issuance.Result neither
-// Confirming nor RetryIn (the Certificate's and the Secret's reads).
+// them): admission.Result has no RetryIn (a Service's state is a read), issuance.Result no
+// Confirming (the Certificate's and the Secret's reads).
 
 // toAdmission is a Service's state (WebhookReady's serviceReady) for admission.Configuration.
 func toAdmission(w wait.Result) admission.Result {
@@ -43,11 +43,11 @@ func fromHelmRelease(r helmrelease.Result) wait.Result {
 // for issuance.Input.
 func toIssuance(w wait.Result) issuance.Result {
 	return issuance.Result{Ready: w.Ready, Message: w.Message, Hint: w.Hint, Failed: w.Failed,
-		Unsynced: w.Unsynced, Poll: w.Poll}
+		Unsynced: w.Unsynced, Poll: w.Poll, RetryIn: w.RetryIn}
 }
 
 // fromIssuance is Decide's result for the wait loop.
 func fromIssuance(r issuance.Result) wait.Result {
 	return wait.Result{Ready: r.Ready, Message: r.Message, Hint: r.Hint, Failed: r.Failed,
-		Unsynced: r.Unsynced, Poll: r.Poll}
+		Unsynced: r.Unsynced, Poll: r.Poll, RetryIn: r.RetryIn}
 }

@@ -29,7 +29,7 @@ func TestDecisionResultsCarry(t *testing.T) {
 		{"helmrelease", reflect.TypeOf(helmrelease.Result{}), func(w wait.Result) wait.Result { return fromHelmRelease(toHelmRelease(w)) },
 			nil},
 		{"issuance", reflect.TypeOf(issuance.Result{}), func(w wait.Result) wait.Result { return fromIssuance(toIssuance(w)) },
-			[]string{"Confirming", "RetryIn"}},
+			[]string{"Confirming"}},
 	} {
 		var want []string
 		for i := range waitType.NumField() {

@@ -78,7 +78,8 @@ func ServeWhenAvailable(client kubernetes.Interface, wh *Webhook, ns, name strin
 }
 
 // IssueWhenCreated plays cert-manager: `after` the Certificate ns/name appears, it writes its TLS
-// Secret and marks it Ready for its generation (field report 000: the Secret came at T+12s).
+// Secret, a certificate for the names its spec asks for, and marks it Ready for its generation
+// (field report 000: the Secret came at T+12s).
 func IssueWhenCreated(dyn dynamic.Interface, ns, name, secret string, after time.Duration, onIssued func()) *Player {
 	certs := dyn.Resource(schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}).Namespace(ns)
 	return play(func(ctx context.Context) error {
@@ -95,16 +96,19 @@ func IssueWhenCreated(dyn dynamic.Interface, ns, name, secret string, after time
 		if !sleep(ctx, after) {
 			return nil
 		}
-		dns, _, _ := unstructured.NestedStringSlice(cur.Object, "spec", "dnsNames")
-		if len(dns) == 0 {
-			dns = []string{name}
-		}
-		c, err := IssueCertificate(dns[0], 90*24*time.Hour)
+		// What cert-manager issues: a certificate for exactly the spec's names (CertificateReady
+		// checks them), in a Secret annotated with the Certificate and its issuer.
+		str := func(f ...string) string { v, _, _ := unstructured.NestedString(cur.Object, f...); return v }
+		strs := func(f string) []string { v, _, _ := unstructured.NestedStringSlice(cur.Object, "spec", f); return v }
+		c, err := Issue(Names{CommonName: str("spec", "commonName"), DNSNames: strs("dnsNames"), IPAddresses: strs("ipAddresses"),
+			URIs: strs("uris"), EmailAddresses: strs("emailAddresses")}, 90*24*time.Hour)
 		if err != nil {
 			return err
 		}
 		sec := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-			"metadata": map[string]any{"name": secret, "namespace": ns},
+			"metadata": map[string]any{"name": secret, "namespace": ns, "annotations": map[string]any{
+				"cert-manager.io/certificate-name": name, "cert-manager.io/issuer-name": str("spec", "issuerRef", "name"),
+				"cert-manager.io/issuer-kind": str("spec", "issuerRef", "kind"), "cert-manager.io/issuer-group": str("spec", "issuerRef", "group")}},
 			"data": map[string]any{"tls.crt": base64.StdEncoding.EncodeToString(c.CertPEM),
 				"tls.key": base64.StdEncoding.EncodeToString(c.KeyPEM), "ca.crt": base64.StdEncoding.EncodeToString(c.CAPEM)}}}
 		if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace(ns).

@@ -16,3 +16,13 @@ func IssueCertificate(t testing.TB, dnsName string, validFor time.Duration) fake
 	}
 	return c
 }
+
+// IssueBetween is fakes.IssueBetween for tests.
+func IssueBetween(t testing.TB, names fakes.Names, notBefore, notAfter time.Time) fakes.Issued {
+	t.Helper()
+	c, err := fakes.IssueBetween(names, notBefore, notAfter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -30,6 +30,9 @@ type Result struct {
 	// judged it: the state is unknown yet (a watch cache loading); read it again after a backoff
 	// (nothing to watch wakes the gate).
 	Unsynced, Poll bool
+	// RetryIn is when only time makes the state acceptable (a certificate not valid yet): no
+	// watch event would wake the gate then.
+	RetryIn time.Duration
 }
 
 // Input is everything one evaluation read. Reads that did not return objects are values here,
@@ -66,7 +69,8 @@ func (in Input) what() string { return fmt.Sprintf("Certificate %s/%s", in.Names
 
 // Decide applies CertificateReady's rules in order: the Certificate exists, its Secret may be
 // read, no refused request fails it, Ready=True, the Secret has the keys, and its certificate is
-// the one reported and valid for long enough.
+// the one reported, issued for this Certificate's issuer and spec (its names), valid already and
+// for long enough (status.CertificateMatches).
 func Decide(in Input) Verdict {
 	if in.Pending != nil {
 		pending := *in.Pending
@@ -119,13 +123,14 @@ func Decide(in Input) Verdict {
 		return Verdict{Result: Result{Message: fmt.Sprintf("Ready=True, but secret %q: %v", secretName, err)}}
 	}
 	notAfter, _, _ := unstructured.NestedString(cert.Object, "status", "notAfter")
-	ok, msg := status.CertificateMatches(leaf, notAfter, in.Now, in.MinValidity)
-	if !ok && refused != "" && status.OnlyRenewalFixes(leaf, notAfter, in.Now, in.MinValidity) {
+	m := status.CertificateMatches(leaf, status.Expected{SecretName: secretName, SecretAnnotations: in.SecretObject.GetAnnotations(),
+		StatusNotAfter: notAfter, Spec: status.CertificateSpecOf(cert), Now: in.Now, MinValidity: in.MinValidity})
+	if !m.OK && refused != "" && m.OnlyRenewalFixes {
 		// Only a renewal could fix this, and it was refused for good (Denied, InvalidRequest).
-		return Verdict{Result: Result{Failed: fmt.Errorf("%s: %s, and %s", in.what(), msg, refused)}}
+		return Verdict{Result: Result{Failed: fmt.Errorf("%s: %s, and %s", in.what(), m.Message, refused)}}
 	}
-	if !ok {
-		return Verdict{Result: Result{Message: msg + crNote}}
+	if !m.OK {
+		return Verdict{Result: Result{Message: m.Message + crNote, Hint: m.Hint, RetryIn: m.RetryIn}}
 	}
-	return Verdict{Result: Result{Ready: true, Message: msg + crNote}, Certificate: cert, Secret: in.SecretObject}
+	return Verdict{Result: Result{Ready: true, Message: m.Message + crNote}, Certificate: cert, Secret: in.SecretObject}
 }

@@ -10,6 +10,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"math/big"
+	"net"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,10 +32,15 @@ type result struct {
 	Failed   string `json:"failed"`
 	Unsynced bool   `json:"unsynced"`
 	Poll     bool   `json:"poll"`
+	// RetryIn is a Go duration ("24h0m0s"): when only time makes the state acceptable.
+	RetryIn string `json:"retryIn"`
 }
 
 func (r result) asResult() Result {
 	w := Result{Ready: r.Ready, Message: r.Message, Hint: r.Hint, Unsynced: r.Unsynced, Poll: r.Poll}
+	if r.RetryIn != "" {
+		w.RetryIn, _ = time.ParseDuration(r.RetryIn)
+	}
 	if r.Failed != "" {
 		w.Failed = errors.New(r.Failed)
 	}
@@ -41,24 +49,34 @@ func (r result) asResult() Result {
 
 func resultOf(w Result) result {
 	r := result{Ready: w.Ready, Message: w.Message, Hint: w.Hint, Unsynced: w.Unsynced, Poll: w.Poll}
+	if w.RetryIn != 0 {
+		r.RetryIn = w.RetryIn.String()
+	}
 	if w.Failed != nil {
 		r.Failed = w.Failed.Error()
 	}
 	return r
 }
 
-// issued is the certificate the Secret's tls.crt holds; the test signs it.
+// issued is the certificate the Secret's tls.crt holds; the test signs it. Its names are only
+// those written (no common name unless commonName is).
 type issued struct {
-	NotBefore string   `json:"notBefore"`
-	NotAfter  string   `json:"notAfter"`
-	DNSNames  []string `json:"dnsNames"`
+	NotBefore      string   `json:"notBefore"`
+	NotAfter       string   `json:"notAfter"`
+	CommonName     string   `json:"commonName"`
+	DNSNames       []string `json:"dnsNames"`
+	IPAddresses    []string `json:"ipAddresses"`
+	URIs           []string `json:"uris"`
+	EmailAddresses []string `json:"emailAddresses"`
 }
 
-// secret is what the Secret check returned; when ready, the Secret holds Issued, or TLSCrt as is.
+// secret is what the Secret check returned; when ready, the Secret (with Annotations) holds
+// Issued, or TLSCrt as is.
 type secret struct {
-	result `json:",inline"`
-	Issued *issued `json:"issued"`
-	TLSCrt string  `json:"tlsCrt"`
+	result      `json:",inline"`
+	Issued      *issued           `json:"issued"`
+	TLSCrt      string            `json:"tlsCrt"`
+	Annotations map[string]string `json:"annotations"`
 }
 
 func TestDecideFixtures(t *testing.T) {
@@ -84,8 +102,22 @@ func TestDecideFixtures(t *testing.T) {
 			}
 			return v
 		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "web"}, DNSNames: c.DNSNames,
-			NotBefore: parse(c.NotBefore), NotAfter: parse(c.NotAfter)}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: c.CommonName}, DNSNames: c.DNSNames,
+			EmailAddresses: c.EmailAddresses, NotBefore: parse(c.NotBefore), NotAfter: parse(c.NotAfter)}
+		for _, s := range c.IPAddresses {
+			ip := net.ParseIP(s)
+			if ip == nil {
+				t.Fatalf("ipAddresses: %q is no IP address", s)
+			}
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		}
+		for _, s := range c.URIs {
+			u, err := url.Parse(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl.URIs = append(tmpl.URIs, u)
+		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 		if err != nil {
 			t.Fatal(err)
@@ -115,13 +147,20 @@ func TestDecideFixtures(t *testing.T) {
 				in.SecretObject = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
 					"metadata": map[string]any{"name": "web-tls", "namespace": "apps"},
 					"data":     map[string]any{"tls.crt": crt, "tls.key": "a2V5"}}}
+				if c.Secret.Annotations != nil {
+					in.SecretObject.SetAnnotations(c.Secret.Annotations)
+				}
 			}
 			for _, r := range c.Requests {
 				in.Requests = append(in.Requests, fixtures.Object(t, r))
 			}
 			v := Decide(in)
-			if got := resultOf(v.Result); got != c.Want {
+			got := resultOf(v.Result)
+			if got != c.Want {
 				t.Errorf("Decide =\n  %+v\nwant\n  %+v", got, c.Want)
+			}
+			if said := got.Message + got.Hint + got.Failed; strings.Contains(said, "a2V5") || c.Secret.Issued != nil && strings.Contains(said, in.SecretObject.Object["data"].(map[string]any)["tls.crt"].(string)) {
+				t.Errorf("the verdict quotes the Secret's data: %q", said)
 			}
 			if c.Want.Ready != (v.Certificate != nil && v.Secret != nil) {
 				t.Errorf("ready %v, but the verdict's objects: Certificate %v, Secret %v", c.Want.Ready, v.Certificate != nil, v.Secret != nil)

@@ -9,6 +9,8 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -131,28 +133,128 @@ status: {conditions: [{type: Ready, status: %q, observedGeneration: %d}]}`, gen,
 }
 
 // TestOnlyRenewalFixes: a refused renewal fails a gate at once only when nothing but a renewal
-// could make the certificate acceptable; a stale Secret is cert-manager's to rewrite.
+// could make the certificate acceptable; a stale Secret is cert-manager's to rewrite, one for
+// another spec its to re-issue, and one not valid yet only needs time.
 func TestOnlyRenewalFixes(t *testing.T) {
 	now := time.Now()
 	at := func(d time.Duration) *x509.Certificate {
-		return &x509.Certificate{NotAfter: now.Add(d).Truncate(time.Second)}
+		return &x509.Certificate{NotBefore: now.Add(-48 * time.Hour), NotAfter: now.Add(d).Truncate(time.Second), DNSNames: []string{"web.example.test"}}
 	}
 	rfc := func(d time.Duration) string { return now.Add(d).Truncate(time.Second).UTC().Format(time.RFC3339) }
+	spec := CertificateSpec{Name: "web", Namespace: "apps", DNSNames: []string{"web.example.test"}}
+	other := CertificateSpec{Name: "web", Namespace: "apps", DNSNames: []string{"www.example.test"}}
+	notYet := at(time.Hour)
+	notYet.NotBefore = now.Add(time.Minute)
 	for name, tc := range map[string]struct {
 		cert        *x509.Certificate
 		status      string
+		spec        CertificateSpec
 		minValidity time.Duration
 		want        bool
 	}{
-		"expired, the one reported":                        {at(-time.Hour), rfc(-time.Hour), 0, true},
-		"below minValidity, the one reported":              {at(time.Hour), rfc(time.Hour), 2 * time.Hour, true},
-		"near miss: below minValidity, but a stale Secret": {at(time.Hour), rfc(48 * time.Hour), 2 * time.Hour, false},
-		"near miss: expired, but a stale Secret":           {at(-time.Hour), rfc(48 * time.Hour), 0, false},
-		"valid for long enough":                            {at(48 * time.Hour), rfc(48 * time.Hour), 2 * time.Hour, false},
-		"no notAfter reported, expired":                    {at(-time.Hour), "", 0, true},
+		"expired, the one reported":                        {at(-time.Hour), rfc(-time.Hour), spec, 0, true},
+		"below minValidity, the one reported":              {at(time.Hour), rfc(time.Hour), spec, 2 * time.Hour, true},
+		"near miss: below minValidity, but a stale Secret": {at(time.Hour), rfc(48 * time.Hour), spec, 2 * time.Hour, false},
+		"near miss: expired, but a stale Secret":           {at(-time.Hour), rfc(48 * time.Hour), spec, 0, false},
+		"near miss: expired, but issued for another spec":  {at(-time.Hour), rfc(-time.Hour), other, 0, false},
+		"near miss: below minValidity, but not valid yet":  {notYet, rfc(time.Hour), spec, 2 * time.Hour, false},
+		"valid for long enough":                            {at(48 * time.Hour), rfc(48 * time.Hour), spec, 2 * time.Hour, false},
+		"no notAfter reported, expired":                    {at(-time.Hour), "", spec, 0, true},
 	} {
-		if got := OnlyRenewalFixes(tc.cert, tc.status, now, tc.minValidity); got != tc.want {
-			t.Errorf("%s: OnlyRenewalFixes = %v, want %v", name, got, tc.want)
+		m := CertificateMatches(tc.cert, Expected{SecretName: "web-tls", StatusNotAfter: tc.status, Spec: tc.spec, Now: now, MinValidity: tc.minValidity})
+		if m.OnlyRenewalFixes != tc.want || m.OnlyRenewalFixes && m.OK {
+			t.Errorf("%s: CertificateMatches = %+v, want OnlyRenewalFixes %v", name, m, tc.want)
+		}
+	}
+}
+
+// TestNamesDiffer: cert-manager's comparison of an issued certificate with the spec
+// (FuzzyX509AltNamesMatchSpec), field by field.
+func TestNamesDiffer(t *testing.T) {
+	uri := func(s string) *url.URL {
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	for name, tc := range map[string]struct {
+		cert       x509.Certificate
+		spec       CertificateSpec
+		got, asked string // "" when they match
+	}{
+		"the same DNS names in another order": {
+			x509.Certificate{DNSNames: []string{"b.example.test", "a.example.test"}},
+			CertificateSpec{DNSNames: []string{"a.example.test", "b.example.test"}}, "", ""},
+		"no commonName in the spec, the issuer promoted a DNS name to it (ACME)": {
+			x509.Certificate{Subject: pkix.Name{CommonName: "a.example.test"}, DNSNames: []string{"a.example.test", "b.example.test"}},
+			CertificateSpec{DNSNames: []string{"a.example.test", "b.example.test"}}, "", ""},
+		"a commonName the issuer also made a DNS name (Vault)": {
+			x509.Certificate{Subject: pkix.Name{CommonName: "a.example.test"}, DNSNames: []string{"a.example.test", "b.example.test"}},
+			CertificateSpec{CommonName: "a.example.test", DNSNames: []string{"b.example.test"}}, "", ""},
+		"a name repeated in the spec": {
+			x509.Certificate{DNSNames: []string{"a.example.test"}, IPAddresses: []net.IP{net.ParseIP("10.0.0.1")}},
+			CertificateSpec{DNSNames: []string{"a.example.test", "a.example.test"}, IPAddresses: []string{"10.0.0.1", "10.0.0.1"}}, "", ""},
+		"an IPv4 address written IPv4-mapped in the spec": {
+			x509.Certificate{IPAddresses: []net.IP{net.ParseIP("10.0.0.1").To4()}},
+			CertificateSpec{IPAddresses: []string{"::ffff:10.0.0.1"}}, "", ""},
+		"literalSubject sets the common name": {
+			x509.Certificate{Subject: pkix.Name{CommonName: "web"}, DNSNames: []string{"a.example.test"}},
+			CertificateSpec{LiteralSubject: "CN=web,O=acme", DNSNames: []string{"a.example.test"}}, "", ""},
+		"only otherNames asked: nothing compared": {x509.Certificate{}, CertificateSpec{}, "", ""},
+		"near miss: a DNS name added to the spec": {
+			x509.Certificate{DNSNames: []string{"a.example.test"}},
+			CertificateSpec{DNSNames: []string{"a.example.test", "b.example.test"}},
+			"DNS names [a.example.test]", "DNS names [a.example.test b.example.test]"},
+		"near miss: a common name the spec does not ask for": {
+			x509.Certificate{Subject: pkix.Name{CommonName: "web"}, DNSNames: []string{"a.example.test"}},
+			CertificateSpec{DNSNames: []string{"a.example.test"}},
+			`commonName "web"`, "no commonName"},
+		"near miss: another commonName": {
+			x509.Certificate{Subject: pkix.Name{CommonName: "old"}, DNSNames: []string{"a.example.test"}},
+			CertificateSpec{CommonName: "new", DNSNames: []string{"a.example.test"}},
+			`commonName "old"`, `commonName "new"`},
+		"near miss: an extra IP address": {
+			x509.Certificate{DNSNames: []string{"a.example.test"}, IPAddresses: []net.IP{net.ParseIP("10.0.0.1"), net.ParseIP("10.0.0.2")}},
+			CertificateSpec{DNSNames: []string{"a.example.test"}, IPAddresses: []string{"10.0.0.1"}},
+			"IP addresses [10.0.0.1 10.0.0.2]", "IP addresses [10.0.0.1]"},
+		"near miss: another URI and no email address": {
+			x509.Certificate{URIs: []*url.URL{uri("spiffe://cluster.local/ns/apps/sa/old")}, EmailAddresses: []string{"ops@example.test"}},
+			CertificateSpec{URIs: []string{"spiffe://cluster.local/ns/apps/sa/web"}},
+			"URIs [spiffe://cluster.local/ns/apps/sa/old] and email addresses [ops@example.test]", "URIs [spiffe://cluster.local/ns/apps/sa/web] and no email addresses"},
+	} {
+		got, asked, differ := NamesDiffer(&tc.cert, tc.spec)
+		if differ != (tc.got != "") || got != tc.got || asked != tc.asked {
+			t.Errorf("%s: NamesDiffer = %q, %q, %v; want %q, %q", name, got, asked, differ, tc.got, tc.asked)
+		}
+	}
+}
+
+// TestCertificateMatchesAnnotations: the Secret's cert-manager annotations, when present, must
+// name the Certificate's issuer (kind and group defaulted) and the Certificate.
+func TestCertificateMatchesAnnotations(t *testing.T) {
+	now := time.Now()
+	cert := &x509.Certificate{NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), DNSNames: []string{"web.example.test"}}
+	spec := CertificateSpec{Name: "web", Namespace: "apps", DNSNames: []string{"web.example.test"}, IssuerName: "prod", IssuerKind: "ClusterIssuer"}
+	for name, tc := range map[string]struct {
+		ann  map[string]string
+		want string // "" when it matches
+	}{
+		"no annotations (a Secret made by hand)": {nil, ""},
+		"the issuer and Certificate, group defaulted": {map[string]string{"cert-manager.io/issuer-name": "prod", "cert-manager.io/issuer-kind": "ClusterIssuer",
+			"cert-manager.io/issuer-group": "", "cert-manager.io/certificate-name": "web"}, ""},
+		"the issuer, group written out": {map[string]string{"cert-manager.io/issuer-name": "prod", "cert-manager.io/issuer-kind": "ClusterIssuer",
+			"cert-manager.io/issuer-group": "cert-manager.io"}, ""},
+		"near miss: another issuer": {map[string]string{"cert-manager.io/issuer-name": "staging", "cert-manager.io/issuer-kind": "ClusterIssuer"},
+			"Secret web-tls was issued by ClusterIssuer.cert-manager.io/staging (its cert-manager.io/issuer-* annotations), the Certificate asks for ClusterIssuer.cert-manager.io/prod"},
+		"near miss: an Issuer of the same name (kind defaults to Issuer)": {map[string]string{"cert-manager.io/issuer-name": "prod"},
+			"was issued by Issuer.cert-manager.io/prod"},
+		"near miss: another Certificate's Secret": {map[string]string{"cert-manager.io/certificate-name": "api"},
+			`Secret web-tls was issued for Certificate "api" (its cert-manager.io/certificate-name annotation), not for "web"`},
+	} {
+		m := CertificateMatches(cert, Expected{SecretName: "web-tls", SecretAnnotations: tc.ann, Spec: spec, Now: now})
+		if tc.want == "" && !m.OK || tc.want != "" && (m.OK || !strings.Contains(m.Message, tc.want) || m.Hint == "") {
+			t.Errorf("%s: CertificateMatches = %+v, want %q", name, m, tc.want)
 		}
 	}
 }
