@@ -175,11 +175,11 @@ func CompileCEL(src string) (*CEL, error) {
 		return nil, fmt.Errorf("invalid CEL %q: %v", src, iss.Err())
 	}
 	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
-		return nil, fmt.Errorf("CEL %q returns %s; it must return bool", src, t)
+		return nil, notBool(src, t)
 	}
 	if typed, iss := typedEnv.Compile(src); iss.Err() == nil {
 		if t := typed.OutputType(); t != cel.BoolType && t != cel.DynType {
-			return nil, fmt.Errorf("CEL %q returns %s; it must return bool (a test such as a comparison, not a value)", src, celTypeName(t))
+			return nil, notBool(src, t)
 		}
 	}
 	// cel-go's estimate saturates at MaxUint64 where a size depends on the object (lists.range(object.n)):
@@ -221,6 +221,12 @@ var typedEnv = newEnv(
 	ext.NativeTypes(ext.ParseStructTags(true), reflect.TypeOf(&kubeObject{})),
 	cel.Variable("object", cel.ObjectType("expr.kubeObject")),
 )
+
+// notBool is the one message for an expression typed as something other than bool, whichever
+// environment found it.
+func notBool(src string, t *cel.Type) error {
+	return fmt.Errorf("CEL %q returns %s; it must return bool (a test such as a comparison, not a value)", src, celTypeName(t))
+}
 
 func celTypeName(t *cel.Type) string {
 	if t == nil {
