@@ -7,15 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/reportstack"
+	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
-	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
 
 // TestRealFieldReport002IngressNginx: ingress-nginx's real chart (4.15.1, hooks and all) by a
@@ -28,50 +29,20 @@ func TestRealFieldReport002IngressNginx(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	chart := installable(ctx, t, charts.IngressNginxChart)
-	env := stacktest.Prepare(t)
-	program := func(mode string) pulumi.RunFunc {
-		return func(ctx *pulumi.Context) error {
-			if mode == "autogate" {
-				if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "4m"}); err != nil {
-					return err
-				}
-			}
-			release, err := reportstack.IngressNginxRelease(ctx, chart)
-			if err != nil {
-				return err
-			}
-			var before pulumi.Resource = release
-			if mode == "gate" {
-				if before, err = readiness.NewHelmReleaseReady(ctx, "ingress-nginx-ready", &readiness.HelmReleaseReadyArgs{
-					Name: pulumi.String("ingress-nginx"), Namespace: pulumi.String("ingress-nginx"),
-					Timeout: pulumi.String("4m"), Triggers: pulumi.Array{release.Revision()},
-				}, reportstack.After(release)); err != nil {
-					return err
-				}
-			}
-			return reportstack.Ingress002(ctx, before)
-		}
-	}
-
-	s := stacktest.NewStack(t, env, "report002", program("none"))
-	began := time.Now()
-	_, err := stacktest.UpErr(s)
-	t.Logf("without a gate: up returned after %s", time.Since(began).Round(time.Millisecond))
-	stacktest.RequireFailure(t, err, `failed calling webhook "validate.nginx.ingress.kubernetes.io"`)
-	t.Logf("the webhook pod's error: %s", firstLine(err.Error(), "failed calling webhook"))
-	stacktest.Destroy(t, s)
-
-	for _, mode := range []string{"gate", "autogate"} {
-		g := stacktest.NewStack(t, env, "report002"+mode, program(mode))
-		began := time.Now()
-		stacktest.Up(t, g)
-		t.Logf("%s: up in %s", mode, time.Since(began).Round(time.Millisecond))
-		listening := loggedAt(ctx, t, "ingress-nginx", "app.kubernetes.io/component=controller", "admission webhook listening")
-		stacktest.NotBefore(t, "the Ingress", stacktest.CreatedAt(t, `apiVersion: networking.k8s.io/v1
+	releaseReport{
+		name: "report002", release: "ingress-nginx", namespace: "ingress-nginx",
+		install: func(ctx *pulumi.Context) (*stack.HelmRelease, error) {
+			return reportstack.IngressNginxRelease(ctx, chart)
+		},
+		objects: reportstack.Ingress002,
+		failure: `failed calling webhook "validate.nginx.ingress.kubernetes.io"`,
+		checkGated: func(t *testing.T, mode string, s auto.Stack) {
+			listening := loggedAt(ctx, t, "ingress-nginx", "app.kubernetes.io/component=controller", "admission webhook listening")
+			stacktest.NotBefore(t, "the Ingress", stacktest.CreatedAt(t, `apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata: {name: web, namespace: apps}`), listening)
-		stacktest.Destroy(t, g)
-	}
+		},
+	}.run(t, stacktest.Prepare(t))
 }
 
 // loggedAt is when the first pod matching selector in ns logged a line containing msg (the
