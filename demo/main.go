@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
@@ -128,11 +129,11 @@ func run() error {
 	}
 	fmt.Printf("Kubernetes objects are created by pulumi-kubernetes v%s (%s).\n", k8splugin.Version, k8splugin.PluginDir(k8splugin.ProjectHome()))
 
-	var d *demo
+	var d node
 	if *realNode {
 		d, err = setUpRealNode(ctx, cp, dir)
 	} else {
-		d, err = setUp(ctx, cp, dir)
+		d, err = setUpKwok(ctx, cp, dir)
 	}
 	if err != nil {
 		return err
@@ -141,19 +142,12 @@ func run() error {
 
 	fmt.Println("\nOne program, the way a homelab stack is written: three Helm releases (helm.sh/v3:Release of the real")
 	fmt.Println("ingress-nginx, External Secrets and cert-manager charts), then what field reports 000-002 created after them:")
-	if d.real {
-		fmt.Println("  002  an Ingress after ingress-nginx: its admission webhook (a stand-in pod: the controller needs nginx)")
-		fmt.Println("       listens 10 s after the pod is Ready;")
-		fmt.Println("  001  ExternalSecrets in four namespaces after External Secrets v0.11.0 (real pods; skipAwait): its webhook;")
-		fmt.Println("  000  a Deployment mounting the TLS Secret of a Certificate that cert-manager v1.11.5 (real pods) issues.")
-	} else {
-		fmt.Println("  002  an Ingress after ingress-nginx: its admission webhook listens 7 s after the controller is ready;")
-		fmt.Println("  001  ExternalSecrets in four namespaces after External Secrets: same race, other webhook;")
-		fmt.Println("  000  a Deployment mounting the TLS Secret of a Certificate that cert-manager issues 12 s later.")
+	for _, l := range d.intro() {
+		fmt.Println("  " + l)
 	}
 
 	fmt.Println("\n-- 1. Without gates: `dependsOn` on the releases only --")
-	bare, bareErr := d.up(ctx, env, "nogate", noGates)
+	bare, bareErr := up(ctx, env, cp, d, "nogate", noGates)
 	if bareErr == nil {
 		return fmt.Errorf("the stack without gates succeeded: the demo's race did not happen")
 	}
@@ -167,7 +161,7 @@ func run() error {
 	}
 
 	fmt.Println("\n-- 2. With gates: HelmReleaseReady after each release, CertificateReady before the Deployment --")
-	gated, err := d.up(ctx, env, "gated", handGates)
+	gated, err := up(ctx, env, cp, d, "gated", handGates)
 	if err != nil {
 		return fmt.Errorf("pulumi up with gates: %w", err)
 	}
@@ -176,7 +170,7 @@ func run() error {
 	costs(gated)
 
 	fmt.Println("\n-- 3. The same program as in run 1, with one line at its top: readiness.AutoGate(ctx, nil) --")
-	auto, err := d.up(ctx, env, "autogate", autoGated)
+	auto, err := up(ctx, env, cp, d, "autogate", autoGated)
 	if err != nil {
 		return fmt.Errorf("pulumi up with autoGate: %w", err)
 	}
@@ -193,27 +187,46 @@ func run() error {
 	return nil
 }
 
-// demo holds what the runs share: the charts and, on kwok, the webhook servers that play the
-// charts' webhook pods and the players; on a real node (real), the real kubelet's FailedMounts.
-type demo struct {
+// node is what the three runs stand on: kwok's simulated nodes, where the controllers' webhook
+// pods, cert-manager and the kubelet are played (kwokNode, below), or a real node running them
+// (realNode, realnode.go).
+type node interface {
+	// intro says what the reports meet on this node, a line each.
+	intro() []string
+	program(mode gating) pulumi.RunFunc
+	// watch starts what a run needs beside its stack (the players; the watches of what the
+	// real pods do), putting what happens into tl; it returns their stops.
+	watch(ctx context.Context, tl *timeline) []func()
+	// failedMounts are the kubelet's FailedMount messages of the last run.
+	failedMounts() []string
+	// destroy brings a run's stack down and gives the cluster back for the next run; it returns
+	// upErr unless the destroy itself failed.
+	destroy(ctx context.Context, s auto.Stack, upErr error) error
+	close()
+}
+
+// kwokNode holds what the runs on kwok share: the charts, the webhook servers that play the
+// charts' webhook pods, and the played kubelet.
+type kwokNode struct {
 	cp                *controlplane.ControlPlane
 	dyn               dynamic.Interface
-	real              bool
 	nginx, eso, cm    *fakes.Webhook
 	nginxC, esoC, cmC string
 	kubelet           *fakes.Kubelet
-	mounts            *mountWatch
 }
 
-func (d *demo) failedMounts() []string {
-	if d.real {
-		return d.mounts.failed()
+func (d *kwokNode) intro() []string {
+	return []string{
+		"002  an Ingress after ingress-nginx: its admission webhook listens 7 s after the controller is ready;",
+		"001  ExternalSecrets in four namespaces after External Secrets: same race, other webhook;",
+		"000  a Deployment mounting the TLS Secret of a Certificate that cert-manager issues 12 s later.",
 	}
-	return d.kubelet.FailedMounts()
 }
 
-func setUp(ctx context.Context, cp *controlplane.ControlPlane, dir string) (*demo, error) {
-	d := &demo{cp: cp}
+func (d *kwokNode) failedMounts() []string { return d.kubelet.FailedMounts() }
+
+func setUpKwok(ctx context.Context, cp *controlplane.ControlPlane, dir string) (*kwokNode, error) {
+	d := &kwokNode{cp: cp}
 	var err error
 	if d.dyn, err = dynamic.NewForConfig(cp.Config); err != nil {
 		return nil, err
@@ -261,10 +274,7 @@ func setUp(ctx context.Context, cp *controlplane.ControlPlane, dir string) (*dem
 	return d, nil
 }
 
-func (d *demo) close() {
-	if d.real {
-		return
-	}
+func (d *kwokNode) close() {
 	for _, w := range []*fakes.Webhook{d.nginx, d.eso, d.cm} {
 		w.Close()
 	}
@@ -281,10 +291,7 @@ const (
 	autoGated
 )
 
-func (d *demo) program(mode gating) pulumi.RunFunc {
-	if d.real {
-		return d.realProgram(mode)
-	}
+func (d *kwokNode) program(mode gating) pulumi.RunFunc {
 	gated := mode == handGates
 	return func(ctx *pulumi.Context) error {
 		if mode == autoGated {
@@ -400,20 +407,15 @@ spec:
 	}
 }
 
-// up runs the program (gated or not) with the players, then destroys it; it returns the run's
-// timeline and up's error.
-func (d *demo) up(ctx context.Context, env *stack.Env, name string, mode gating) (*timeline, error) {
-	s, err := env.Stack(ctx, "readiness-demo", name, string(d.cp.Kubeconfig), d.program(mode))
+// up runs the program (gated or not) on d, then destroys it; it returns the run's timeline and
+// up's error.
+func up(ctx context.Context, env *stack.Env, cp *controlplane.ControlPlane, d node, name string, mode gating) (*timeline, error) {
+	s, err := env.Stack(ctx, "readiness-demo", name, string(cp.Kubeconfig), d.program(mode))
 	if err != nil {
 		return nil, err
 	}
 	tl := newTimeline()
-	var stops []func()
-	if d.real {
-		stops = d.watchRealNode(ctx, tl)
-	} else {
-		stops = d.play(tl)
-	}
+	stops := d.watch(ctx, tl)
 	evs := make(chan events.EngineEvent)
 	done := make(chan struct{})
 	go func() {
@@ -435,27 +437,29 @@ func (d *demo) up(ctx context.Context, env *stack.Env, name string, mode gating)
 	for _, stop := range stops {
 		stop()
 	}
-	if d.real {
-		return tl, d.destroyRealNode(ctx, s, upErr)
-	}
-	// External Secrets' webhook also intercepts DELETE: destroy while the webhooks serve.
+	return tl, d.destroy(ctx, s, upErr)
+}
+
+// destroy destroys the stack while the played webhooks serve (External Secrets' also intercepts
+// DELETE), and deletes the Secret the played cert-manager wrote.
+func (d *kwokNode) destroy(ctx context.Context, s auto.Stack, upErr error) error {
 	_ = d.nginx.Start()
 	_ = d.eso.Start()
 	fmt.Println("  (destroying the stack)")
 	var out strings.Builder
 	if _, err := s.Destroy(ctx, optdestroy.ProgressStreams(&out), optdestroy.Remove()); err != nil {
-		return tl, fmt.Errorf("pulumi destroy: %w\n%s", err, out.String())
+		return fmt.Errorf("pulumi destroy: %w\n%s", err, out.String())
 	}
 	d.nginx.Stop()
 	d.eso.Stop()
 	if ri, err := d.cp.ResourceFor(ctx, mustDecode("apiVersion: v1\nkind: Secret\nmetadata: {name: ai-ops-agent-tls, namespace: ai-ops}")); err == nil {
 		_ = ri.Delete(ctx, "ai-ops-agent-tls", metav1.DeleteOptions{})
 	}
-	return tl, upErr
+	return upErr
 }
 
-// play starts the players of what no process runs on kwok; it returns their stops.
-func (d *demo) play(tl *timeline) []func() {
+// watch starts the players of what no process runs on kwok; it returns their stops.
+func (d *kwokNode) watch(_ context.Context, tl *timeline) []func() {
 	players := []*fakes.Player{
 		fakes.ServeWhenAvailable(d.cp.Client, d.nginx, "ingress-nginx", "ingress-nginx-controller", webhookLate,
 			func() { tl.say("demo: ingress-nginx's admission webhook starts listening") }),

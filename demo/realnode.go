@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
@@ -26,12 +25,30 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
 
-func setUpRealNode(ctx context.Context, cp *controlplane.ControlPlane, dir string) (*demo, error) {
-	d := &demo{cp: cp, real: true, mounts: &mountWatch{}}
-	var err error
-	if d.dyn, err = dynamic.NewForConfig(cp.Config); err != nil {
-		return nil, err
+// realNode holds what the runs on a real node share: the charts as installed, and the real
+// kubelet's FailedMounts of the current run.
+type realNode struct {
+	cp                *controlplane.ControlPlane
+	nginxC, esoC, cmC string
+	mounts            *mountWatch
+}
+
+func (d *realNode) intro() []string {
+	return []string{
+		"002  an Ingress after ingress-nginx: its admission webhook (a stand-in pod: the controller needs nginx)",
+		"     listens 10 s after the pod is Ready;",
+		"001  ExternalSecrets in four namespaces after External Secrets v0.11.0 (real pods; skipAwait): its webhook;",
+		"000  a Deployment mounting the TLS Secret of a Certificate that cert-manager v1.11.5 (real pods) issues.",
 	}
+}
+
+func (d *realNode) failedMounts() []string { return d.mounts.failed() }
+
+func (d *realNode) close() {}
+
+func setUpRealNode(ctx context.Context, cp *controlplane.ControlPlane, dir string) (*realNode, error) {
+	d := &realNode{cp: cp, mounts: &mountWatch{}}
+	var err error
 	logf := func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }
 	if err := charts.BuildImages(ctx, logf, charts.RealNodeCharts...); err != nil {
 		return nil, err
@@ -47,11 +64,11 @@ func setUpRealNode(ctx context.Context, cp *controlplane.ControlPlane, dir strin
 	return d, nil
 }
 
-// realProgram is the program of the kwok runs with the real charts: ingress-nginx's Release
+// program is the program of the kwok runs with the real charts: ingress-nginx's Release
 // waits, External Secrets' does not (skipAwait, as report 001's user set it), cert-manager's
 // waits (its startupapicheck hook included) and brings its CRDs; report 000's Certificate is
 // issued by a CA issuer bootstrapped from a self-signed one.
-func (d *demo) realProgram(mode gating) pulumi.RunFunc {
+func (d *realNode) program(mode gating) pulumi.RunFunc {
 	gated := mode == handGates
 	return func(ctx *pulumi.Context) error {
 		if mode == autoGated {
@@ -128,10 +145,10 @@ func (m *mountWatch) failed() []string {
 	return append([]string(nil), m.msgs...)
 }
 
-// watchRealNode puts what the cluster does into the timeline, from watches (nothing is
+// watch puts what the cluster does into the timeline, from watches (nothing is
 // played): the controllers' pods becoming Ready, the kubelet's FailedMounts, cert-manager
 // writing the Secret. It returns the watches' stops.
-func (d *demo) watchRealNode(ctx context.Context, tl *timeline) []func() {
+func (d *realNode) watch(ctx context.Context, tl *timeline) []func() {
 	ctx, cancel := context.WithCancel(ctx)
 	d.mounts = &mountWatch{}
 	var wg sync.WaitGroup
@@ -203,10 +220,10 @@ func shortPod(p *corev1.Pod) string {
 	return p.Name
 }
 
-// destroyRealNode destroys the run's stack as a cluster rebuilt from code starts: the CRDs'
+// destroy destroys the run's stack as a cluster rebuilt from code starts: the CRDs'
 // caches ready before their release deletes them, cert-manager's leader Leases dropped after
 // (controlplane.WaitCRDCaches and DropLeases say why).
-func (d *demo) destroyRealNode(ctx context.Context, s auto.Stack, upErr error) error {
+func (d *realNode) destroy(ctx context.Context, s auto.Stack, upErr error) error {
 	fmt.Println("  (destroying the stack)")
 	for _, g := range []string{"external-secrets.io", "cert-manager.io"} {
 		if err := d.cp.WaitCRDCaches(ctx, g); err != nil {
