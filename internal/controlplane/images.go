@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -204,16 +205,18 @@ func imageStamp(img GoImage) (string, error) {
 // would be simpler, but refuses files in the module cache.)
 func trimModule(ctx context.Context, img GoImage, scratch string) (string, error) {
 	t := img.Trim
-	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", t.Module)
-	list.Dir = img.ModDir
-	out, err := list.Output()
+	// `go mod download` (not `go list -m`, which does not download) at the version ModDir requires.
+	dl := exec.CommandContext(ctx, "go", "mod", "download", "-json", t.Module)
+	dl.Dir = img.ModDir
+	out, err := dl.Output()
 	if err != nil {
-		return "", fmt.Errorf("image %s: locating module %s: %w", img.Ref, t.Module, err)
+		return "", fmt.Errorf("image %s: downloading module %s: %w\n%s", img.Ref, t.Module, err, out)
 	}
-	src, dst := strings.TrimSpace(string(out)), filepath.Join(scratch, "trimmed")
-	if src == "" {
-		return "", fmt.Errorf("image %s: module %s is not downloaded", img.Ref, t.Module)
+	var dld struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &dld); err != nil || dld.Dir == "" {
+		return "", fmt.Errorf("image %s: downloading module %s: %v %s", img.Ref, t.Module, err, dld.Error)
 	}
+	src, dst := dld.Dir, filepath.Join(scratch, "trimmed")
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		return "", fmt.Errorf("image %s: copying module %s: %w", img.Ref, t.Module, err)
 	}
