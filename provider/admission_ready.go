@@ -364,17 +364,18 @@ func verdictOnly(v admission.Verdict) (admission.Answer, *wait.Result) {
 func (e *admissionEval) webhooks() *wait.Result {
 	e.hooks = nil
 	var fp strings.Builder
-	for _, gvk := range []schema.GroupVersionKind{mwcGVK, vwcGVK} {
-		cfgs, pending := e.r.objects(target{gvk: gvk})
-		if pending != nil {
-			if pending.Failed != nil {
-				pending.Failed = fmt.Errorf("%w: AdmissionReady reads every %s to find the failurePolicy Ignore webhooks that intercept "+
-					"the objects (the API server admits without them while they are down); grant verbs list, watch on it cluster-wide",
-					pending.Failed, gvk.Kind)
-			}
-			return pending
+	kinds := []schema.GroupVersionKind{mwcGVK, vwcGVK}
+	all, which, pending := e.r.objectsOf(target{gvk: kinds[0]}, target{gvk: kinds[1]})
+	if pending != nil {
+		if pending.Failed != nil {
+			pending.Failed = fmt.Errorf("%w: AdmissionReady reads every %s to find the failurePolicy Ignore webhooks that intercept "+
+				"the objects (the API server admits without them while they are down); grant verbs list, watch on it cluster-wide",
+				pending.Failed, kinds[which].Kind)
 		}
-		for _, cfg := range cfgs {
+		return pending
+	}
+	for i, gvk := range kinds {
+		for _, cfg := range all[i] {
 			fmt.Fprintf(&fp, "%s/%s@%s;", gvk.Kind, cfg.GetName(), cfg.GetResourceVersion())
 			e.hooks = append(e.hooks, admission.WebhooksOf(gvk.Kind, cfg)...)
 		}

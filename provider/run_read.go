@@ -197,6 +197,25 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 	return objs, nil
 }
 
+// objectsOf is objects for each target, their watches all asked for before any is waited on (so
+// that they list at once, not one check after another). pending is the first terminal result,
+// else the first that waits; which is the target's index.
+func (r *run) objectsOf(ts ...target) (objs [][]*unstructured.Unstructured, which int, pending *wait.Result) {
+	objs = make([][]*unstructured.Unstructured, len(ts))
+	which = -1
+	for i, t := range ts {
+		o, p := r.objects(t)
+		objs[i] = o
+		switch {
+		case p != nil && p.Failed != nil:
+			return nil, i, p
+		case p != nil && pending == nil:
+			which, pending = i, p
+		}
+	}
+	return objs, which, pending
+}
+
 // readErr turns a failed consistent read (see kube.Subscription.Read) into a result: refused
 // credentials or RBAC fail at once (after the one retry with refreshed credentials), anything
 // else is retried.

@@ -435,22 +435,19 @@ func (e *webhookEval) checked(caBundles []string) {
 // configuration target (see prober.unproven).
 func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 	snap := admission.ServiceTarget{Namespace: ns, Name: name, Port: port, Want: e.args.Webhooks}
-	for _, gvk := range []schema.GroupVersionKind{mwcGVK, vwcGVK} {
-		cfgs, pending := e.r.objects(target{gvk: gvk})
-		if pending != nil {
-			if pending.Failed != nil {
-				pending.Failed = fmt.Errorf("%w: with `service`, the gate reads every %s to find the webhooks %s backs; "+
-					"grant verbs list, watch on it cluster-wide", pending.Failed, gvk.Kind, e.what())
-			}
-			return *pending
+	kinds := []schema.GroupVersionKind{mwcGVK, vwcGVK}
+	all, which, pending := e.r.objectsOf(target{gvk: kinds[0]}, target{gvk: kinds[1]})
+	if pending != nil {
+		if pending.Failed != nil {
+			pending.Failed = fmt.Errorf("%w: with `service`, the gate reads every %s to find the webhooks %s backs; "+
+				"grant verbs list, watch on it cluster-wide", pending.Failed, kinds[which].Kind, e.what())
 		}
-		slices.SortFunc(cfgs, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
-		if gvk == mwcGVK {
-			snap.Mutating = cfgs
-		} else {
-			snap.Validating = cfgs
-		}
+		return *pending
 	}
+	for _, cfgs := range all {
+		slices.SortFunc(cfgs, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	}
+	snap.Mutating, snap.Validating = all[0], all[1]
 	c := admission.CheckService(snap)
 	e.names, e.hooks, e.ambiguous, e.policy = c.Names, c.Hooks, c.Ambiguous, c.Policy
 	for _, s := range c.Seen {
