@@ -265,7 +265,11 @@ spec: {refreshInterval: 1h, secretStoreRef: {kind: ClusterSecretStore, name: pul
 					}
 					time.Sleep(50 * time.Millisecond)
 				}
-				if err := p.Stop(); err != nil {
+				// The player writes the status after the Secret: let it finish (stopping it now
+				// would cancel that write, and the gate would rightly never see Ready).
+				wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if err := p.Wait(wctx); err != nil {
 					t.Errorf("playing External Secrets: %v", err)
 				}
 				return
