@@ -2,6 +2,9 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
@@ -81,8 +84,20 @@ func checkFor(r *run, namespace string, probe map[string]any, ref helmrelease.Ob
 // release revision (0: none, a Chart v4's objects).
 func (o *renderedObjects) judge(ctx context.Context, what string, revision int) wait.Result {
 	objs := helmrelease.Objects{What: what, Revision: revision, Total: len(o.checks)}
+	var slow []string // for the trace: the objects whose check took a while
+	if tracer != nil {
+		defer func() {
+			if len(slow) > 0 {
+				trace(what, "of the check, slow objects: %s", strings.Join(slow, ", "))
+			}
+		}()
+	}
 	for _, c := range o.checks {
+		began := time.Now()
 		res := c.eval.check(ctx)
+		if took := time.Since(began); tracer != nil && took > 2*time.Millisecond {
+			slow = append(slow, fmt.Sprintf("%s %dus", c.ref, took.Microseconds()))
+		}
 		objs.States = append(objs.States, helmrelease.ObjectState{Ref: c.ref, Result: toHelmRelease(res)})
 		if res.Failed != nil {
 			break
