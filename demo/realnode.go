@@ -221,8 +221,8 @@ func shortPod(p *corev1.Pod) string {
 }
 
 // destroy destroys the run's stack as a cluster rebuilt from code starts: the CRDs'
-// caches ready before their release deletes them, cert-manager's leader Leases dropped after
-// (controlplane.WaitCRDCaches and DropLeases say why).
+// caches ready before their release deletes them, the CRDs gone and cert-manager's leader
+// Leases dropped after (controlplane.WaitCRDCaches, WaitCRDsGone and DropLeases say why).
 func (d *realNode) destroy(ctx context.Context, s auto.Stack, upErr error) error {
 	fmt.Println("  (destroying the stack)")
 	for _, g := range []string{"external-secrets.io", "cert-manager.io"} {
@@ -233,6 +233,11 @@ func (d *realNode) destroy(ctx context.Context, s auto.Stack, upErr error) error
 	var out strings.Builder
 	if _, err := s.Destroy(ctx, optdestroy.ProgressStreams(&out), optdestroy.Remove()); err != nil {
 		return fmt.Errorf("pulumi destroy: %w\n%s", err, out.String())
+	}
+	for _, g := range []string{"external-secrets.io", "cert-manager.io"} {
+		if err := d.cp.WaitCRDsGone(ctx, g); err != nil {
+			return err
+		}
 	}
 	if err := d.cp.DropLeases(ctx, "kube-system", "cert-manager"); err != nil {
 		return err

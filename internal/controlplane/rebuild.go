@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
 // WaitCRDCaches waits (up to a minute per CRD) until the API server lists the objects of every
 // CRD of group from its watch cache (resourceVersion=0). The CRD finalizer needs that cache: a
 // CRD deleted while it still starts stays Terminating until the finalizer's backoff retries
@@ -23,7 +25,6 @@ func (cp *ControlPlane) WaitCRDCaches(ctx context.Context, group string) error {
 	if err != nil {
 		return err
 	}
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	crds, err := dyn.Resource(crdGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -50,6 +51,37 @@ func (cp *ControlPlane) WaitCRDCaches(ctx context.Context, group string) error {
 		}
 	}
 	return nil
+}
+
+// WaitCRDsGone waits (up to two minutes) until no CRD of group is left, as a rebuilt cluster
+// starts without them. A release that deletes its CRDs on uninstall returns while they are
+// still Terminating (the finalizer deletes their objects first): a reinstall meanwhile finds
+// them there, and once their deletion ends the new release lacks them (HelmReleaseReady then
+// rightly waits for a CRD that is "not found").
+func (cp *ControlPlane) WaitCRDsGone(ctx context.Context, group string) error {
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	var left []string
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		crds, err := dyn.Resource(crdGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		left = left[:0]
+		for _, c := range crds.Items {
+			if g, _, _ := unstructured.NestedString(c.Object, "spec", "group"); g == group {
+				left = append(left, c.GetName())
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("CRDs of %s still there after two minutes: %s", group, strings.Join(left, ", "))
+		}
+	}
 }
 
 // DropLeases deletes the leader-election Leases in ns whose names start with prefix, as a

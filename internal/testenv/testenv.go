@@ -185,3 +185,11 @@ func CRDCachesReady(t testing.TB, group string) {
 		t.Fatal(err)
 	}
 }
+
+// CRDsGone waits until no CRD of group is left (controlplane.WaitCRDsGone says why).
+func CRDsGone(t testing.TB, group string) {
+	t.Helper()
+	if err := CP.WaitCRDsGone(context.Background(), group); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -42,6 +42,7 @@ func TestRealFieldReport001ExternalSecrets(t *testing.T) {
 		destroy: func(t *testing.T, s auto.Stack) {
 			testenv.CRDCachesReady(t, "external-secrets.io") // the release deletes its CRDs (see there)
 			stacktest.Destroy(t, s)
+			testenv.CRDsGone(t, "external-secrets.io")
 		},
 	}.run(t, stacktest.Prepare(t))
 }

@@ -136,6 +136,7 @@ func TestSoakRealFieldReport001(t *testing.T) {
 			took.Round(time.Millisecond), admitted.Sub(began).Round(time.Millisecond), available.Sub(began).Round(time.Millisecond), strings.Join(line, ", "))
 		testenv.CRDCachesReady(t, "external-secrets.io")
 		stacktest.Destroy(t, s)
+		testenv.CRDsGone(t, "external-secrets.io") // as a rebuilt cluster starts
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 	sort.Slice(ups, func(i, j int) bool { return ups[i] < ups[j] })

@@ -324,6 +324,20 @@ export async function createdAt(c: Cluster, apiPath: string): Promise<number> {
 
 // cachesReady resolves once the API server lists the objects of every CRD of group from its watch
 // cache (resourceVersion=0), which the CRD finalizer needs when the CRD is deleted.
+// crdsGone waits until no CRD of group is left, as a rebuilt cluster starts: a release that deletes
+// its CRDs returns while they are still Terminating, and a reinstall meanwhile ends up without them
+// (the Go harness's controlplane.WaitCRDsGone).
+export async function crdsGone(cluster: Cluster, group: string): Promise<void> {
+    const t0 = Date.now();
+    for (;;) {
+        const crds = (await request(cluster, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")).body.items as any[];
+        const left = crds.filter((c) => c.spec.group === group).map((c) => c.metadata.name);
+        if (left.length === 0) return;
+        assert.ok(Date.now() - t0 < 120_000, `CRDs of ${group} still there after two minutes: ${left.join(", ")}`);
+        await new Promise((r) => setTimeout(r, 100));
+    }
+}
+
 export async function cachesReady(cluster: Cluster, group: string): Promise<void> {
     const crds = (await request(cluster, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")).body.items as any[];
     for (const c of crds.filter((c) => c.spec.group === group)) {

@@ -14,7 +14,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { Stack } from "@pulumi/pulumi/automation";
 import * as readiness from "@readiness-io/pulumi-readiness";
-import { cachesReady, Cluster, nodeRequirements, preparePulumi, PulumiEnv, request, stack, startCluster, tempDir } from "./harness";
+import { cachesReady, Cluster, crdsGone, nodeRequirements, preparePulumi, PulumiEnv, request, stack, startCluster, tempDir } from "./harness";
 
 const missing = nodeRequirements();
 const skip = missing && !process.env.CI ? `this machine lacks ${missing} to run a real node` : false;
@@ -173,6 +173,7 @@ test("real node, field report 000: a Deployment mounting a cert-manager Certific
         const td = Date.now();
         await s.destroy();
         await s.workspace.removeStack(mode);
+        await crdsGone(cluster, "cert-manager.io");
         console.log(`report 000 ${mode}: destroy ${secs(Date.now() - td)}`);
         await dropLeases(cluster, "kube-system", "cert-manager");
     }
@@ -213,6 +214,7 @@ test("real node, field report 001: ExternalSecrets after a Helm release of Exter
         const td = Date.now();
         await s.destroy();
         await s.workspace.removeStack(name);
+        await crdsGone(cluster, "external-secrets.io");
         console.log(`report 001 ${name}: destroy ${secs(Date.now() - td)}`);
     };
 
