@@ -219,6 +219,12 @@ spec:
 
 	t.Run("StatefulSet OnDelete: no pod ready does not pass", func(t *testing.T) {
 		testenv.Apply(t, statefulSet(ns, "nopods", 1, "OnDelete", nowhere))
+		// The near miss is the controller having seen the StatefulSet with no pod ready; before it
+		// observes generation 1 the gate rightly says something else (CI's load once took >3 s).
+		pollUntil(t, "the StatefulSet controller observes nopods", func() bool {
+			s, err := testenv.CP.Client.AppsV1().StatefulSets(ns).Get(context.Background(), "nopods", metav1.GetOptions{})
+			return err == nil && s.Status.ObservedGeneration >= 1
+		})
 		mustFailWith(t, defaultGate(t, ns, "apps/v1", "StatefulSet", "nopods", "3s"), "0 of 1 pods ready")
 		testenv.Apply(t, statefulSet(ns, "pods", 1, "OnDelete", "nodeSelector: {type: kwok}"))
 		mustPass(t, defaultGate(t, ns, "apps/v1", "StatefulSet", "pods", "60s"))
@@ -239,6 +245,10 @@ spec:
       containers: [{name: app, image: registry.local/app:1}]`, name, ns, placement)
 		}
 		testenv.Apply(t, rc("rc-nowhere", nowhere))
+		pollUntil(t, "the ReplicationController manager observes rc-nowhere", func() bool {
+			r, err := testenv.CP.Client.CoreV1().ReplicationControllers(ns).Get(context.Background(), "rc-nowhere", metav1.GetOptions{})
+			return err == nil && r.Status.ObservedGeneration >= 1
+		})
 		mustFailWith(t, defaultGate(t, ns, "v1", "ReplicationController", "rc-nowhere", "3s"), "0 of 1 replicas ready")
 		testenv.Apply(t, rc("rc-kwok", "nodeSelector: {type: kwok}"))
 		mustPass(t, defaultGate(t, ns, "v1", "ReplicationController", "rc-kwok", "60s"))
