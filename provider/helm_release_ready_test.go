@@ -11,6 +11,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
@@ -424,4 +427,60 @@ func TestHelmReleaseReadyProbesAWebhookWhoseKindCameAfterDiscovery(t *testing.T)
 	if r := await(t, createAsync(t, s, "HelmReleaseReady", props("name", "app", "namespace", ns, "timeout", "60s")), 90*time.Second); r.err != nil {
 		t.Fatal(r.err)
 	}
+}
+
+// A composite gate checks all its objects at every event of any of them. Its proven webhooks
+// are not probed again at each check while what they were proven under holds (prober.reuse:
+// under the soak's load each probe cost tens of milliseconds, one after another); near miss: a
+// proof older than proofReuse is not reused, so a webhook that stopped answering keeps the
+// release waiting when its last object turns ready.
+func TestHelmReleaseReadyReusesAFreshWebhookProof(t *testing.T) {
+	ns := testenv.Namespace(t, "helmreuse")
+	group := widgetCRD(t)
+	wh := testenv.NewWebhook(t)
+	wh.Start(t)
+	cfg := "reuse-webhook-" + strings.Split(group, ".")[0]
+	lb := fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: lb, namespace: %s}\nspec: {type: LoadBalancer, selector: {app: lb}, ports: [{port: 443}]}", ns)
+	manifest := manifestOf(configMapDoc(ns, "cm"), lb, wh.Configuration(cfg, group))
+	objs := testenv.Apply(t, strings.TrimPrefix(manifest, "---\n"))
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+	})
+	var svc *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Service" {
+			svc = o
+		}
+	}
+	writeRecord(t, helmrelease.Record{Name: "app", Namespace: ns, Revision: 1, Status: helmrelease.StatusDeployed,
+		Chart: "app", ChartVersion: "1", Manifest: manifest})
+	ch := createAsync(t, newServer(t), "HelmReleaseReady", props("name", "app", "namespace", ns, "timeout", "60s"))
+	pollUntil(t, "the webhook is proven (two answers)", func() bool { return wh.Calls.Load() >= probesNeeded })
+
+	// Events of the release's ConfigMap, each a check of the whole release, while the Service
+	// keeps it waiting: the proven webhook is probed at most once per proofReuse, plus the
+	// probes that confirm a new proof.
+	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	before, began := wh.Calls.Load(), time.Now()
+	for i := range 100 {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"readiness.test/churn":"%d"}}}`, i)
+		if _, err := testenv.Dynamic(t).Resource(cm).Namespace(ns).Patch(context.Background(), "cm", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	probes, took := wh.Calls.Load()-before, time.Since(began)
+	if bound := int64(took/proofReuse)*probesNeeded + probesNeeded; probes > bound {
+		t.Errorf("the proven webhook was probed %d times during %s of events (at most %d: once per %s)", probes, took.Round(time.Millisecond), bound, proofReuse)
+	}
+	t.Logf("%d probes during %s of events", probes, took.Round(time.Millisecond))
+
+	// Near miss: the webhook stops answering (HTTP 500) and the last object turns ready after the
+	// proof has aged past proofReuse: the release must wait for a new answer.
+	wh.Mode.Store("error")
+	time.Sleep(proofReuse + 200*time.Millisecond) // past the proof's reuse
+	writeStatus(t, svc, map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"ip": "192.0.2.10"}}}})
+	mustNotReturn(t, ch, 3*time.Second)
+	wh.Mode.Store("allow")
+	mustPass(t, ch)
 }

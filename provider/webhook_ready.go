@@ -219,6 +219,8 @@ type webhookEval struct {
 	// was last refreshed for lack of a kind to derive it from.
 	deriveProbeIn string
 	rediscovered  time.Time
+	// reuse is its prober's (see prober.reuse): set by a composite gate.
+	reuse time.Duration
 	// external maps the checked ExternalName Services (namespace/name) to their external names.
 	external map[string]string
 
@@ -343,7 +345,7 @@ func (e *webhookEval) deriveIfNeeded() *wait.Result {
 		return &wait.Result{Message: why, Poll: true,
 			Hint: "give `probe`: an object the webhooks intercept (their caBundle and endpoints alone do not show they answer)"}
 	}
-	e.probe = &prober{r: e.r, obj: obj, derived: true}
+	e.probe = &prober{r: e.r, obj: obj, derived: true, reuse: e.reuse}
 	return nil
 }
 
