@@ -167,19 +167,27 @@ func TestHelmReleaseReadyRBAC(t *testing.T) {
 	}
 }
 
+// applyWithWebhook applies docs and the configuration (named prefix + a new widget group) of a
+// serving test webhook for that group's widgets, deleted after the test, and returns the webhook,
+// the whole manifest (for a release record) and the objects applied.
+func applyWithWebhook(t *testing.T, prefix string, docs ...string) (*testenv.Webhook, string, []*unstructured.Unstructured) {
+	group := widgetCRD(t)
+	wh := testenv.NewWebhook(t)
+	wh.Start(t)
+	cfg := prefix + strings.Split(group, ".")[0]
+	manifest := manifestOf(append(docs, wh.Configuration(cfg, group))...)
+	objs := testenv.Apply(t, strings.TrimPrefix(manifest, "---\n"))
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+	})
+	return wh, manifest, objs
+}
+
 // Refresh (Read) on a provider with cold caches runs the whole proof, webhook probes included,
 // before judging: a ready release stays in the state.
 func TestHelmReleaseReadyRefreshOnColdCaches(t *testing.T) {
 	ns := testenv.Namespace(t, "helmread")
-	group := widgetCRD(t)
-	wh := testenv.NewWebhook(t)
-	wh.Start(t)
-	cfg := "read-webhook-" + strings.Split(group, ".")[0]
-	manifest := manifestOf(configMapDoc(ns, "cm"), deployment(ns, "app", "registry.local/app:1", 1), wh.Configuration(cfg, group))
-	testenv.Apply(t, strings.TrimPrefix(manifest, "---\n"))
-	t.Cleanup(func() {
-		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
-	})
+	wh, manifest, _ := applyWithWebhook(t, "read-webhook-", configMapDoc(ns, "cm"), deployment(ns, "app", "registry.local/app:1", 1))
 	writeRecord(t, helmrelease.Record{Name: "app", Namespace: ns, Revision: 1, Status: helmrelease.StatusDeployed,
 		Chart: "app", ChartVersion: "1", Manifest: manifest})
 	inputs := props("name", "app", "namespace", ns, "timeout", "60s")
@@ -436,16 +444,8 @@ func TestHelmReleaseReadyProbesAWebhookWhoseKindCameAfterDiscovery(t *testing.T)
 // release waiting when its last object turns ready.
 func TestHelmReleaseReadyReusesAFreshWebhookProof(t *testing.T) {
 	ns := testenv.Namespace(t, "helmreuse")
-	group := widgetCRD(t)
-	wh := testenv.NewWebhook(t)
-	wh.Start(t)
-	cfg := "reuse-webhook-" + strings.Split(group, ".")[0]
 	lb := fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: lb, namespace: %s}\nspec: {type: LoadBalancer, selector: {app: lb}, ports: [{port: 443}]}", ns)
-	manifest := manifestOf(configMapDoc(ns, "cm"), lb, wh.Configuration(cfg, group))
-	objs := testenv.Apply(t, strings.TrimPrefix(manifest, "---\n"))
-	t.Cleanup(func() {
-		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
-	})
+	wh, manifest, objs := applyWithWebhook(t, "reuse-webhook-", configMapDoc(ns, "cm"), lb)
 	var svc *unstructured.Unstructured
 	for _, o := range objs {
 		if o.GetKind() == "Service" {
