@@ -127,11 +127,11 @@ test-python: build tools k8s-plugin python-env
 	cd tests/python && rc=0; for f in test_*.py; do $(PY_ENV)/bin/python -m pytest -q -p no:cacheprovider --timeout 1800 $$f || rc=1; done; exit $$rc
 
 # The README's test command, two jobs at a time. The Go tests (several packages at once, see
-# test-go) come first, beside the examples and then the install paths; after the Go tests, the
-# TypeScript stacks, the fuzzing and the benchmark smoke pass, each in whichever of the two slots
-# is free first. Most of these jobs wait on their clusters most of the time, and no two of them
-# compile the same packages with the same flags at once (each would compile them on a cold
-# machine).
+# test-go) run beside the examples, then the install paths, then the TypeScript stacks (the Go
+# tests are the longest job, and their packages leave the cores 30-60 % idle while they wait on
+# their clusters); after the Go tests, the Python stacks, the fuzzing and the benchmark smoke
+# pass, each in whichever of the two slots is free first. No two of these jobs compile the same
+# packages with the same flags at once (each would compile them on a cold machine).
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-all
 
@@ -141,8 +141,9 @@ lint lint-workflows: | check-generated
 tools: | build
 k8s-plugin: | tools
 test-go examples sdk-nodejs sdk-python: | check-generated lint
-test-nodejs test-python: | test-go
 test-install: | examples
+test-nodejs: | test-install
+test-python: | test-go
 fuzz bench-smoke: | test-go
 endif
 
