@@ -108,7 +108,7 @@ func (*AdmissionReady) Check(ctx context.Context, req infer.CheckRequest) (infer
 }
 
 func (g *AdmissionReady) Create(ctx context.Context, req infer.CreateRequest[AdmissionReadyArgs]) (infer.CreateResponse[AdmissionReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, AdmissionReadyState{AdmissionReadyArgs: req.Inputs}, "admission", admissionBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, AdmissionReadyState{AdmissionReadyArgs: req.Inputs}, "admission", admissionBuilder(req.Inputs))
 }
 
 func (g *AdmissionReady) Read(ctx context.Context, req infer.ReadRequest[AdmissionReadyArgs, AdmissionReadyState]) (infer.ReadResponse[AdmissionReadyArgs, AdmissionReadyState], error) {

@@ -104,7 +104,7 @@ func (*CertificateReady) Check(ctx context.Context, req infer.CheckRequest) (inf
 }
 
 func (g *CertificateReady) Create(ctx context.Context, req infer.CreateRequest[CertificateReadyArgs]) (infer.CreateResponse[CertificateReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, CertificateReadyState{CertificateReadyArgs: req.Inputs}, "certificate", certificateBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, CertificateReadyState{CertificateReadyArgs: req.Inputs}, "certificate", certificateBuilder(req.Inputs))
 }
 
 func (g *CertificateReady) Read(ctx context.Context, req infer.ReadRequest[CertificateReadyArgs, CertificateReadyState]) (infer.ReadResponse[CertificateReadyArgs, CertificateReadyState], error) {

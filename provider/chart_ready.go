@@ -202,7 +202,7 @@ func chartObjects(resources []any) ([]helmrelease.ObjectRef, error) {
 }
 
 func (g *ChartReady) Create(ctx context.Context, req infer.CreateRequest[ChartReadyArgs]) (infer.CreateResponse[ChartReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, ChartReadyState{ChartReadyArgs: req.Inputs}, "chart", chartBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, ChartReadyState{ChartReadyArgs: req.Inputs}, "chart", chartBuilder(req.Inputs))
 }
 
 func (g *ChartReady) Read(ctx context.Context, req infer.ReadRequest[ChartReadyArgs, ChartReadyState]) (infer.ReadResponse[ChartReadyArgs, ChartReadyState], error) {

@@ -129,7 +129,7 @@ func crdNameProblem(n string) string {
 }
 
 func (c *CrdReady) Create(ctx context.Context, req infer.CreateRequest[CrdReadyArgs]) (infer.CreateResponse[CrdReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, CrdReadyState{CrdReadyArgs: req.Inputs}, "crd", crdBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, CrdReadyState{CrdReadyArgs: req.Inputs}, "crd", crdBuilder(req.Inputs))
 }
 
 // Read re-evaluates the gate once, without waiting (see readGate).

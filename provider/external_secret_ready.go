@@ -66,7 +66,7 @@ func (*ExternalSecretReady) Check(ctx context.Context, req infer.CheckRequest) (
 }
 
 func (g *ExternalSecretReady) Create(ctx context.Context, req infer.CreateRequest[ExternalSecretReadyArgs]) (infer.CreateResponse[ExternalSecretReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, ExternalSecretReadyState{ExternalSecretReadyArgs: req.Inputs}, "externalsecret", externalSecretBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, ExternalSecretReadyState{ExternalSecretReadyArgs: req.Inputs}, "externalsecret", externalSecretBuilder(req.Inputs))
 }
 
 func (g *ExternalSecretReady) Read(ctx context.Context, req infer.ReadRequest[ExternalSecretReadyArgs, ExternalSecretReadyState]) (infer.ReadResponse[ExternalSecretReadyArgs, ExternalSecretReadyState], error) {

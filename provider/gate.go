@@ -157,9 +157,9 @@ type evaluation interface {
 // builder makes a gate's evaluation for one run, and the function that writes its outputs.
 type builder[O any] func(r *run) (evaluation, func(*O), error)
 
-// createGate is Create for every gate: preview returns at once with unknown outputs; otherwise
-// wait until ready, then fill the outputs.
-func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O, idKind string, build builder[O]) (infer.CreateResponse[O], error) {
+// createGate is Create for every gate (name: the resource's): preview returns at once with
+// unknown outputs; otherwise wait until ready, then fill the outputs.
+func createGate[O any](ctx context.Context, name string, dryRun bool, args GateArgs, state O, idKind string, build builder[O]) (infer.CreateResponse[O], error) {
 	if dryRun {
 		return infer.CreateResponse[O]{Output: state}, nil
 	}
@@ -185,7 +185,7 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 	if err != nil {
 		return infer.CreateResponse[O]{}, err
 	}
-	trace(e.what(), "create began %dus ago (reaching the cluster %dus)", time.Since(began).Microseconds(), took.Microseconds())
+	trace(e.what(), "create of %s began %dus ago (reaching the cluster %dus)", name, time.Since(began).Microseconds(), took.Microseconds())
 	spec := wait.Spec{What: e.what(), Timeout: max(timeout-took, time.Millisecond), Check: e.check, MaxBackoff: maxBackoffOf(e),
 		StableFor: stableFor, FailureGrace: failureGrace, Recheck: maxBackoffOf(e)}
 	if _, err := r.wait(ctx, spec); err != nil {
@@ -202,7 +202,7 @@ func createGate[O any](ctx context.Context, dryRun bool, args GateArgs, state O,
 		return infer.CreateResponse[O]{}, err
 	}
 	fill(&state)
-	trace(e.what(), "created")
+	trace(e.what(), "created %s", name)
 	target := e.what()
 	if t, ok := e.(interface{ idTarget() string }); ok {
 		target = t.idTarget()

@@ -79,7 +79,7 @@ func (*HelmReleaseReady) Check(ctx context.Context, req infer.CheckRequest) (inf
 }
 
 func (g *HelmReleaseReady) Create(ctx context.Context, req infer.CreateRequest[HelmReleaseReadyArgs]) (infer.CreateResponse[HelmReleaseReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, HelmReleaseReadyState{HelmReleaseReadyArgs: req.Inputs}, "helmrelease", helmBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, HelmReleaseReadyState{HelmReleaseReadyArgs: req.Inputs}, "helmrelease", helmBuilder(req.Inputs))
 }
 
 func (g *HelmReleaseReady) Read(ctx context.Context, req infer.ReadRequest[HelmReleaseReadyArgs, HelmReleaseReadyState]) (infer.ReadResponse[HelmReleaseReadyArgs, HelmReleaseReadyState], error) {

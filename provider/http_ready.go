@@ -132,7 +132,7 @@ func (*HttpReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Chec
 }
 
 func (g *HttpReady) Create(ctx context.Context, req infer.CreateRequest[HttpReadyArgs]) (infer.CreateResponse[HttpReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, HttpReadyState{HttpReadyArgs: req.Inputs}, "http", httpBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, HttpReadyState{HttpReadyArgs: req.Inputs}, "http", httpBuilder(req.Inputs))
 }
 
 func (g *HttpReady) Read(ctx context.Context, req infer.ReadRequest[HttpReadyArgs, HttpReadyState]) (infer.ReadResponse[HttpReadyArgs, HttpReadyState], error) {

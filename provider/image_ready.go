@@ -123,7 +123,7 @@ func (*ImageReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Che
 }
 
 func (g *ImageReady) Create(ctx context.Context, req infer.CreateRequest[ImageReadyArgs]) (infer.CreateResponse[ImageReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, ImageReadyState{ImageReadyArgs: req.Inputs}, "image", imageBuilder(req.Inputs, ""))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, ImageReadyState{ImageReadyArgs: req.Inputs}, "image", imageBuilder(req.Inputs, ""))
 }
 
 // Read checks that the digest the gate pinned still resolves (not where the tag points now):

@@ -72,7 +72,7 @@ func (*NodesReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Che
 }
 
 func (g *NodesReady) Create(ctx context.Context, req infer.CreateRequest[NodesReadyArgs]) (infer.CreateResponse[NodesReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, NodesReadyState{NodesReadyArgs: req.Inputs}, "nodes", nodesBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, NodesReadyState{NodesReadyArgs: req.Inputs}, "nodes", nodesBuilder(req.Inputs))
 }
 
 func (g *NodesReady) Read(ctx context.Context, req infer.ReadRequest[NodesReadyArgs, NodesReadyState]) (infer.ReadResponse[NodesReadyArgs, NodesReadyState], error) {

@@ -135,7 +135,7 @@ func (*ResourceReady) Check(ctx context.Context, req infer.CheckRequest) (infer.
 }
 
 func (g *ResourceReady) Create(ctx context.Context, req infer.CreateRequest[ResourceReadyArgs]) (infer.CreateResponse[ResourceReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, ResourceReadyState{ResourceReadyArgs: req.Inputs}, "resource", resourceBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, ResourceReadyState{ResourceReadyArgs: req.Inputs}, "resource", resourceBuilder(req.Inputs))
 }
 
 func (g *ResourceReady) Read(ctx context.Context, req infer.ReadRequest[ResourceReadyArgs, ResourceReadyState]) (infer.ReadResponse[ResourceReadyArgs, ResourceReadyState], error) {

@@ -73,7 +73,7 @@ func (*RolloutReady) Check(ctx context.Context, req infer.CheckRequest) (infer.C
 }
 
 func (g *RolloutReady) Create(ctx context.Context, req infer.CreateRequest[RolloutReadyArgs]) (infer.CreateResponse[RolloutReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, RolloutReadyState{RolloutReadyArgs: req.Inputs}, "rollout", rolloutBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, RolloutReadyState{RolloutReadyArgs: req.Inputs}, "rollout", rolloutBuilder(req.Inputs))
 }
 
 func (g *RolloutReady) Read(ctx context.Context, req infer.ReadRequest[RolloutReadyArgs, RolloutReadyState]) (infer.ReadResponse[RolloutReadyArgs, RolloutReadyState], error) {

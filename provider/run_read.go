@@ -36,52 +36,57 @@ func (r *run) checking(check func(context.Context) wait.Result) func(context.Con
 		r.seen, r.hints = nil, nil
 		began := time.Now()
 		res := check(ctx)
+		checked := time.Now()
+		res = r.prove(ctx, check, res)
 		if tracer != nil {
-			defer r.traceCheck(began, time.Now(), &res)
+			r.traceCheck(began, checked, &res)
 		}
-		if !res.Ready && res.Failed == nil {
-			for _, v := range r.seen { // it waits: prove meanwhile what a pass will judge
-				v.Ahead()
-			}
-			return res
-		}
-		judged := r.seen
-		if res.Failed != nil {
-			judged = append(judged, r.hints...)
-		}
-		var reads []kube.Seen
-		for _, v := range judged {
-			step, err := v.Next(ctx, r.mayAwait())
-			if err != nil { // the gate's time is up: the wait loop says so
-				res = wait.Result{Message: "confirming that the state judged is current", Confirming: true}
-				return res
-			}
-			switch step {
-			case kube.Proven:
-				continue
-			case kube.AwaitWatch:
-				// Its watch is busy: wait for it to pass a list's revision rather than read now.
-				if r.awaited.IsZero() {
-					r.awaited = time.Now()
-				}
-				res = wait.Result{Message: "confirming that the state judged is current (its watch is catching up)", Confirming: true, RetryIn: coverWait - time.Since(r.awaited)}
-				return res
-			}
-			reads = append(reads, v)
-		}
-		ok, err := proveAll(ctx, reads)
-		if err != nil {
-			res = *r.readErr("the state judged", err)
-			return res
-		}
-		if !ok {
-			r.proving, r.seen, r.hints = true, nil, nil
-			res = check(ctx)
-			return res
-		}
-		r.proven = true
 		return res
 	}
+}
+
+// prove keeps res, the verdict of check, once what it judged is proven current: a verdict that
+// waits costs nothing now (what a pass will judge is proven meanwhile); one that ends the gate
+// waits for its busy watches, or reads; a stale copy runs check again on consistent reads.
+func (r *run) prove(ctx context.Context, check func(context.Context) wait.Result, res wait.Result) wait.Result {
+	if !res.Ready && res.Failed == nil {
+		for _, v := range r.seen { // it waits: prove meanwhile what a pass will judge
+			v.Ahead()
+		}
+		return res
+	}
+	judged := r.seen
+	if res.Failed != nil {
+		judged = append(judged, r.hints...)
+	}
+	var reads []kube.Seen
+	for _, v := range judged {
+		step, err := v.Next(ctx, r.mayAwait())
+		if err != nil { // the gate's time is up: the wait loop says so
+			return wait.Result{Message: "confirming that the state judged is current", Confirming: true}
+		}
+		switch step {
+		case kube.Proven:
+			continue
+		case kube.AwaitWatch:
+			// Its watch is busy: wait for it to pass a list's revision rather than read now.
+			if r.awaited.IsZero() {
+				r.awaited = time.Now()
+			}
+			return wait.Result{Message: "confirming that the state judged is current (its watch is catching up)", Confirming: true, RetryIn: coverWait - time.Since(r.awaited)}
+		}
+		reads = append(reads, v)
+	}
+	ok, err := proveAll(ctx, reads)
+	if err != nil {
+		return *r.readErr("the state judged", err)
+	}
+	if !ok {
+		r.proving, r.seen, r.hints = true, nil, nil
+		return check(ctx)
+	}
+	r.proven = true
+	return res
 }
 
 // proveAll proves the reads at once (a HelmReleaseReady judges a dozen kinds: their consistent

@@ -70,7 +70,7 @@ func (*SecretReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Ch
 }
 
 func (g *SecretReady) Create(ctx context.Context, req infer.CreateRequest[SecretReadyArgs]) (infer.CreateResponse[SecretReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, SecretReadyState{SecretReadyArgs: req.Inputs}, "secret", secretBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, SecretReadyState{SecretReadyArgs: req.Inputs}, "secret", secretBuilder(req.Inputs))
 }
 
 func (g *SecretReady) Read(ctx context.Context, req infer.ReadRequest[SecretReadyArgs, SecretReadyState]) (infer.ReadResponse[SecretReadyArgs, SecretReadyState], error) {

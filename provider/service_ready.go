@@ -76,7 +76,7 @@ func (*ServiceReady) Check(ctx context.Context, req infer.CheckRequest) (infer.C
 }
 
 func (g *ServiceReady) Create(ctx context.Context, req infer.CreateRequest[ServiceReadyArgs]) (infer.CreateResponse[ServiceReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, ServiceReadyState{ServiceReadyArgs: req.Inputs}, "service", serviceBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, ServiceReadyState{ServiceReadyArgs: req.Inputs}, "service", serviceBuilder(req.Inputs))
 }
 
 func (g *ServiceReady) Read(ctx context.Context, req infer.ReadRequest[ServiceReadyArgs, ServiceReadyState]) (infer.ReadResponse[ServiceReadyArgs, ServiceReadyState], error) {

@@ -182,7 +182,7 @@ func webhookExpectFailures(args WebhookReadyArgs, probeKnown bool) []p.CheckFail
 }
 
 func (g *WebhookReady) Create(ctx context.Context, req infer.CreateRequest[WebhookReadyArgs]) (infer.CreateResponse[WebhookReadyState], error) {
-	return createGate(ctx, req.DryRun, req.Inputs.GateArgs, WebhookReadyState{WebhookReadyArgs: req.Inputs}, "webhook", webhookBuilder(req.Inputs))
+	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, WebhookReadyState{WebhookReadyArgs: req.Inputs}, "webhook", webhookBuilder(req.Inputs))
 }
 
 func (g *WebhookReady) Read(ctx context.Context, req infer.ReadRequest[WebhookReadyArgs, WebhookReadyState]) (infer.ReadResponse[WebhookReadyArgs, WebhookReadyState], error) {

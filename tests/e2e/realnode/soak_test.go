@@ -115,8 +115,7 @@ func TestSoakRealFieldReport001(t *testing.T) {
 			}
 			lag := at.Sub(cond)
 			lags = append(lags, lag)
-			helm := strings.HasPrefix(name, "readiness:index:HelmReleaseReady")
-			split, ok := splitLag(readTrace(t, tracePath), at, cond, func(gate string) bool { return strings.HasPrefix(gate, "Helm release ") == helm })
+			split, ok := splitLag(readTrace(t, tracePath), at, cond, name[strings.LastIndex(name, " ")+1:])
 			where := ""
 			if ok {
 				for i, d := range split {
@@ -220,15 +219,14 @@ func (l lagSplit) String() string {
 		l[0].Milliseconds(), l[1].Milliseconds(), l[2].Milliseconds(), l[3].Milliseconds())
 }
 
-var checkLine = regexp.MustCompile(`^check began \((?:newest watch event (\d+)us before|no watch event yet)\); check (\d+)us, proof (\d+)us: ready`)
+var checkLine = regexp.MustCompile(`^check began \((?:newest watch event (-?\d+)us before|no watch event yet)\); check (\d+)us, proof (\d+)us: ready`)
 
-// splitLag finds the gate that returned at at in the trace (the last "created" before it of a
-// gate that ours matches) and its passing check, and splits at-cond (each part's own share, so
-// they add up).
-func splitLag(lines []traceLine, at, cond time.Time, ours func(gate string) bool) (lagSplit, bool) {
+// splitLag finds the gate resource that returned at at in the trace (its last "created" line
+// before at) and its passing check, and splits at-cond (each part's own share, so they add up).
+func splitLag(lines []traceLine, at, cond time.Time, resource string) (lagSplit, bool) {
 	created := -1
 	for i, l := range lines {
-		if l.text == "created" && ours(l.gate) && !l.at.After(at) && (created < 0 || l.at.After(lines[created].at)) {
+		if l.text == "created "+resource && !l.at.After(at) && (created < 0 || l.at.After(lines[created].at)) {
 			created = i
 		}
 	}
