@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -66,6 +67,20 @@ func BuildImage(ctx context.Context, img GoImage, logf func(string, ...any)) (st
 	}
 	base := strings.NewReplacer("/", "_", ":", "_", "@", "_").Replace(img.Ref)
 	out := filepath.Join(dir, base+"-"+stamp[:16]+".tar")
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	// One build of an image at a time across processes (make test's Go and TypeScript real-node
+	// tests may both want it on a cold machine): the second finds it built.
+	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := flockCtx(ctx, lock); err != nil {
+		return "", err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
 	}
