@@ -100,11 +100,15 @@ lint:
 	go vet -tags cluster ./provider/pkg/kube
 
 # -tags cluster: provider/pkg/kube's tests against the API server (the rest of provider/pkg needs none).
-# -p 4: the long packages (provider, tests/e2e and its packages fieldreports and autogate, each
-# with its own control plane) spend much of their time waiting on the cluster, so all four run at
-# once on two cores.
+# -p 4: the long packages (provider, tests/e2e and its packages fieldreports, autogate and
+# realnode, each with its own control plane) spend much of their time waiting on the cluster, so
+# four run at once on two cores. go test starts them in the order given: the real node's first
+# (on a cold machine it builds the controllers' images, its longest part), then the provider's
+# (the longest warm), so that the fifth waits for a short one, not the critical path for a long one.
+GO_TEST_FIRST := ./tests/e2e/realnode ./provider
 test-go: build tools k8s-plugin
-	go test -tags cluster -count=1 -p 4 -timeout 40m $$(go list ./... | grep -v '/tests/install$$')
+	first=$$(go list $(GO_TEST_FIRST)); \
+	  go test -tags cluster -count=1 -p 4 -timeout 40m $$first $$(go list ./... | grep -v '/tests/install$$' | grep -vxF "$$first")
 	@# The SDK is its own module (go list ./... above leaves it out): its overlay's unit tests.
 	cd sdk && go test -count=1 ./...
 
