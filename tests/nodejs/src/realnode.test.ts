@@ -1,8 +1,9 @@
-// Field reports 000 and 001 from TypeScript stacks on a real node, as tests/e2e/realnode's Go
+// Field reports 000, 001 and 002 from TypeScript stacks on a real node, as tests/e2e/realnode's Go
 // tests: a control plane with containerd, a kubelet and kube-proxy (`localcluster up-real-node`),
 // real cert-manager v1.11.5 and External Secrets v0.11.0 pods built from their Go modules,
-// installed by @pulumi/kubernetes' k8s.helm.v3.Release of their real charts. Nothing is played:
-// the webhooks are the controllers' own, behind their Services; the FailedMount is the kubelet's.
+// installed by @pulumi/kubernetes' k8s.helm.v3.Release of their real charts (and ingress-nginx's
+// real chart, its webhook served by a stand-in pod made here). Nothing is played: the webhooks
+// answer from pods behind their Services; the FailedMount is the kubelet's.
 // Each report fails without a gate with the real error, and passes with the hand-placed gate and
 // with autoGate's line. Skipped (with the reason) where this machine cannot run a node; under CI
 // that fails instead.
@@ -246,6 +247,91 @@ test("real node, field report 001: ExternalSecrets after a Helm release of Exter
             const gates = await gatesOf(s);
             assert.ok(gates.length > 0, "autoGate placed no gate");
             console.log(`report 001 autoGate's gates: ${gates.join(", ")}`);
+        }
+        await destroy(s, mode);
+    }
+});
+
+// loggedAt is when the first pod matching selector in ns logged a line containing msg (the
+// container runtime's timestamp, read through the kubelet), as the Go test's.
+async function loggedAt(c: Cluster, ns: string, selector: string, msg: string): Promise<number> {
+    const pods = await request(c, "GET", `/api/v1/namespaces/${ns}/pods?labelSelector=${encodeURIComponent(selector)}`);
+    assert.ok(pods.status === 200 && pods.body.items.length > 0, `no pod ${selector} in ${ns}: ${pods.status}`);
+    const name = pods.body.items[0].metadata.name;
+    const text = await new Promise<string>((resolve, reject) => {
+        const url = new URL(`/api/v1/namespaces/${ns}/pods/${name}/log?timestamps=true`, c.server);
+        https.get(url, { ca: c.ca, headers: { Authorization: `Bearer ${c.token}` } }, (res) => {
+            let data = "";
+            res.on("data", (d) => (data += d));
+            res.on("end", () => (res.statusCode === 200 ? resolve(data) : reject(new Error(`logs of ${name}: ${res.statusCode} ${data}`))));
+        }).on("error", reject);
+    });
+    for (const line of text.split("\n")) {
+        const i = line.indexOf(" ");
+        if (i > 0 && line.slice(i + 1).includes(msg)) return Date.parse(line.slice(0, i));
+    }
+    assert.fail(`pod ${name} never logged ${JSON.stringify(msg)}:\n${text}`);
+}
+
+test("real node, field report 002: an Ingress after a Helm release of ingress-nginx (its webhook pod listens after it is Ready)", { skip, timeout: 1_200_000 }, async () => {
+    const chart = path.join(charts, "ingress-nginx");
+    const program = (mode: Mode) => async () => {
+        if (mode === "autogate") readiness.autoGate({ timeout: "4m" });
+        // Helm waits for the controller's Deployment and runs the chart's admission hooks; the
+        // webhook (a stand-in pod made here: the controller needs nginx) listens 10 s after Ready.
+        const release = new k8s.helm.v3.Release("ingress-nginx", {
+            chart, name: "ingress-nginx", namespace: "ingress-nginx", createNamespace: true, timeout: 300,
+        });
+        let before: pulumi.Resource = release;
+        if (mode === "gate") {
+            before = new readiness.HelmReleaseReady("ingress-nginx-ready", {
+                name: "ingress-nginx", namespace: "ingress-nginx", timeout: "4m", triggers: [release.status.revision],
+            }, { dependsOn: [release] });
+        }
+        const apps = new k8s.core.v1.Namespace("ns-apps", { metadata: { name: "apps" } });
+        // skipAwait: no load balancer fills its status here.
+        new k8s.networking.v1.Ingress("web", {
+            metadata: { name: "web", namespace: "apps", annotations: { "pulumi.com/skipAwait": "true" } },
+            spec: {
+                ingressClassName: "nginx",
+                rules: [{ host: "web.example.test", http: { paths: [{ path: "/", pathType: "Prefix", backend: { service: { name: "web", port: { number: 80 } } } }] } }],
+            },
+        }, { dependsOn: [before, apps] });
+        return {};
+    };
+    const destroy = async (s: Stack, name: string) => {
+        const td = Date.now();
+        await s.destroy();
+        await s.workspace.removeStack(name);
+        console.log(`report 002 ${name}: destroy ${secs(Date.now() - td)}`);
+    };
+
+    // Without a gate Helm's wait ends before the webhook listens: the API server's call is refused.
+    const bare = await stack(env, cluster, { stackName: "none", projectName: "report002-realnode-ts", program: program("none") });
+    const t0 = Date.now();
+    await assert.rejects(bare.up(), (e: Error) => {
+        console.log(`report 002 none: up failed after ${secs(Date.now() - t0)}: ${e.message.split("\n").find((l) => l.includes("failed calling webhook"))?.trim()}`);
+        assert.match(e.message, /failed calling webhook "validate\.nginx\.ingress\.kubernetes\.io"/);
+        return true;
+    });
+    await destroy(bare, "none");
+
+    for (const mode of ["gate", "autogate"] as Mode[]) {
+        const s = await stack(env, cluster, { stackName: mode, projectName: "report002-realnode-ts", program: program(mode) });
+        const t1 = Date.now();
+        await s.up();
+        console.log(`report 002 ${mode}: up in ${secs(Date.now() - t1)}`);
+        // The Ingress was created after the webhook logged that it listens (creationTimestamp
+        // has whole seconds: one second of slack, as the Go test).
+        const listening = await loggedAt(cluster, "ingress-nginx", "app.kubernetes.io/component=controller", "admission webhook listening");
+        const r = await request(cluster, "GET", "/apis/networking.k8s.io/v1/namespaces/apps/ingresses/web");
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        const created = Date.parse(r.body.metadata.creationTimestamp);
+        assert.ok(created + 1000 >= listening, `the Ingress was created at ${new Date(created).toISOString()}, before the webhook listened at ${new Date(listening).toISOString()}`);
+        if (mode === "autogate") {
+            const gates = await gatesOf(s);
+            assert.ok(gates.length > 0, "autoGate placed no gate");
+            console.log(`report 002 autoGate's gates: ${gates.join(", ")}`);
         }
         await destroy(s, mode);
     }
