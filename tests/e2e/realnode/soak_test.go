@@ -58,6 +58,7 @@ func TestSoakRealFieldReport001(t *testing.T) {
 	var lags, ups []time.Duration
 	failures := 0
 	for round := 1; round <= rounds; round++ {
+		lingering := terminatingPods(ctx, "external-secrets")
 		obs := observe(ctx, map[string]func(context.Context) bool{
 			"admitted":  admits(t, externalSecretsGVR, reportstack.ExternalSecret001("default")),
 			"stores":    answers(t, secretStoresGVR, secretStore),
@@ -96,7 +97,8 @@ func TestSoakRealFieldReport001(t *testing.T) {
 		}
 		if err != nil {
 			failures++
-			t.Errorf("round %d failed after %s: %v\n%s", round, took.Round(time.Millisecond), err, out.String())
+			t.Errorf("round %d failed after %s: %v\n%s\nthe observer saw: %s\nExternal Secrets' state:\n%s", round, took.Round(time.Millisecond), err, out.String(),
+				observed(first, began), externalSecretsState(ctx, "external-secrets"))
 		} else {
 			ups = append(ups, took)
 		}
@@ -131,7 +133,7 @@ func TestSoakRealFieldReport001(t *testing.T) {
 			}
 		}
 		sort.Strings(line)
-		t.Logf("round %d: up %s; webhook admitted at +%s, release available at +%s; gates: %s", round,
+		t.Logf("round %d (%d pods of the last still terminating): up %s; webhook admitted at +%s, release available at +%s; gates: %s", round, lingering,
 			took.Round(time.Millisecond), admitted.Sub(began).Round(time.Millisecond), available.Sub(began).Round(time.Millisecond), strings.Join(line, ", "))
 		testenv.CRDCachesReady(t, "external-secrets.io")
 		stacktest.Destroy(t, s)
