@@ -221,8 +221,9 @@ func shortPod(p *corev1.Pod) string {
 }
 
 // destroy destroys the run's stack as a cluster rebuilt from code starts: the CRDs'
-// caches ready before their release deletes them, the CRDs gone and cert-manager's leader
-// Leases dropped after (controlplane.WaitCRDCaches, WaitCRDsGone and DropLeases say why).
+// caches ready before their release deletes them, the CRDs and the releases' pods gone and
+// cert-manager's leader Leases dropped after (controlplane.WaitCRDCaches, WaitCRDsGone,
+// WaitPodsGone and DropLeases say why).
 func (d *realNode) destroy(ctx context.Context, s auto.Stack, upErr error) error {
 	fmt.Println("  (destroying the stack)")
 	for _, g := range []string{"external-secrets.io", "cert-manager.io"} {
@@ -236,6 +237,11 @@ func (d *realNode) destroy(ctx context.Context, s auto.Stack, upErr error) error
 	}
 	for _, g := range []string{"external-secrets.io", "cert-manager.io"} {
 		if err := d.cp.WaitCRDsGone(ctx, g); err != nil {
+			return err
+		}
+	}
+	for _, ns := range []string{"external-secrets", "cert-manager", "ingress-nginx"} {
+		if err := d.cp.WaitPodsGone(ctx, ns); err != nil {
 			return err
 		}
 	}

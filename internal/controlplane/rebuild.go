@@ -16,8 +16,40 @@ import (
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
+// inGroup says whether a CRD's group is group or one of its subgroups: a release's CRDs come in
+// both (External Secrets' external-secrets.io and generators.external-secrets.io).
+func inGroup(crdGroup, group string) bool {
+	return crdGroup == group || strings.HasSuffix(crdGroup, "."+group)
+}
+
+// WaitPodsGone waits (up to two minutes) until namespace ns has no pod, as a rebuilt cluster
+// starts without the last install's. An uninstall returns while its pods still terminate: External
+// Secrets' cert-controller (no leader election in its chart) then runs beside the new one, both
+// write the webhook's CA, and a webhook configuration can be left with the one that lost, refused
+// by the API server (`x509: certificate signed by unknown authority`) until the winner's next
+// reconcile, five minutes later.
+func (cp *ControlPlane) WaitPodsGone(ctx context.Context, ns string) error {
+	var left []string
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		left = left[:0]
+		for _, p := range pods.Items {
+			left = append(left, p.Name)
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pods of namespace %s still there after two minutes: %s", ns, strings.Join(left, ", "))
+		}
+	}
+}
+
 // WaitCRDCaches waits (up to a minute per CRD) until the API server lists the objects of every
-// CRD of group from its watch cache (resourceVersion=0). The CRD finalizer needs that cache: a
+// CRD of group (and its subgroups) from its watch cache (resourceVersion=0). The CRD finalizer needs that cache: a
 // CRD deleted while it still starts stays Terminating until the finalizer's backoff retries
 // (minutes on a loaded machine), and a Helm release that deletes it then times out uninstalling.
 func (cp *ControlPlane) WaitCRDCaches(ctx context.Context, group string) error {
@@ -30,7 +62,8 @@ func (cp *ControlPlane) WaitCRDCaches(ctx context.Context, group string) error {
 		return err
 	}
 	for _, c := range crds.Items {
-		if g, _, _ := unstructured.NestedString(c.Object, "spec", "group"); g != group {
+		g, _, _ := unstructured.NestedString(c.Object, "spec", "group")
+		if !inGroup(g, group) {
 			continue
 		}
 		plural, _, _ := unstructured.NestedString(c.Object, "spec", "names", "plural")
@@ -41,7 +74,7 @@ func (cp *ControlPlane) WaitCRDCaches(ctx context.Context, group string) error {
 				version, _ = vm["name"].(string)
 			}
 		}
-		gvr := schema.GroupVersionResource{Group: group, Version: version, Resource: plural}
+		gvr := schema.GroupVersionResource{Group: g, Version: version, Resource: plural}
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 			if _, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1}); err == nil {
 				break
@@ -53,7 +86,7 @@ func (cp *ControlPlane) WaitCRDCaches(ctx context.Context, group string) error {
 	return nil
 }
 
-// WaitCRDsGone waits (up to two minutes) until no CRD of group is left, as a rebuilt cluster
+// WaitCRDsGone waits (up to two minutes) until no CRD of group (or its subgroups) is left, as a rebuilt cluster
 // starts without them. A release that deletes its CRDs on uninstall returns while they are
 // still Terminating (the finalizer deletes their objects first): a reinstall meanwhile finds
 // them there, and once their deletion ends the new release lacks them (HelmReleaseReady then
@@ -71,7 +104,7 @@ func (cp *ControlPlane) WaitCRDsGone(ctx context.Context, group string) error {
 		}
 		left = left[:0]
 		for _, c := range crds.Items {
-			if g, _, _ := unstructured.NestedString(c.Object, "spec", "group"); g == group {
+			if g, _, _ := unstructured.NestedString(c.Object, "spec", "group"); inGroup(g, group) {
 				left = append(left, c.GetName())
 			}
 		}

@@ -186,6 +186,14 @@ func CRDCachesReady(t testing.TB, group string) {
 	}
 }
 
+// PodsGone waits until namespace ns has no pod (controlplane.WaitPodsGone says why).
+func PodsGone(t testing.TB, ns string) {
+	t.Helper()
+	if err := CP.WaitPodsGone(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // CRDsGone waits until no CRD of group is left (controlplane.WaitCRDsGone says why).
 func CRDsGone(t testing.TB, group string) {
 	t.Helper()

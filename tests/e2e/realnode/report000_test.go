@@ -88,6 +88,7 @@ func TestRealFieldReport000CertManagerSecretMount(t *testing.T) {
 		testenv.CRDCachesReady(t, "cert-manager.io") // the release deletes its CRDs
 		stacktest.Destroy(t, s)
 		testenv.CRDsGone(t, "cert-manager.io")
+		testenv.PodsGone(t, "cert-manager")
 		dropLeases(ctx, t, "kube-system", "cert-manager")
 	}
 }

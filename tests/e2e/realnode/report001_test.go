@@ -43,6 +43,7 @@ func TestRealFieldReport001ExternalSecrets(t *testing.T) {
 			testenv.CRDCachesReady(t, "external-secrets.io") // the release deletes its CRDs (see there)
 			stacktest.Destroy(t, s)
 			testenv.CRDsGone(t, "external-secrets.io")
+			testenv.PodsGone(t, "external-secrets")
 		},
 	}.run(t, stacktest.Prepare(t))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/reportstack"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
 
@@ -65,6 +66,7 @@ func (r releaseReport) run(t *testing.T, env *stack.Env) {
 			return
 		}
 		stacktest.Destroy(t, s)
+		testenv.PodsGone(t, r.namespace) // as a rebuilt cluster starts
 	}
 	s := stacktest.NewStack(t, env, r.name, r.program("none"))
 	began := time.Now()

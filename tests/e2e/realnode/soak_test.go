@@ -138,6 +138,7 @@ func TestSoakRealFieldReport001(t *testing.T) {
 		testenv.CRDCachesReady(t, "external-secrets.io")
 		stacktest.Destroy(t, s)
 		testenv.CRDsGone(t, "external-secrets.io") // as a rebuilt cluster starts
+		testenv.PodsGone(t, "external-secrets")
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 	sort.Slice(ups, func(i, j int) bool { return ups[i] < ups[j] })

@@ -324,14 +324,33 @@ export async function createdAt(c: Cluster, apiPath: string): Promise<number> {
 
 // cachesReady resolves once the API server lists the objects of every CRD of group from its watch
 // cache (resourceVersion=0), which the CRD finalizer needs when the CRD is deleted.
-// crdsGone waits until no CRD of group is left, as a rebuilt cluster starts: a release that deletes
+// inGroup says whether a CRD's group is group or one of its subgroups (External Secrets' release
+// has external-secrets.io and generators.external-secrets.io): controlplane's inGroup.
+function inGroup(crdGroup: string, group: string): boolean {
+    return crdGroup === group || crdGroup.endsWith("." + group);
+}
+
+// podsGone waits until namespace ns has no pod, as a rebuilt cluster starts: an uninstall returns
+// while its pods terminate, and External Secrets' old cert-controller then races the new one for
+// the webhook's CA (controlplane.WaitPodsGone).
+export async function podsGone(cluster: Cluster, ns: string): Promise<void> {
+    const t0 = Date.now();
+    for (;;) {
+        const pods = (await request(cluster, "GET", `/api/v1/namespaces/${ns}/pods`)).body?.items as any[] | undefined ?? [];
+        if (pods.length === 0) return;
+        assert.ok(Date.now() - t0 < 120_000, `pods of namespace ${ns} still there after two minutes: ${pods.map((p) => p.metadata.name).join(", ")}`);
+        await new Promise((r) => setTimeout(r, 100));
+    }
+}
+
+// crdsGone waits until no CRD of group (or its subgroups) is left, as a rebuilt cluster starts: a release that deletes
 // its CRDs returns while they are still Terminating, and a reinstall meanwhile ends up without them
 // (the Go harness's controlplane.WaitCRDsGone).
 export async function crdsGone(cluster: Cluster, group: string): Promise<void> {
     const t0 = Date.now();
     for (;;) {
         const crds = (await request(cluster, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")).body.items as any[];
-        const left = crds.filter((c) => c.spec.group === group).map((c) => c.metadata.name);
+        const left = crds.filter((c) => inGroup(c.spec.group, group)).map((c) => c.metadata.name);
         if (left.length === 0) return;
         assert.ok(Date.now() - t0 < 120_000, `CRDs of ${group} still there after two minutes: ${left.join(", ")}`);
         await new Promise((r) => setTimeout(r, 100));
@@ -340,10 +359,10 @@ export async function crdsGone(cluster: Cluster, group: string): Promise<void> {
 
 export async function cachesReady(cluster: Cluster, group: string): Promise<void> {
     const crds = (await request(cluster, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")).body.items as any[];
-    for (const c of crds.filter((c) => c.spec.group === group)) {
+    for (const c of crds.filter((c) => inGroup(c.spec.group, group))) {
         const version = c.spec.versions.find((v: any) => v.storage).name;
         const t0 = Date.now();
-        while ((await request(cluster, "GET", `/apis/${group}/${version}/${c.spec.names.plural}?resourceVersion=0&limit=1`)).status !== 200) {
+        while ((await request(cluster, "GET", `/apis/${c.spec.group}/${version}/${c.spec.names.plural}?resourceVersion=0&limit=1`)).status !== 200) {
             assert.ok(Date.now() - t0 < 60_000, `${c.metadata.name}: objects not listed from the cache after a minute`);
             await new Promise((r) => setTimeout(r, 100));
         }

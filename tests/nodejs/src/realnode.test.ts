@@ -15,7 +15,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { Stack } from "@pulumi/pulumi/automation";
 import * as readiness from "@readiness-io/pulumi-readiness";
-import { cachesReady, Cluster, crdsGone, nodeRequirements, preparePulumi, PulumiEnv, request, stack, startCluster, tempDir } from "./harness";
+import { cachesReady, Cluster, crdsGone, nodeRequirements, podsGone, preparePulumi, PulumiEnv, request, stack, startCluster, tempDir } from "./harness";
 
 const missing = nodeRequirements();
 const skip = missing && !process.env.CI ? `this machine lacks ${missing} to run a real node` : false;
@@ -175,6 +175,7 @@ test("real node, field report 000: a Deployment mounting a cert-manager Certific
         await s.destroy();
         await s.workspace.removeStack(mode);
         await crdsGone(cluster, "cert-manager.io");
+        await podsGone(cluster, "cert-manager");
         console.log(`report 000 ${mode}: destroy ${secs(Date.now() - td)}`);
         await dropLeases(cluster, "kube-system", "cert-manager");
     }
@@ -216,6 +217,7 @@ test("real node, field report 001: ExternalSecrets after a Helm release of Exter
         await s.destroy();
         await s.workspace.removeStack(name);
         await crdsGone(cluster, "external-secrets.io");
+        await podsGone(cluster, "external-secrets");
         console.log(`report 001 ${name}: destroy ${secs(Date.now() - td)}`);
     };
 
@@ -303,6 +305,7 @@ test("real node, field report 002: an Ingress after a Helm release of ingress-ng
         const td = Date.now();
         await s.destroy();
         await s.workspace.removeStack(name);
+        await podsGone(cluster, "ingress-nginx");
         console.log(`report 002 ${name}: destroy ${secs(Date.now() - td)}`);
     };
 
