@@ -68,6 +68,10 @@ type prober struct {
 	// release under the soak's load), and the event that made the release ready waited for it.
 	reuse    time.Duration
 	provenAt time.Time
+	// async probes in the background (a composite gate's, see probe_async.go); runs are the
+	// probes running (a second is sent beside a slow first one).
+	async bool
+	runs  []*probeRun
 }
 
 const (
@@ -112,9 +116,16 @@ func probeBackoffCap(now, hotUntil time.Time) time.Duration {
 func (p *prober) reset() { p.good = 0 }
 
 // step probes when due (state is a fingerprint of what the gate watches) and judges the answer.
+// An async prober takes the answer of its background probe here, and starts the next one.
 func (p *prober) step(ctx context.Context, state string) wait.Result {
 	now := time.Now()
+	if res, began, ok := p.collect(state); ok {
+		return p.settle(res, began)
+	}
 	if state == p.seen && p.last.Ready && now.Sub(p.provenAt) < p.reuse {
+		if p.async && len(p.runs) == 0 && now.Sub(p.provenAt) > p.reuse/2 {
+			p.start(ctx, state) // renew the proof while it still stands
+		}
 		return p.last
 	}
 	if state != p.seen {
@@ -131,12 +142,27 @@ func (p *prober) step(ctx context.Context, state string) wait.Result {
 			p.next = time.Time{} // a confirming probe keeps its confirmDelay
 		}
 	}
+	if len(p.runs) > 0 {
+		if len(p.runs) < maxProbeRuns && now.Sub(p.runs[0].began) >= probeHedge {
+			p.start(ctx, state) // the first is slow: send another beside it
+		}
+		return p.probing(now)
+	}
 	if now.Before(p.next) {
 		r := p.last
 		r.RetryIn = p.next.Sub(now)
 		return r
 	}
-	res := p.judge(ctx)
+	if p.async {
+		p.start(ctx, state)
+		return p.probing(now)
+	}
+	return p.settle(p.judge(ctx), now)
+}
+
+// settle schedules the next probe after res, the answer of a probe begun at now, and keeps res
+// as the last answer (a proof stands from when its probe began).
+func (p *prober) settle(res wait.Result, now time.Time) wait.Result {
 	if res.Failed == nil && !res.Ready {
 		delay := confirmDelay
 		if !res.Confirming {
@@ -147,7 +173,7 @@ func (p *prober) step(ctx context.Context, state string) wait.Result {
 		res.Poll, res.RetryIn = true, delay
 	}
 	if res.Ready {
-		p.provenAt = time.Now()
+		p.provenAt = now
 	}
 	p.last = res
 	return res
@@ -494,6 +520,8 @@ func callDirect(ctx context.Context, r *run, in *unstructured.Unstructured, h *a
 // cannot be read.
 func externalNameFor(ctx context.Context, r *run, h *admission.Hook) string {
 	key := h.SvcNamespace + "/" + h.SvcName
+	r.namesMu.Lock()
+	defer r.namesMu.Unlock()
 	if ext, ok := r.externalNames[key]; ok {
 		return ext
 	}

@@ -63,9 +63,9 @@ func checkFor(r *run, namespace string, probe map[string]any, ref helmrelease.Ob
 		} else {
 			a.MutatingWebhookConfiguration = &ref.Name
 		}
-		w := &webhookEval{r: r, args: a, minEndpoints: 1, deriveProbeIn: namespace, reuse: proofReuse}
+		w := &webhookEval{r: r, args: a, minEndpoints: 1, deriveProbeIn: namespace, composite: true}
 		if probe != nil {
-			w.probe = &prober{r: r, obj: (&unstructured.Unstructured{Object: probe}).DeepCopy(), reuse: w.reuse}
+			w.probe = w.newProber((&unstructured.Unstructured{Object: probe}).DeepCopy())
 		}
 		return w
 	}

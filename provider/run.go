@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -31,6 +32,7 @@ type run struct {
 	// externalNames caches, by namespace/name, what a webhook's Service resolves to when it is
 	// an ExternalName Service (see externalNameFor); dialers are the URL dialers (see run_wake.go).
 	externalNames map[string]string
+	namesMu       sync.Mutex // externalNames: a composite gate's probes run in the background (probe_async.go)
 	dialers       map[string]*urlDialer
 
 	// seen is what the running check judged from informer copies (see read), proven only

@@ -219,8 +219,9 @@ type webhookEval struct {
 	// was last refreshed for lack of a kind to derive it from.
 	deriveProbeIn string
 	rediscovered  time.Time
-	// reuse is its prober's (see prober.reuse): set by a composite gate.
-	reuse time.Duration
+	// composite: a HelmReleaseReady's or ChartReady's, whose prober reuses a fresh proof and
+	// probes in the background (prober.reuse, prober.async).
+	composite bool
 	// external maps the checked ExternalName Services (namespace/name) to their external names.
 	external map[string]string
 
@@ -328,6 +329,14 @@ func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name stri
 	return snap, nil
 }
 
+// newProber is the prober of obj for this gate.
+func (e *webhookEval) newProber(obj *unstructured.Unstructured) *prober {
+	if e.composite {
+		return &prober{r: e.r, obj: obj, reuse: proofReuse, async: true}
+	}
+	return &prober{r: e.r, obj: obj}
+}
+
 // deriveIfNeeded derives a probe from the checked webhooks' rules when none was given: a
 // caBundle and ready endpoints (or a URL) do not show that a webhook answers, only a call does.
 // Namespaced kinds are derived in deriveProbeIn (HelmReleaseReady: the release's namespace), or
@@ -345,7 +354,8 @@ func (e *webhookEval) deriveIfNeeded() *wait.Result {
 		return &wait.Result{Message: why, Poll: true,
 			Hint: "give `probe`: an object the webhooks intercept (their caBundle and endpoints alone do not show they answer)"}
 	}
-	e.probe = &prober{r: e.r, obj: obj, derived: true, reuse: e.reuse}
+	e.probe = e.newProber(obj)
+	e.probe.derived = true
 	return nil
 }
 

@@ -44,6 +44,48 @@ type Webhook struct {
 	// itself, as behind a forbidden service proxy, so only the mutation can prove it.
 	RefuseDirect atomic.Bool
 	srv          *http.Server
+	// hold is the next request's hold (see HoldNext), held the one a request waits on; Held
+	// says a request is held.
+	hold, held chan struct{}
+	Held       atomic.Bool
+}
+
+// HoldNext holds the next request (the API server's call) until Release or until its caller
+// gives up, as a call the API server sent while the webhook's pod became reachable hangs until
+// its timeout; the requests after it are answered as usual.
+func (w *Webhook) HoldNext() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.hold = make(chan struct{})
+}
+
+// Release ends the held request (or the hold not yet taken).
+func (w *Webhook) Release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range []chan struct{}{w.hold, w.held} {
+		if c != nil {
+			close(c)
+		}
+	}
+	w.hold, w.held = nil, nil
+}
+
+// holdIfAsked holds this request if it is the first since HoldNext.
+func (w *Webhook) holdIfAsked(r *http.Request) {
+	w.mu.Lock()
+	hold := w.hold
+	w.hold, w.held = nil, hold
+	w.mu.Unlock()
+	if hold == nil {
+		return
+	}
+	w.Held.Store(true)
+	defer w.Held.Store(false)
+	select {
+	case <-hold:
+	case <-r.Context().Done():
+	}
 }
 
 func NewWebhook() (*Webhook, error) { return NewWebhookOn("127.0.0.1", 0) }
@@ -173,6 +215,7 @@ func (w *Webhook) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Calls.Add(1)
+	w.holdIfAsked(r)
 	var review map[string]any
 	_ = json.NewDecoder(r.Body).Decode(&review)
 	switch w.Mode.Load() {
