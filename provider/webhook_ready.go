@@ -201,7 +201,7 @@ func webhookBuilder(a WebhookReadyArgs) builder[WebhookReadyState] {
 			}
 		}
 		if a.Probe != nil {
-			e.probe = &prober{r: r, obj: &unstructured.Unstructured{Object: a.Probe}}
+			e.probe = e.newProber(&unstructured.Unstructured{Object: a.Probe})
 			x, _ := admission.CompileExpect(a.Expect)
 			e.probe.expect = x
 		}

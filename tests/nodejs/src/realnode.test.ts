@@ -210,49 +210,62 @@ test("real node, field report 001: ExternalSecrets after a Helm release of Exter
         }
         return {};
     };
-    // The release deletes its CRDs: their caches must be up first (harness: cachesReady).
+    await releaseReport("001", program, /failed calling webhook "validate\.externalsecret\.external-secrets\.io"/,
+        { namespace: "external-secrets", crdGroup: "external-secrets.io" }, async () => {
+            // Every ExternalSecret was admitted by the real webhook, created after its pod became
+            // Ready (creationTimestamp has whole seconds: one second of slack, as the Go test).
+            const ready = await webhookPodReadyAt(cluster, "external-secrets", "app.kubernetes.io/name=external-secrets-webhook");
+            for (const ns of namespaces) {
+                const r = await request(cluster, "GET", `/apis/external-secrets.io/v1beta1/namespaces/${ns}/externalsecrets/ghcr-pull-secret`);
+                assert.equal(r.status, 200, `ExternalSecret in ${ns}: ${JSON.stringify(r.body)}`);
+                const created = Date.parse(r.body.metadata.creationTimestamp);
+                assert.ok(created + 1000 >= ready, `the ExternalSecret in ${ns} was created at ${new Date(created).toISOString()}, before the webhook pod was Ready at ${new Date(ready).toISOString()}`);
+            }
+        });
+});
+
+// releaseReport runs a field report whose stack installs a release with a webhook, as the Go
+// tests' releaseReport: without a gate the up must fail with the API server's call to that
+// webhook (failsWith); with the hand-placed gate and with autoGate it must pass, and passed says
+// what its objects must show. Each stack is destroyed until the release's pods (and CRDs of
+// crdGroup, which the release deletes: their caches must be up first) are gone, as a rebuilt
+// cluster starts.
+async function releaseReport(report: string, program: (mode: Mode) => () => Promise<Record<string, unknown>>, failsWith: RegExp,
+    release: { namespace: string; crdGroup?: string }, passed: () => Promise<void>): Promise<void> {
+    const project = `report${report}-realnode-ts`;
     const destroy = async (s: Stack, name: string) => {
-        await cachesReady(cluster, "external-secrets.io");
+        if (release.crdGroup) await cachesReady(cluster, release.crdGroup);
         const td = Date.now();
         await s.destroy();
         await s.workspace.removeStack(name);
-        await crdsGone(cluster, "external-secrets.io");
-        await podsGone(cluster, "external-secrets");
-        console.log(`report 001 ${name}: destroy ${secs(Date.now() - td)}`);
+        if (release.crdGroup) await crdsGone(cluster, release.crdGroup);
+        await podsGone(cluster, release.namespace);
+        console.log(`report ${report} ${name}: destroy ${secs(Date.now() - td)}`);
     };
 
-    // Without a gate the API server calls the chart's webhook before its pod serves.
-    const bare = await stack(env, cluster, { stackName: "none", projectName: "report001-realnode-ts", program: program("none") });
+    const bare = await stack(env, cluster, { stackName: "none", projectName: project, program: program("none") });
     const t0 = Date.now();
     await assert.rejects(bare.up(), (e: Error) => {
-        console.log(`report 001 none: up failed after ${secs(Date.now() - t0)}: ${e.message.split("\n").find((l) => l.includes("failed calling webhook"))?.trim()}`);
-        assert.match(e.message, /failed calling webhook "validate\.externalsecret\.external-secrets\.io"/);
+        console.log(`report ${report} none: up failed after ${secs(Date.now() - t0)}: ${e.message.split("\n").find((l) => l.includes("failed calling webhook"))?.trim()}`);
+        assert.match(e.message, failsWith);
         return true;
     });
     await destroy(bare, "none");
 
     for (const mode of ["gate", "autogate"] as Mode[]) {
-        const s = await stack(env, cluster, { stackName: mode, projectName: "report001-realnode-ts", program: program(mode) });
+        const s = await stack(env, cluster, { stackName: mode, projectName: project, program: program(mode) });
         const t1 = Date.now();
         await s.up();
-        console.log(`report 001 ${mode}: up in ${secs(Date.now() - t1)}`);
-        // Every ExternalSecret was admitted by the real webhook, created after its pod became
-        // Ready (creationTimestamp has whole seconds: one second of slack, as the Go test).
-        const ready = await webhookPodReadyAt(cluster, "external-secrets", "app.kubernetes.io/name=external-secrets-webhook");
-        for (const ns of namespaces) {
-            const r = await request(cluster, "GET", `/apis/external-secrets.io/v1beta1/namespaces/${ns}/externalsecrets/ghcr-pull-secret`);
-            assert.equal(r.status, 200, `ExternalSecret in ${ns}: ${JSON.stringify(r.body)}`);
-            const created = Date.parse(r.body.metadata.creationTimestamp);
-            assert.ok(created + 1000 >= ready, `the ExternalSecret in ${ns} was created at ${new Date(created).toISOString()}, before the webhook pod was Ready at ${new Date(ready).toISOString()}`);
-        }
+        console.log(`report ${report} ${mode}: up in ${secs(Date.now() - t1)}`);
+        await passed();
         if (mode === "autogate") {
             const gates = await gatesOf(s);
             assert.ok(gates.length > 0, "autoGate placed no gate");
-            console.log(`report 001 autoGate's gates: ${gates.join(", ")}`);
+            console.log(`report ${report} autoGate's gates: ${gates.join(", ")}`);
         }
         await destroy(s, mode);
     }
-});
+}
 
 // loggedAt is when the first pod matching selector in ns logged a line containing msg (the
 // container runtime's timestamp, read through the kubelet), as the Go test's.
@@ -301,29 +314,8 @@ test("real node, field report 002: an Ingress after a Helm release of ingress-ng
         }, { dependsOn: [before, apps] });
         return {};
     };
-    const destroy = async (s: Stack, name: string) => {
-        const td = Date.now();
-        await s.destroy();
-        await s.workspace.removeStack(name);
-        await podsGone(cluster, "ingress-nginx");
-        console.log(`report 002 ${name}: destroy ${secs(Date.now() - td)}`);
-    };
-
     // Without a gate Helm's wait ends before the webhook listens: the API server's call is refused.
-    const bare = await stack(env, cluster, { stackName: "none", projectName: "report002-realnode-ts", program: program("none") });
-    const t0 = Date.now();
-    await assert.rejects(bare.up(), (e: Error) => {
-        console.log(`report 002 none: up failed after ${secs(Date.now() - t0)}: ${e.message.split("\n").find((l) => l.includes("failed calling webhook"))?.trim()}`);
-        assert.match(e.message, /failed calling webhook "validate\.nginx\.ingress\.kubernetes\.io"/);
-        return true;
-    });
-    await destroy(bare, "none");
-
-    for (const mode of ["gate", "autogate"] as Mode[]) {
-        const s = await stack(env, cluster, { stackName: mode, projectName: "report002-realnode-ts", program: program(mode) });
-        const t1 = Date.now();
-        await s.up();
-        console.log(`report 002 ${mode}: up in ${secs(Date.now() - t1)}`);
+    await releaseReport("002", program, /failed calling webhook "validate\.nginx\.ingress\.kubernetes\.io"/, { namespace: "ingress-nginx" }, async () => {
         // The Ingress was created after the webhook logged that it listens (creationTimestamp
         // has whole seconds: one second of slack, as the Go test).
         const listening = await loggedAt(cluster, "ingress-nginx", "app.kubernetes.io/component=controller", "admission webhook listening");
@@ -331,11 +323,5 @@ test("real node, field report 002: an Ingress after a Helm release of ingress-ng
         assert.equal(r.status, 200, JSON.stringify(r.body));
         const created = Date.parse(r.body.metadata.creationTimestamp);
         assert.ok(created + 1000 >= listening, `the Ingress was created at ${new Date(created).toISOString()}, before the webhook listened at ${new Date(listening).toISOString()}`);
-        if (mode === "autogate") {
-            const gates = await gatesOf(s);
-            assert.ok(gates.length > 0, "autoGate placed no gate");
-            console.log(`report 002 autoGate's gates: ${gates.join(", ")}`);
-        }
-        await destroy(s, mode);
-    }
+    });
 });
