@@ -200,8 +200,10 @@ bench-smoke: build tools
 # on a local control plane with the real plugin; one package at a time, each starts its own
 # control plane; the test binary is the example's compile check) and type-checks every
 # TypeScript one. The TypeScript ones run in test-nodejs (tests/nodejs/src/examples.test.ts).
+# go vet first: it compiles the examples' dependencies (pulumi-kubernetes' Go SDK, minutes on a
+# new machine) on every core, which `go test -p 1` would compile one package at a time.
 examples: sdk-nodejs tools k8s-plugin
-	cd examples && go test -count=1 -p 1 -timeout 20m ./...
+	cd examples && go vet ./... && go test -count=1 -p 1 -timeout 20m ./...
 	cd examples && rm -rf node_modules/@readiness-io package-lock.json && npm install --no-audit --no-fund --loglevel=error && npm run check
 
 # Plugin tarballs the Pulumi way, pulumi-resource-readiness-v<version>-<os>-<arch>.tar.gz (the names
