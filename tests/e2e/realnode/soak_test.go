@@ -26,8 +26,8 @@ import (
 // TestSoakRealFieldReport001 (READINESS_SOAK=N rounds; `make soak` runs 20 beside another
 // test package for load): field report 001's stack with autoGate's line, on real External
 // Secrets pods, brought up and destroyed N times in a row. Every round must pass, and each
-// gate must return within 100 ms of its condition turning true (or of its own start, for a
-// gate the engine starts after that), as an observer outside the product sees it: for
+// gate must return within 100 ms of its condition turning true (or of its Create's start in the
+// provider, for a gate the engine starts after that), as an observer outside the product sees it: for
 // AdmissionReady, the first dry-run of an ExternalSecret the real webhook admits (the observer
 // tries one every 10 ms); for HelmReleaseReady, that, the other webhook configuration
 // answering a SecretStore, and the release's Deployments all available. A gate that times out says what it last saw.
