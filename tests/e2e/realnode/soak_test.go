@@ -103,6 +103,7 @@ func TestSoakRealFieldReport001(t *testing.T) {
 			ups = append(ups, took)
 		}
 		var line []string
+		lines := readTrace(t, tracePath) // the round's trace, read once for all its gates
 		for name, at := range gates {
 			cond := admitted
 			if strings.HasPrefix(name, "readiness:index:HelmReleaseReady") && available.After(cond) {
@@ -112,7 +113,7 @@ func TestSoakRealFieldReport001(t *testing.T) {
 				t.Errorf("round %d: %s returned, but the observer never saw its condition hold", round, name)
 				continue
 			}
-			lines, resource := readTrace(t, tracePath), name[strings.LastIndex(name, " ")+1:]
+			resource := name[strings.LastIndex(name, " ")+1:]
 			where := ""
 			if st := started[name]; st.After(cond) {
 				// A gate the engine started after its condition held: from the moment its Create
@@ -138,7 +139,7 @@ func TestSoakRealFieldReport001(t *testing.T) {
 			if lag > 100*time.Millisecond {
 				t.Errorf("round %d: %s returned %s after its condition held; what it said, from the condition:\n%s"+
 					"the provider's trace, from the condition:\n%s",
-					round, name, lag.Round(time.Millisecond), progressSince(said[name], cond), traceSince(readTrace(t, tracePath), cond, at))
+					round, name, lag.Round(time.Millisecond), progressSince(said[name], cond), traceSince(lines, cond, at))
 			}
 		}
 		sort.Strings(line)
@@ -239,7 +240,7 @@ func (l lagSplit) String() string {
 var createLine = regexp.MustCompile(`^create of (\S+) began (\d+)us ago`)
 
 // createBegan is when the Create of resource that returned at at began in the provider (its
-// last "create of" line before at, less the time it says it took to reach the cluster).
+// last "create of" line before at, less the time since the Create began that the line gives).
 func createBegan(lines []traceLine, at time.Time, resource string) (time.Time, bool) {
 	var began time.Time
 	for _, l := range lines {
