@@ -44,10 +44,41 @@ var tools = []tool{
 const kubeVersion = "-X k8s.io/component-base/version.gitVersion=v1.34.2 " +
 	"-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34"
 
-// RepoRoot is the repository's top folder (found from this file's location).
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+// RepoRoot is the repository's top folder: found from this file's location, or, in a build
+// with -trimpath (the Makefile's, see GOFLAGS there: the location is then an import path),
+// from the working directory the process started in, up to the repository's go.mod.
+func RepoRoot() string { return repoRoot }
+
+var repoRoot = findRepoRoot()
+
+func findRepoRoot() string {
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && isRepoGoMod(b) {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}
+
+// RepoModule is the repository's Go module path.
+const RepoModule = "github.com/readiness-io/pulumi-readiness"
+
+func isRepoGoMod(b []byte) bool {
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return f[1] == RepoModule
+		}
+	}
+	return false
 }
 
 // CacheDir is where built tools live: $READINESS_TOOLS_CACHE, else the user cache folder.

@@ -1,6 +1,10 @@
 package controlplane
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 // The file names `go build -o DIR/` gives the pinned tools' main packages.
 func TestBinaryName(t *testing.T) {
@@ -14,6 +18,25 @@ func TestBinaryName(t *testing.T) {
 	} {
 		if got := binaryName(pkg); got != want {
 			t.Errorf("binaryName(%q) = %q, want %q", pkg, got, want)
+		}
+	}
+}
+
+// Under the Makefile's -trimpath the repository is found from the working directory (a test
+// runs in its package's folder); either way RepoRoot must hold this repository's go.mod.
+func TestRepoRoot(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "go.mod"))
+	if err != nil || !isRepoGoMod(b) {
+		t.Fatalf("RepoRoot() = %s, which holds no go.mod of %s (%v)", RepoRoot(), RepoModule, err)
+	}
+	for mod, want := range map[string]bool{
+		"module " + RepoModule + "\n\ngo 1.25\n":       true,
+		"// x\nmodule " + RepoModule + "/examples\n":   false,
+		"module github.com/readiness-io/other\n":       false,
+		"go 1.25\nrequire " + RepoModule + " v0.0.0\n": false,
+	} {
+		if got := isRepoGoMod([]byte(mod)); got != want {
+			t.Errorf("isRepoGoMod(%q) = %v, want %v", mod, got, want)
 		}
 	}
 }

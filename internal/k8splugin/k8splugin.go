@@ -20,6 +20,8 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 )
 
 //go:embed VERSION
@@ -33,16 +35,10 @@ func Tarball() string {
 	return fmt.Sprintf("pulumi-resource-kubernetes-v%s-%s-%s.tar.gz", Version, runtime.GOOS, runtime.GOARCH)
 }
 
-// repoRoot is the repository's top folder (found from this file's location).
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
-
 // SharedDir is the folder of shared artefacts: $READINESS_SHARED_DIR, else ../shared beside
 // the repository (where CI puts it), else /work/shared; "" when none exists.
 func SharedDir() string {
-	for _, d := range []string{os.Getenv("READINESS_SHARED_DIR"), filepath.Join(repoRoot(), "..", "shared"), "/work/shared"} {
+	for _, d := range []string{os.Getenv("READINESS_SHARED_DIR"), filepath.Join(controlplane.RepoRoot(), "..", "shared"), "/work/shared"} {
 		if d == "" {
 			continue
 		}
@@ -59,7 +55,7 @@ func ProjectHome() string {
 	if h := os.Getenv("PULUMI_HOME"); h != "" {
 		return h
 	}
-	return filepath.Join(repoRoot(), ".cache", "pulumi-home")
+	return filepath.Join(controlplane.RepoRoot(), ".cache", "pulumi-home")
 }
 
 // PluginDir is where `pulumi plugin install` puts the plugin under home.

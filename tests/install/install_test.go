@@ -536,7 +536,8 @@ func buildGoApp(t *testing.T, proxy, out string) {
 	env := append(offlineEnv(),
 		"GOPROXY=file://"+filepath.ToSlash(proxy)+",off",
 		"GOSUMDB=off", // every other module comes from the local module cache, verified when downloaded
-		"GOFLAGS=-mod=mod",
+		// Beside the Makefile's (-trimpath), so the program's packages come from the build cache.
+		"GOFLAGS=-mod=mod "+os.Getenv("GOFLAGS"),
 		// The go command indexes the module cache per module@version, assuming a version never
 		// changes; this throwaway one is rebuilt each run, so a stale index would list old files.
 		"GODEBUG=goindex=0",
