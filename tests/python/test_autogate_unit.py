@@ -240,6 +240,71 @@ async def test_component_children_settle():
     assert f.created[0]["after"] == [hook_urn]
 
 
+class _LocalComponent(pulumi.ComponentResource):
+    """A component the SDK renders in-process (ConfigGroup v1), as auto_gate sees it: its type, its resources."""
+
+    def __init__(self, type_: str, resources: Any) -> None:  # noqa: no engine: never registered
+        self._type = type_
+        self._remote = False
+        self.resources = resources
+
+
+@async_test
+async def test_local_component_children_settle_once_all_arrived():
+    """A ConfigGroup v1's children settle once every child the SDK constructed has arrived, however far
+    apart they come (a loaded machine): its ExternalSecret waits for its sibling webhook configuration
+    that arrives later than the settle pause. A Chart v4's children settle after the pause."""
+    f = Fake()
+    g = gater(f)  # settle: 20 ms
+    group = _LocalComponent("kubernetes:yaml:ConfigGroup", pulumi.Output.from_input({}))
+    group_urn = f"{PREFIX}kubernetes:yaml:ConfigGroup::widgets"
+    g.track("kubernetes:yaml:ConfigGroup", "widgets", group, {}, pulumi.ResourceOptions())
+    # The SDK constructs both children (in the component's own applies), then they register.
+    g.track(ES_TYPE, "team-a/a", DependencyResource(child_urn(PREFIX, group_urn, ES_TYPE, "team-a/a")), es("a", "team-a"),
+            pulumi.ResourceOptions(parent=group))
+    g.track(VWC_TYPE, "eso-validate", DependencyResource(child_urn(PREFIX, group_urn, VWC_TYPE, "eso-validate")), VWC,
+            pulumi.ResourceOptions(parent=group))
+    cr = start(g.transform(reg(ES_TYPE, "team-a/a", es("a", "team-a"), parent=group_urn)))
+    await asyncio.sleep(0.2)  # ten settle pauses
+    assert not cr.done(), "decided before its sibling webhook configuration arrived"
+    assert f.calls == []
+    hook = start(g.transform(reg(VWC_TYPE, "eso-validate", VWC, parent=group_urn)))
+    assert await hook is None
+    f.register(child_urn(PREFIX, group_urn, VWC_TYPE, "eso-validate"))
+    assert await dep_urns(await cr) == [f"{PREFIX}readiness:index:ResourceReady::auto-exists-eso-validate",
+                                        f"{PREFIX}readiness:index:AdmissionReady::auto-admission-team-a"]
+    es_call = next(c for c in f.calls if c["resource"]["name"] == "team-a/a")
+    assert es_call["resource"]["parent"] == group_urn
+    assert f.warnings == []
+
+    # A remote component (Chart v4: the plugin registers its children) settles after the pause.
+    f2 = Fake()
+    g2 = gater(f2)
+    chart = _LocalComponent("kubernetes:helm.sh/v4:Chart", pulumi.Output.from_input([]))
+    chart_urn = f"{PREFIX}kubernetes:helm.sh/v4:Chart::eso"
+    g2.track("kubernetes:helm.sh/v4:Chart", "eso", chart, {}, pulumi.ResourceOptions())
+    chart._remote = True  # as the SDK marks it once constructed
+    alone = start(g2.transform(reg(ES_TYPE, "eso:team-a/a", es("a", "team-a"), parent=chart_urn)))
+    assert await alone is None, "a remote component's child is decided after the settle pause"
+
+
+@async_test
+async def test_local_component_child_that_never_arrives():
+    """A child the SDK constructed that never reaches the transform holds its siblings no longer than the
+    plan timeout, and the warning says they were decided without every sibling."""
+    f = Fake()
+    f.deps.plan_timeout = 0.2
+    g = gater(f)
+    group = _LocalComponent("kubernetes:yaml:ConfigFile", pulumi.Output.from_input({}))
+    group_urn = f"{PREFIX}kubernetes:yaml:ConfigFile::app"
+    g.track("kubernetes:yaml:ConfigFile", "app", group, {}, pulumi.ResourceOptions())
+    for n in ("a", "b"):
+        g.track(CM_TYPE, n, DependencyResource(child_urn(PREFIX, group_urn, CM_TYPE, n)), {"apiVersion": "v1", "kind": "ConfigMap"},
+                pulumi.ResourceOptions(parent=group))
+    assert await g.transform(reg(CM_TYPE, "a", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}, parent=group_urn)) is None
+    assert len(f.warnings) == 1 and "kubernetes:yaml:ConfigFile app are decided without every sibling" in f.warnings[0], f.warnings
+
+
 @async_test
 async def test_failing_plan_fails_the_registration():
     """A failing plan fails the registration, naming the object and the cause (never ungated), and the next one still works."""

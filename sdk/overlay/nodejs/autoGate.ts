@@ -165,6 +165,9 @@ interface Constructed {
 interface Pending {
     args: pulumi.ResourceTransformArgs;
     parentUrn?: string;
+    /** The outermost kubernetes component it is in, and that component's URN: its group. */
+    root?: pulumi.Resource;
+    key?: string;
     resolve: (r: pulumi.ResourceTransformResult | undefined) => void;
     reject: (e: Error) => void;
 }
@@ -176,7 +179,15 @@ export class AutoGater {
     private late = 0; // installers remembered at registration time rather than in program order
     private gates = new Map<string, Promise<pulumi.Resource>>();
     private constructed = new Map<string, Constructed>(); // by URN
-    private groups = new Map<string, { timer?: NodeJS.Timeout; items: Pending[] }>();
+    private groups = new Map<string, { timer?: NodeJS.Timeout; items: Pending[]; waiting?: boolean; arrived?: () => void }>();
+    // By outermost component the SDK renders in-process (ConfigGroup v1): how many children it
+    // constructed, and how many reached the transform so far.
+    private localChildren = new WeakMap<object, number>();
+    private localArrived = new WeakMap<object, number>();
+    // The kubernetes components the program constructed, by URN and back (a transform sees its
+    // parent by URN only).
+    private localComponents = new Map<string, pulumi.Resource>();
+    private urnOfLocal = new WeakMap<object, string>();
     private seq = 0;
     private unanswered = new Map<number, Reg>(); // by seq: registrations whose first answer has not come yet
     private allRemembered: Promise<void> = Promise.resolve(); // every decision asked so far knows whether it is an installer
@@ -203,9 +214,21 @@ export class AutoGater {
         if (!type.startsWith("kubernetes:")) return;
         // A kubernetes component's children arrive concurrently and settle together (hold).
         const parentType = String((opts.parent as any)?.__pulumiType ?? "");
-        if (parentType.startsWith("kubernetes:")) return;
         const urn = this.deps.urnPrefix() + qualifiedType(opts.parent, type) + "::" + name;
         // (Inside Resource's constructor a CustomResource is not marked as one yet: ask its class.)
+        if (resource instanceof pulumi.ComponentResource) {
+            this.localComponents.set(urn, resource);
+            this.urnOfLocal.set(resource, urn);
+        }
+        if (parentType.startsWith("kubernetes:")) {
+            // A child the SDK renders in-process: counted, so that its component's children settle
+            // once they all arrived, not after a pause a loaded machine can exceed.
+            if (!(resource instanceof pulumi.ComponentResource)) {
+                const root = outermostComponent(opts.parent!);
+                this.localChildren.set(root, (this.localChildren.get(root) ?? 0) + 1);
+            }
+            return;
+        }
         if (resource instanceof pulumi.ComponentResource) {
             // Its children register later, concurrently: they count as written here.
             this.componentOrder.set(urn, this.seq++);
@@ -249,7 +272,10 @@ export class AutoGater {
             const parentUrn = await urnOf(a.opts.parent);
             if (parentUrn && isComponentChild(parentUrn)) {
                 // Children of a Chart v4 / ConfigGroup: wait until the component's registrations settle.
-                return await new Promise((resolve, reject) => this.hold({ args: a, parentUrn, resolve, reject }));
+                const local = this.localComponents.get(parentUrn);
+                const root = local && outermostComponent(local);
+                const key = (root && this.urnOfLocal.get(root)) ?? parentUrn;
+                return await new Promise((resolve, reject) => this.hold({ args: a, parentUrn, root, key, resolve, reject }));
             }
             const c = this.constructed.get(childUrn(this.deps.urnPrefix(), parentUrn, a.type, a.name));
             const reg = await this.reg(a, parentUrn, c?.resource);
@@ -331,16 +357,46 @@ export class AutoGater {
         };
     }
 
+    // hold keeps a component's child until its siblings are there too. The children of a component
+    // the SDK renders in-process (ConfigFile/ConfigGroup v1, Chart v3) are counted as the program
+    // constructs them: they settle once all arrived. Those the plugin registers (Chart v4,
+    // ConfigGroup v2) settle once none arrived for a pause (settle).
     private hold(p: Pending): void {
-        const key = p.parentUrn!;
+        const key = p.key ?? p.parentUrn!;
         let g = this.groups.get(key);
         if (!g) this.groups.set(key, (g = { items: [] }));
         g.items.push(p);
+        const root: any = p.root;
+        if (root && !root.__remote && this.localChildren.has(root)) {
+            this.localArrived.set(root, (this.localArrived.get(root) ?? 0) + 1);
+            if (!g.waiting) {
+                g.waiting = true;
+                void this.settleLocal(key, g, root);
+            } else g.arrived?.();
+            return;
+        }
         if (g.timer) clearTimeout(g.timer);
         g.timer = setTimeout(() => {
-            this.groups.delete(key);
+            if (this.groups.get(key) === g) this.groups.delete(key);
             void this.settle(g!.items);
         }, this.settleMs);
+    }
+
+    // settleLocal settles an in-process component's group once its children are all constructed
+    // (its resources resolved) and have all arrived; bounded, with a warning past the plan timeout.
+    private async settleLocal(key: string, g: { items: Pending[]; arrived?: () => void }, root: pulumi.Resource): Promise<void> {
+        const name = `${typeOfUrn(key)} ${key.split("::").pop()}`;
+        const allArrived = async () => {
+            const resources = (root as any).resources;
+            if (pulumi.Output.isInstance(resources)) await valueOf(resources as pulumi.Output<any>);
+            while ((this.localArrived.get(root) ?? 0) < (this.localChildren.get(root) ?? 0)) {
+                await new Promise<void>((resolve) => (g.arrived = resolve));
+            }
+        };
+        await withTimeout(this.deps.planTimeoutMs ?? 120_000, `every child of ${name} to register`, allArrived)
+            .catch((e) => this.deps.warn(`autoGate: the children of ${name} are decided without every sibling: ${errorText(e)}`));
+        if (this.groups.get(key) === g) this.groups.delete(key);
+        await this.settle(g.items);
     }
 
     // settle decides a component's children once they stopped arriving: in arrival order, then
@@ -812,6 +868,14 @@ async function withTimeout<T>(ms: number, what: string, f: () => Promise<T>): Pr
 
 // qualifiedType is a resource's type as its URN carries it: its ancestors' types (the stack aside)
 // and its own, joined by "$".
+// outermostComponent is the outermost kubernetes component r is in (a ConfigGroup v1 for its
+// ConfigFiles), r itself when it is in none.
+function outermostComponent(r: pulumi.Resource): pulumi.Resource {
+    let out: any = r;
+    for (let p: any = r && (r as any).__parentResource; p && String(p.__pulumiType ?? "").startsWith("kubernetes:"); p = p.__parentResource) out = p;
+    return out;
+}
+
 function qualifiedType(parent: pulumi.Resource | undefined, type: string): string {
     const chain = [type];
     for (let p: any = parent; p && p.__pulumiType !== "pulumi:pulumi:Stack"; p = p.__parentResource) chain.unshift(String(p.__pulumiType));

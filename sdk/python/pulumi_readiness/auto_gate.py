@@ -237,6 +237,9 @@ class _Reg:
     handle: Optional[pulumi.Resource] = None
     order: Optional[int] = None  # where the program wrote it: only installers written above it count (a cycle otherwise)
     parent_urn: Optional[str] = None
+    # The outermost kubernetes component it is a child of (a ConfigGroup v1 for its ConfigFiles'
+    # children): its siblings are that component's children.
+    component: Optional[str] = None
     cluster: Optional[str] = None  # the URN of its explicit kubernetes provider; None for the default one
     provider: Optional[pulumi.ProviderResource] = None
     values_known: Optional[Callable[[], None]] = None
@@ -279,6 +282,8 @@ class _Pending:
 class _Group:
     items: List[_Pending] = dataclasses.field(default_factory=list)
     timer: Optional[asyncio.TimerHandle] = None
+    waiting: bool = False  # an in-process component's group: settled once every child it constructed arrived
+    arrival: Optional["asyncio.Future[None]"] = None
 
 
 @dataclasses.dataclass(eq=False)
@@ -320,6 +325,12 @@ class AutoGater:
         # A kubernetes component inside another (a ConfigGroup v1's ConfigFile), by URN: its
         # children count as the outer one's too.
         self._component_parent: Dict[str, str] = {}
+        # The kubernetes components the program constructed (their children, when the SDK renders
+        # them in-process, as a ConfigGroup v1 does), by URN; and, by outermost component, how many
+        # children the SDK constructed and how many reached the transform so far.
+        self._local_components: Dict[str, pulumi.ComponentResource] = {}
+        self._local_children: Dict[str, int] = {}
+        self._local_arrived: Dict[str, int] = {}
         self._tasks: Set[asyncio.Future] = set()  # background work, kept alive until done
 
     # -----------------------------------------------------------------------------------------
@@ -349,10 +360,16 @@ class AutoGater:
                 self._component_parent[urn] = parent_urn
                 if parent_urn in self._component_order:
                     self._component_order[urn] = self._component_order[parent_urn]
+            elif parent_urn and not isinstance(resource, pulumi.ComponentResource):
+                # A child the SDK renders in-process: counted, so that its component's children
+                # settle once they all arrived, not after a pause a loaded machine can exceed.
+                root = self._root(parent_urn)
+                self._local_children[root] = self._local_children.get(root, 0) + 1
             return
         if isinstance(resource, pulumi.ComponentResource):
             # Its children register later, concurrently: they count as written here.
             self._component_order[urn] = self._next_seq()
+            self._local_components[urn] = resource
             return
         # An object of an explicit kubernetes provider is decided when it registers, once its
         # provider (its cluster) is known.
@@ -480,24 +497,67 @@ class AutoGater:
         )
         if child:
             reg.parent_urn = parent_urn
+            reg.component = self._root(parent_urn or "")
             reg.order = self._component_order.get(parent_urn or "")
             reg.parent_type = type_of_urn(parent_urn or "")
         return reg
 
+    # hold keeps a component's child until its siblings are there too. The children of a component
+    # the SDK renders in-process (ConfigFile/ConfigGroup v1, Chart v3) are counted as the program
+    # constructs them: they settle once all arrived. Those the plugin registers (Chart v4,
+    # ConfigGroup v2) settle once none arrived for a pause (settle).
     def _hold(self, p: _Pending) -> None:
-        key = p.parent_urn
+        key = self._root(p.parent_urn)
         g = self._groups.get(key)
         if g is None:
             g = self._groups[key] = _Group()
         g.items.append(p)
+        local = self._local_components.get(key)
+        # (A remote component, Chart v4, is marked so once constructed: by now.)
+        if local is not None and not getattr(local, "_remote", False):
+            self._local_arrived[key] = self._local_arrived.get(key, 0) + 1
+            if not g.waiting:
+                g.waiting = True
+                self._spawn(self._settle_local(key, g, local))
+            elif g.arrival is not None and not g.arrival.done():
+                g.arrival.set_result(None)
+            return
         if g.timer is not None:
             g.timer.cancel()
 
         def fire(group: _Group = g) -> None:
-            self._groups.pop(key, None)
+            if self._groups.get(key) is group:
+                self._groups.pop(key)
             self._spawn(self._settle_group(group.items))
 
         g.timer = _loop().call_later(self._settle, fire)
+
+    # settle_local settles an in-process component's group once its children are all constructed
+    # (its resources resolved) and have all arrived; bounded, with a warning past the plan timeout.
+    async def _settle_local(self, key: str, g: _Group, component: pulumi.ComponentResource) -> None:
+        async def all_arrived() -> None:
+            resources = getattr(component, "resources", None)
+            if isinstance(resources, pulumi.Output):
+                await resources.future()
+            while self._local_arrived.get(key, 0) < self._local_children.get(key, 0):
+                g.arrival = _loop().create_future()
+                await g.arrival
+
+        try:
+            await _with_timeout(self._plan_timeout(), f"every child of {type_of_urn(key)} {key.split('::')[-1]} to register", all_arrived)
+        except Exception as e:  # noqa: BLE001 a warning: decided with the children that came
+            self._deps.warn(f"autoGate: the children of {type_of_urn(key)} {key.split('::')[-1]} are decided without every sibling: {_error_text(e)}")
+        if self._groups.get(key) is g:
+            self._groups.pop(key)
+        await self._settle_group(g.items)
+
+    # root is the outermost kubernetes component urn is in (itself when it is in none).
+    def _root(self, urn: str) -> str:
+        seen: Set[str] = set()
+        while urn in self._component_parent and urn not in seen:
+            seen.add(urn)
+            urn = self._component_parent[urn]
+        return urn
 
     # settle decides a component's children once they stopped arriving: in arrival order, then
     # once more for those decided before an installer of the same component was remembered.
@@ -594,7 +654,7 @@ class AutoGater:
     def _counts(order: int, parent: Optional[str], cluster: Optional[str], r: _Reg, seq: int) -> bool:
         if (cluster or "") != (r.cluster or ""):
             return False
-        if r.parent_urn and parent == r.parent_urn:
+        if r.component and parent == r.component:
             return True
         return order < (r.order if r.order is not None else seq)
 
@@ -623,7 +683,7 @@ class AutoGater:
         res: Dict[str, Any] = {"type": r.type, "name": r.name}
         if r.parent_type:
             res["parentType"] = r.parent_type
-            res["parent"] = r.parent_urn
+            res["parent"] = r.component
         res["object"] = r.object
         if r.cluster:
             res["cluster"] = r.cluster
@@ -664,7 +724,7 @@ class AutoGater:
             known.object = remembered
         elif result.get("remember") and (self._opts.installers is None or r.name in self._opts.installers):
             inst = _Installer(id=r.urn, seq=seq, order=r.order if r.order is not None else seq, type=r.type, name=r.name,
-                              object=remembered, urn=r.urn, handle=r.handle, parent=r.parent_urn, cluster=r.cluster)
+                              object=remembered, urn=r.urn, handle=r.handle, parent=r.component, cluster=r.cluster)
             at = next((n for n, i in enumerate(self._installers) if i.seq > seq), len(self._installers))
             self._installers.insert(at, inst)
             self._by_urn[r.urn] = inst
@@ -775,14 +835,14 @@ class AutoGater:
         for s, u in list(self._unanswered.items()):
             if s >= seq or u.urn == r.urn or u.urn in have or (self._opts.installers is not None and u.name not in self._opts.installers):
                 continue
-            if not self._counts(u.order if u.order is not None else s, u.parent_urn, u.cluster, r, seq):
+            if not self._counts(u.order if u.order is not None else s, u.component, u.cluster, r, seq):
                 continue
             have.add(u.urn)
             entry: Dict[str, Any] = {"id": u.urn, "type": u.type, "name": u.name, "object": u.object}
             if u.cluster:
                 entry["cluster"] = u.cluster
-            if u.parent_urn:
-                entry["parent"] = u.parent_urn
+            if u.component:
+                entry["parent"] = u.component
             earlier.append((s, entry))
         earlier.sort(key=lambda e: e[0])
         for _, e in earlier:

@@ -217,8 +217,9 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
         const issuer = play(cluster, "issue", nsName, "web", "web-tls", "3s");
         const teamIssuer = play(cluster, "issue", nsName, "team", "team-tls", "3s");
         let res;
+        let out = "";
         try {
-            res = await s.up();
+            res = await s.up({ onOutput: (l) => (out += l) });
         } finally {
             done = true;
             issuer.stop();
@@ -246,6 +247,8 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
         assert.ok(names.includes(`CertificateReady auto-certificate-${nsName}-web`), "the Certificate with an Output namespace gates the Deployment that mounts its Secret");
         assert.ok(names.includes(`CrdReady auto-crd-widgets.s${group}-staging`), "the other cluster's custom resource waits on its CRD there");
         assert.ok(names.some((n) => n.startsWith(`AdmissionReady auto-admission-widgets.v1${group}-default-`)), "the ConfigGroup v1's Widget waits for its own webhook");
+        // Its children settled once all arrived (counted as the SDK constructed them), not at the plan timeout.
+        assert.ok(!out.includes("decided without every sibling"), out);
         assert.ok(names.includes(`CertificateReady auto-certificate-${nsName}-team`), "the user component's Deployment waits for its Certificate");
         const crdGate = gates.find((r) => nameOfUrn(r.urn) === `auto-crd-widgets.s${group}-staging`);
         assert.match(crdGate.provider, /::autogate-staging::/, "its CrdReady runs through a readiness provider configured as the kubernetes provider");

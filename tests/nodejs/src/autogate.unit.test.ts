@@ -179,6 +179,63 @@ test("a component's children are decided once they settle: a webhook configurati
     assert.deepEqual(f.created[0].after, [hookUrn]);
 });
 
+// localComponent: a component the SDK renders in-process (ConfigGroup v1) as autoGate sees it, never registered.
+function localComponent(type: string, resources: pulumi.Output<any>, remote = false): pulumi.ComponentResource {
+    const c: any = Object.create(pulumi.ComponentResource.prototype);
+    c.__pulumiType = type;
+    c.__remote = remote;
+    c.resources = resources;
+    return c;
+}
+
+const esType = "kubernetes:external-secrets.io/v1:ExternalSecret";
+const vwcType = "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration";
+
+test("a ConfigGroup v1's children settle once every child the SDK constructed has arrived, however far apart; a Chart v4's after the pause", async () => {
+    const f = fake();
+    const g = gater(f); // settle: 20 ms
+    const group = localComponent("kubernetes:yaml:ConfigGroup", pulumi.output({}));
+    const groupUrn = `${prefix}kubernetes:yaml:ConfigGroup::widgets`;
+    g.track("kubernetes:yaml:ConfigGroup", "widgets", group, {}, {});
+    // The SDK constructs both children (in the component's own applies), then they register.
+    g.track(esType, "team-a/a", new pulumi.DependencyResource(childUrn(prefix, groupUrn, esType, "team-a/a")), es("a", "team-a"), { parent: group });
+    g.track(vwcType, "eso-validate", new pulumi.DependencyResource(childUrn(prefix, groupUrn, vwcType, "eso-validate")), vwc, { parent: group });
+    let settled = false;
+    const cr = g.transform(reg(esType, "team-a/a", es("a", "team-a"), { parent: groupUrn })).finally(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 200)); // ten settle pauses
+    assert.equal(settled, false, "decided before its sibling webhook configuration arrived");
+    assert.equal(f.calls.length, 0);
+    const hook = g.transform(reg(vwcType, "eso-validate", vwc, { parent: groupUrn }));
+    assert.equal(await hook, undefined);
+    f.register(childUrn(prefix, groupUrn, vwcType, "eso-validate"));
+    assert.deepEqual(await depUrns(await cr), [`${prefix}readiness:index:ResourceReady::auto-exists-eso-validate`, `${prefix}readiness:index:AdmissionReady::auto-admission-team-a`]);
+    assert.deepEqual(f.warnings, []);
+
+    // A remote component (Chart v4: the plugin registers its children) settles after the pause.
+    const f2 = fake();
+    const g2 = gater(f2);
+    const chart = localComponent("kubernetes:helm.sh/v4:Chart", pulumi.output([]), true);
+    g2.track("kubernetes:helm.sh/v4:Chart", "eso", chart, {}, {});
+    assert.equal(await g2.transform(reg(esType, "eso:team-a/a", es("a", "team-a"), { parent: `${prefix}kubernetes:helm.sh/v4:Chart::eso` })), undefined,
+        "a remote component's child is decided after the settle pause");
+});
+
+test("a ConfigFile v1 child that never reaches the transform holds its siblings no longer than the plan timeout, with a warning", async () => {
+    const f = fake();
+    f.deps.planTimeoutMs = 200;
+    const g = gater(f);
+    const file = localComponent("kubernetes:yaml:ConfigFile", pulumi.output({}));
+    const fileUrn = `${prefix}kubernetes:yaml:ConfigFile::app`;
+    g.track("kubernetes:yaml:ConfigFile", "app", file, {}, {});
+    for (const n of ["a", "b"]) {
+        g.track("kubernetes:core/v1:ConfigMap", n, new pulumi.DependencyResource(childUrn(prefix, fileUrn, "kubernetes:core/v1:ConfigMap", n)),
+            { apiVersion: "v1", kind: "ConfigMap" }, { parent: file });
+    }
+    assert.equal(await g.transform(reg("kubernetes:core/v1:ConfigMap", "a", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" } }, { parent: fileUrn })), undefined);
+    assert.equal(f.warnings.length, 1, f.warnings.join("\n"));
+    assert.match(f.warnings[0], /kubernetes:yaml:ConfigFile app are decided without every sibling/);
+});
+
 test("a failing plan fails the registration, naming the object and the cause (never ungated), and the next one still works", async () => {
     let fail = true;
     const f = fake((a) => { if (fail) throw new Error("plan exploded"); return fakePlan(a); });
