@@ -3,6 +3,7 @@ package controlplane
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +39,14 @@ func TestRepoRoot(t *testing.T) {
 		if got := isRepoGoMod([]byte(mod)); got != want {
 			t.Errorf("isRepoGoMod(%q) = %v, want %v", mod, got, want)
 		}
+	}
+	// From a folder inside the repository (one with a go.mod of another module: examples/), and
+	// from one outside it: an error naming where it looked, never a guess.
+	if got, err := repoRootFrom(filepath.Join(RepoRoot(), "examples", "cert-manager")); err != nil || got != RepoRoot() {
+		t.Errorf("repoRootFrom(examples/cert-manager) = %q, %v; want %q", got, err, RepoRoot())
+	}
+	outside := t.TempDir()
+	if got, err := repoRootFrom(outside); err == nil || !strings.Contains(err.Error(), outside) {
+		t.Errorf("repoRootFrom(%s) = %q, %v; want an error naming the folder", outside, got, err)
 	}
 }
