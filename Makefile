@@ -23,7 +23,7 @@ export PULUMI_SKIP_UPDATE_CHECK := true
 export CGO_ENABLED := 0
 export GOFLAGS := -trimpath $(filter-out -trimpath,$(GOFLAGS))
 
-.PHONY: build tools k8s-plugin schema sdk sdk-nodejs py-deps sdk-python python-env check-generated test test-all test-go test-nodejs test-python test-install demo demo-realnode bench bench-realnode soak soak-run soak-load lint lint-workflows docs dist examples clean fuzz bench-smoke version release-notes release-sdk-tag
+.PHONY: build tools k8s-plugin schema sdk sdk-nodejs py-deps sdk-python python-env check-generated test test-all test-go test-nodejs test-python test-install demo demo-realnode bench bench-realnode soak soak-run soak-load lint lint-workflows docs dist examples clean fuzz fuzz-inputs bench-smoke version release-notes release-sdk-tag
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
@@ -136,25 +136,25 @@ test-python: build tools k8s-plugin python-env
 	@# state (the SDK's callback server, its thread pool) lives in the process.
 	cd tests/python && rc=0; for f in test_*.py; do $(PY_ENV)/bin/python -m pytest -q -p no:cacheprovider --timeout 1800 $$f || rc=1; done; exit $$rc
 
-# The README's test command, two jobs at a time. The Go tests (several packages at once, see
-# test-go) run beside the examples, then the install paths, then the TypeScript stacks (the Go
-# tests are the longest job, and their packages leave the cores 30-60 % idle while they wait on
-# their clusters); after the Go tests, the Python stacks, the fuzzing and the benchmark smoke
-# pass, each in whichever of the two slots is free first. No two of these jobs compile the same
-# packages with the same flags at once (each would compile them on a cold machine).
+# The README's test command, two jobs at a time, in two chains of about the same length: the Go
+# tests (several packages at once, see test-go), then the Python stacks, then the input fuzzing
+# and the benchmark smoke pass; beside them the examples, then the TypeScript stacks (the longest
+# suite after the Go tests: it starts as soon as a slot frees), then the install paths. No two of
+# these jobs compile the same packages with the same flags at once (each would compile them on a
+# cold machine).
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-all
 
-test-all: check-generated lint lint-workflows test-go test-nodejs test-python test-install examples fuzz bench-smoke
+test-all: check-generated lint lint-workflows test-go test-nodejs test-python test-install examples fuzz-inputs bench-smoke
 ifneq ($(filter test-all,$(MAKECMDGOALS)),)
 lint lint-workflows: | check-generated
 tools: | build
 k8s-plugin: | tools
 test-go examples sdk-nodejs sdk-python: | check-generated lint
-test-install: | examples
-test-nodejs: | test-install
+test-nodejs: | examples
+test-install: | test-nodejs
 test-python: | test-go
-fuzz bench-smoke: | test-go
+fuzz-inputs bench-smoke: | test-python
 endif
 
 # The README's main command: a demo stack against a local control plane it starts itself.
@@ -251,12 +251,15 @@ release-sdk-tag:
 clean:
 	rm -rf bin dist sdk/nodejs/bin sdk/nodejs/node_modules
 
-# Short fuzz runs of every free-form input parser (JSONPath, CEL) and of every gate's Check (no
-# panic, no secret input value in a message); longer runs: FUZZTIME=5m.
-# In make test the run is a count, not a time: a time limit that ends while a worker is busy with
-# a slow input fails with "context deadline exceeded" on a loaded machine (seen in CI).
+# Short fuzz runs of every free-form input parser (JSONPath, CEL: fuzz-inputs, in make test) and
+# of every gate's Check (no panic, no secret input value in a message); longer runs: FUZZTIME=5m.
+# make test runs FuzzCheck's seed corpus only (as a test of ./provider): fuzzing it instruments
+# and compiles every package of the provider again, 300 CPU-seconds on a cold machine.
+# The run is a count, not a time: a time limit that ends while a worker is busy with a slow input
+# fails with "context deadline exceeded" on a loaded machine (seen in CI).
 FUZZTIME ?= 10000x
-fuzz:
+fuzz-inputs:
 	go test -run '^$$' -fuzz FuzzJSONPath -fuzztime $(FUZZTIME) ./provider/pkg/expr
 	go test -run '^$$' -fuzz FuzzCEL -fuzztime $(FUZZTIME) ./provider/pkg/expr
+fuzz: fuzz-inputs
 	go test -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME) ./provider

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 )
 
 type fixedWebhook struct{}
@@ -131,6 +133,33 @@ func TestStandinIngressNginx(t *testing.T) {
 	for _, gone := range []string{"@sha256:", "type: LoadBalancer", "url: "} {
 		if strings.Contains(text, gone) {
 			t.Errorf("chart still holds %q", gone)
+		}
+	}
+}
+
+// The controllers' trims apply to their pinned modules and leave the cloud SDKs out; the
+// images' builds compile them (tests/e2e/realnode).
+func TestControllerTrims(t *testing.T) {
+	for _, c := range []struct {
+		img   controlplane.GoImage
+		cloud []string
+	}{
+		{CertManagerChart.Images[0], []string{"github.com/aws/", "github.com/Azure/azure-sdk-for-go", "github.com/Azure/go-autorest", "cloud.google.com/", "google.golang.org/api/", "github.com/digitalocean/", "github.com/cloudflare/"}},
+		{ExternalSecretsChart.Images[0], []string{"github.com/aws/", "github.com/Azure/azure-sdk-for-go", "github.com/Azure/go-autorest", "cloud.google.com/", "google.golang.org/api/"}},
+	} {
+		deps, err := controlplane.TrimmedDeps(t.Context(), c.img.ModDir, c.img.Trim, c.img.Pkg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.img.Ref, err)
+		}
+		for _, d := range deps {
+			for _, cloud := range c.cloud {
+				if strings.HasPrefix(d, cloud) {
+					t.Errorf("%s still links %s", c.img.Ref, d)
+				}
+			}
+		}
+		if len(deps) < 300 {
+			t.Errorf("%s links %d packages: not the controller", c.img.Ref, len(deps))
 		}
 	}
 }

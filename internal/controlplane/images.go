@@ -45,10 +45,31 @@ type GoImage struct {
 	Trim *ModuleTrim
 }
 
-// ModuleTrim is a dependency module built with some of its files replaced.
+// ModuleTrim is a dependency module built with some of its files replaced or edited.
 type ModuleTrim struct {
 	Module string            // its module path, as ModDir's go.mod requires it
 	Files  map[string]string // path in the module -> the file's content
+	Edits  []FileEdit        // applied in order, after Files
+}
+
+// FileEdit replaces Old, which must occur exactly once in the module's file Path, by New: a
+// change upstream fails the build, naming the file, rather than building something else.
+type FileEdit struct{ Path, Old, New string }
+
+// stamp hashes what the trim changes, for a build's cache key.
+func (t *ModuleTrim) stamp(w io.Writer) {
+	paths := make([]string, 0, len(t.Files))
+	for p := range t.Files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	fmt.Fprintf(w, "trim %s\n", t.Module)
+	for _, p := range paths {
+		fmt.Fprintf(w, "%s\n%s\n", p, t.Files[p])
+	}
+	for _, e := range t.Edits {
+		fmt.Fprintf(w, "edit %s\n%q\n%q\n", e.Path, e.Old, e.New)
+	}
 }
 
 // BuildImage builds img's binary and writes the image as a docker-archive tar in the tools
@@ -94,9 +115,9 @@ func BuildImage(ctx context.Context, img GoImage, logf func(string, ...any)) (st
 	binName := binaryName(img.Pkg)
 	args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(scratch, binName)}
 	if img.Trim != nil {
-		modfile, err := trimModule(ctx, img, scratch)
+		modfile, err := TrimModule(ctx, img.ModDir, img.Trim, scratch)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("image %s: %w", img.Ref, err)
 		}
 		args = append(args, "-modfile", modfile)
 	}
@@ -184,16 +205,8 @@ func writeImage(out, ref, path string, bin []byte, args []string) error {
 func imageStamp(img GoImage) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%q\n%q\n%s\n", img.Ref, img.Pkg, img.Args, img.Env, runtime.Version())
-	if t := img.Trim; t != nil {
-		paths := make([]string, 0, len(t.Files))
-		for p := range t.Files {
-			paths = append(paths, p)
-		}
-		sort.Strings(paths)
-		fmt.Fprintf(h, "trim %s\n", t.Module)
-		for _, p := range paths {
-			fmt.Fprintf(h, "%s\n%s\n", p, t.Files[p])
-		}
+	if img.Trim != nil {
+		img.Trim.stamp(h)
 	}
 	files := []string{"go.mod", "go.sum"}
 	if strings.HasPrefix(img.Pkg, ".") {
@@ -214,44 +227,56 @@ func imageStamp(img GoImage) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// trimModule copies img.Trim's module from the module cache into scratch, replaces its files
-// there, and writes a go.mod (with go.sum) beside it: ModDir's, plus a replace directive for
-// the copy. The build uses it with -modfile, so ModDir stays untouched. (go build -overlay
+// TrimModule copies t's module from the module cache into scratch, replaces and edits its
+// files there, and writes a go.mod (with go.sum) beside it: modDir's, plus a replace directive
+// for the copy. The build uses it with -modfile, so modDir stays untouched. (go build -overlay
 // would be simpler, but refuses files in the module cache.)
-func trimModule(ctx context.Context, img GoImage, scratch string) (string, error) {
-	t := img.Trim
-	// `go mod download` (not `go list -m`, which does not download) at the version ModDir requires.
+func TrimModule(ctx context.Context, modDir string, t *ModuleTrim, scratch string) (string, error) {
+	// `go mod download` (not `go list -m`, which does not download) at the version modDir requires.
 	dl := exec.CommandContext(ctx, "go", "mod", "download", "-json", t.Module)
-	dl.Dir = img.ModDir
+	dl.Dir = modDir
 	out, err := dl.Output()
 	if err != nil {
-		return "", fmt.Errorf("image %s: downloading module %s: %w\n%s", img.Ref, t.Module, err, out)
+		return "", fmt.Errorf("downloading module %s: %w\n%s", t.Module, err, out)
 	}
 	var dld struct{ Dir, Error string }
 	if err := json.Unmarshal(out, &dld); err != nil || dld.Dir == "" {
-		return "", fmt.Errorf("image %s: downloading module %s: %v %s", img.Ref, t.Module, err, dld.Error)
+		return "", fmt.Errorf("downloading module %s: %v %s", t.Module, err, dld.Error)
 	}
 	src, dst := dld.Dir, filepath.Join(scratch, "trimmed")
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-		return "", fmt.Errorf("image %s: copying module %s: %w", img.Ref, t.Module, err)
+		return "", fmt.Errorf("copying module %s: %w", t.Module, err)
 	}
-	for p, content := range t.Files {
+	write := func(p string, edit func([]byte) ([]byte, error)) error {
 		f := filepath.Join(dst, filepath.FromSlash(p))
-		if _, err := os.Stat(f); err != nil {
-			return "", fmt.Errorf("image %s: trimming %s: %w", img.Ref, t.Module, err) // upstream moved it
+		old, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("trimming %s: %w", t.Module, err) // upstream moved it
+		}
+		b, err := edit(old)
+		if err != nil {
+			return fmt.Errorf("trimming %s: %s: %w", t.Module, p, err)
 		}
 		if err := os.Chmod(f, 0o644); err != nil {
-			return "", err
+			return err
 		}
-		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+		return os.WriteFile(f, b, 0o644)
+	}
+	for p, content := range t.Files {
+		if err := write(p, func([]byte) ([]byte, error) { return []byte(content), nil }); err != nil {
 			return "", err
 		}
 	}
-	mod, err := os.ReadFile(filepath.Join(img.ModDir, "go.mod"))
+	for _, e := range t.Edits {
+		if err := write(e.Path, func(b []byte) ([]byte, error) { return applyEdit(b, e) }); err != nil {
+			return "", err
+		}
+	}
+	mod, err := os.ReadFile(filepath.Join(modDir, "go.mod"))
 	if err != nil {
 		return "", err
 	}
-	sum, err := os.ReadFile(filepath.Join(img.ModDir, "go.sum"))
+	sum, err := os.ReadFile(filepath.Join(modDir, "go.sum"))
 	if err != nil {
 		return "", err
 	}
@@ -261,4 +286,33 @@ func trimModule(ctx context.Context, img GoImage, scratch string) (string, error
 		return "", err
 	}
 	return modfile, os.WriteFile(filepath.Join(scratch, "go.sum"), sum, 0o644)
+}
+
+// applyEdit is b with e.Old, found exactly once, replaced by e.New.
+func applyEdit(b []byte, e FileEdit) ([]byte, error) {
+	if n := strings.Count(string(b), e.Old); n != 1 {
+		return nil, fmt.Errorf("the text to replace is there %d times, not once (upstream changed?): %q", n, e.Old)
+	}
+	return []byte(strings.Replace(string(b), e.Old, e.New, 1)), nil
+}
+
+// TrimmedDeps lists the packages pkg (built in modDir) links once t is applied: what a trim
+// leaves out, without compiling anything.
+func TrimmedDeps(ctx context.Context, modDir string, t *ModuleTrim, pkg string) ([]string, error) {
+	scratch, err := os.MkdirTemp("", "trim-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	modfile, err := TrimModule(ctx, modDir, t, scratch)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "go", "list", "-modfile", modfile, "-deps", pkg)
+	cmd.Dir = modDir
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -deps %s: %w", pkg, err)
+	}
+	return strings.Fields(string(out)), nil
 }

@@ -213,6 +213,13 @@ func buildModuleTools(ctx context.Context, modDir, binDir string, ts []staleTool
 		}
 	}
 	args := []string{"build", "-o", scratch + string(filepath.Separator), "-ldflags", ldflags}
+	if trim := moduleTrims[filepath.Base(modDir)]; trim != nil {
+		modfile, err := TrimModule(ctx, modDir, trim, scratch)
+		if err != nil {
+			return fmt.Errorf("tools/%s: %w", filepath.Base(modDir), err)
+		}
+		args = append(args, "-modfile", modfile)
+	}
 	for _, t := range ts {
 		args = append(args, t.pkg)
 	}
@@ -267,5 +274,8 @@ func moduleStamp(modDir string, t tool) (string, error) {
 		h.Write(b)
 	}
 	h.Write([]byte(t.pkg + " -s -w " + t.ldflags + runtime.Version()))
+	if trim := moduleTrims[t.module]; trim != nil {
+		trim.stamp(h)
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

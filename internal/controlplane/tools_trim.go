@@ -1,0 +1,115 @@
+package controlplane
+
+// moduleTrims are the tools modules built with a dependency trimmed (by folder under tools/).
+var moduleTrims = map[string]*ModuleTrim{"pulumi": pulumiTrim}
+
+// pulumiTrim builds the Pulumi CLI without its cloud integrations: the S3, Azure Blob and GCS
+// state backends, the AWS, Azure, Google and Vault secrets managers and `pulumi logs` for AWS
+// and Google resources. They link the cloud SDKs, 500 of the CLI's 1685 packages, a third of a
+// cold machine's tools build, and no test or demo here can reach a cloud: every stack logs in
+// to a file:// backend with the passphrase secrets manager. Such a URL now fails as one of a
+// scheme the CLI does not know.
+var pulumiTrim = &ModuleTrim{
+	Module: "github.com/pulumi/pulumi/pkg/v3",
+	Files: map[string]string{
+		"operations/operations_aws.go": `package operations
+
+import (
+	"context"
+	"errors"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
+)
+
+// AWSOperationsProvider is left out of this build (pulumi-readiness' tools: no cloud SDKs).
+func AWSOperationsProvider(ctx context.Context, config map[config.Key]string, component *Resource) (Provider, error) {
+	return nil, errors.New("pulumi logs for AWS resources is not in this build")
+}
+`,
+		"operations/operations_cloud_aws.go": `package operations
+
+import (
+	"errors"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
+)
+
+// CloudOperationsProvider is left out of this build (pulumi-readiness' tools: no cloud SDKs).
+func CloudOperationsProvider(config map[config.Key]string, component *Resource) (Provider, error) {
+	return nil, errors.New("pulumi logs for pulumi-cloud resources is not in this build")
+}
+`,
+		"operations/operations_gcp.go": `package operations
+
+import (
+	"context"
+	"errors"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
+)
+
+// GCPOperationsProvider is left out of this build (pulumi-readiness' tools: no cloud SDKs).
+func GCPOperationsProvider(ctx context.Context, config map[config.Key]string, component *Resource) (Provider, error) {
+	return nil, errors.New("pulumi logs for Google Cloud resources is not in this build")
+}
+`,
+	},
+	Edits: []FileEdit{
+		// The DIY backend: file:// only.
+		{Path: "backend/diy/backend.go", Old: "\t\"gocloud.dev/blob/azureblob\"  // driver for azblob://\n"},
+		{Path: "backend/diy/backend.go", Old: "\t\"gocloud.dev/blob/gcsblob\"    // driver for gs://\n"},
+		{Path: "backend/diy/backend.go", Old: "\t_ \"gocloud.dev/blob/s3blob\"   // driver for s3://\n"},
+		{Path: "backend/diy/backend.go", Old: "\t\"github.com/pulumi/pulumi/pkg/v3/authhelpers\"\n"},
+		{Path: "backend/diy/backend.go", Old: `	if p.Scheme == gcsblob.Scheme {
+		blobmux, err = authhelpers.GoogleCredentialsMux(ctx)
+		if err != nil {
+			return nil, err
+		}
+	}
+`},
+		{Path: "backend/diy/backend.go", Old: `	if p.Scheme == azureblob.Scheme {
+		blobmux = &blob.URLMux{}
+		blobmux.RegisterBucket(azureblob.Scheme, &azureblob.URLOpener{
+			MakeClient:        azureblob.NewDefaultClient,
+			ServiceURLOptions: *azureblob.NewDefaultServiceURLOptions(),
+		})
+	}
+`},
+		{Path: "backend/diy/bucket.go", Old: "\tawss3 \"github.com/aws/aws-sdk-go-v2/service/s3\"\n"},
+		{Path: "backend/diy/bucket.go", Old: `		var input *awss3.CopyObjectInput
+		if asFunc(&input) {
+			fixupS3CopySource(input)
+		}
+`},
+		{Path: "backend/diy/bucket.go", Old: "func fixupS3CopySource(input *awss3.CopyObjectInput) {",
+			New: "func fixupS3CopySource(input *struct{ CopySource *string }) {"},
+		// The cloud secrets manager: gocloud's URL openers without the cloud KMS drivers.
+		{Path: "secrets/cloud/manager.go", Old: `	_ "gocloud.dev/secrets/awskms"        // support for awskms://
+	_ "gocloud.dev/secrets/azurekeyvault" // support for azurekeyvault://
+	"gocloud.dev/secrets/gcpkms"          // support for gcpkms://
+	_ "gocloud.dev/secrets/hashivault"    // support for hashivault://
+	"google.golang.org/api/cloudkms/v1"
+`},
+		{Path: "secrets/cloud/manager.go", Old: "\t\"github.com/pulumi/pulumi/pkg/v3/authhelpers\"\n"},
+		{Path: "secrets/cloud/manager.go", Old: `	switch u.Scheme {
+	case gcpkms.Scheme:
+		credentials, err := authhelpers.ResolveGoogleCredentials(ctx, cloudkms.CloudkmsScope)
+		if err != nil {
+			return nil, fmt.Errorf("missing google credentials: %w", err)
+		}
+
+		kmsClient, _, err := gcpkms.Dial(ctx, credentials.TokenSource)
+		if err != nil {
+			return nil, fmt.Errorf("failed to connect to gcpkms: %w", err)
+		}
+		opener := gcpkms.URLOpener{
+			Client: kmsClient,
+		}
+
+		return opener.OpenKeeperURL(ctx, u)
+	default:
+		return gosecrets.OpenKeeper(ctx, url)
+	}`, New: `	_ = u
+	return gosecrets.OpenKeeper(ctx, url)`},
+	},
+}
