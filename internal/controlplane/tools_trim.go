@@ -1,5 +1,7 @@
 package controlplane
 
+import "fmt"
+
 // moduleTrims are the tools modules built with a dependency trimmed (by folder under tools/).
 var moduleTrims = map[string]*ModuleTrim{"pulumi": pulumiTrim}
 
@@ -12,47 +14,9 @@ var moduleTrims = map[string]*ModuleTrim{"pulumi": pulumiTrim}
 var pulumiTrim = &ModuleTrim{
 	Module: "github.com/pulumi/pulumi/pkg/v3",
 	Files: map[string]string{
-		"operations/operations_aws.go": `package operations
-
-import (
-	"context"
-	"errors"
-
-	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
-)
-
-// AWSOperationsProvider is left out of this build (pulumi-readiness' tools: no cloud SDKs).
-func AWSOperationsProvider(ctx context.Context, config map[config.Key]string, component *Resource) (Provider, error) {
-	return nil, errors.New("pulumi logs for AWS resources is not in this build")
-}
-`,
-		"operations/operations_cloud_aws.go": `package operations
-
-import (
-	"errors"
-
-	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
-)
-
-// CloudOperationsProvider is left out of this build (pulumi-readiness' tools: no cloud SDKs).
-func CloudOperationsProvider(config map[config.Key]string, component *Resource) (Provider, error) {
-	return nil, errors.New("pulumi logs for pulumi-cloud resources is not in this build")
-}
-`,
-		"operations/operations_gcp.go": `package operations
-
-import (
-	"context"
-	"errors"
-
-	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
-)
-
-// GCPOperationsProvider is left out of this build (pulumi-readiness' tools: no cloud SDKs).
-func GCPOperationsProvider(ctx context.Context, config map[config.Key]string, component *Resource) (Provider, error) {
-	return nil, errors.New("pulumi logs for Google Cloud resources is not in this build")
-}
-`,
+		"operations/operations_aws.go":       leftOutLogs("AWSOperationsProvider", true, "AWS"),
+		"operations/operations_cloud_aws.go": leftOutLogs("CloudOperationsProvider", false, "pulumi-cloud"),
+		"operations/operations_gcp.go":       leftOutLogs("GCPOperationsProvider", true, "Google Cloud"),
 	},
 	Edits: []FileEdit{
 		// The DIY backend: file:// only.
@@ -112,4 +76,26 @@ func GCPOperationsProvider(ctx context.Context, config map[config.Key]string, co
 	}`, New: `	_ = u
 	return gosecrets.OpenKeeper(ctx, url)`},
 	},
+}
+
+// leftOutLogs is an operations file of the CLI whose provider for `pulumi logs` fails, naming
+// the cloud it is for.
+func leftOutLogs(fn string, withCtx bool, cloud string) string {
+	ctxImport, ctxParam := "", ""
+	if withCtx {
+		ctxImport, ctxParam = "\t\"context\"\n", "ctx context.Context, "
+	}
+	return fmt.Sprintf(`package operations
+
+import (
+%s	"errors"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
+)
+
+// %s is left out of this build (pulumi-readiness' tools: no cloud SDKs).
+func %s(%sconfig map[config.Key]string, component *Resource) (Provider, error) {
+	return nil, errors.New("pulumi logs for %s resources is not in this build")
+}
+`, ctxImport, fn, fn, ctxParam, cloud)
 }
