@@ -137,11 +137,11 @@ test-python: build tools k8s-plugin python-env
 	cd tests/python && rc=0; for f in test_*.py; do $(PY_ENV)/bin/python -m pytest -q -p no:cacheprovider --timeout 1800 $$f || rc=1; done; exit $$rc
 
 # The README's test command, two jobs at a time, in two chains of about the same length: the Go
-# tests (several packages at once, see test-go), then the Python stacks, then the input fuzzing
-# and the benchmark smoke pass; beside them the examples, then the TypeScript stacks (the longest
-# suite after the Go tests: it starts as soon as a slot frees), then the install paths. No two of
-# these jobs compile the same packages with the same flags at once (each would compile them on a
-# cold machine).
+# tests (several packages at once, see test-go), then the Python stacks, the input fuzzing, the
+# benchmark smoke pass and the install paths; beside them the examples, then the TypeScript
+# stacks (the longest suite after the Go tests: they start as soon as the examples free a slot).
+# No two of these jobs compile the same packages with the same flags at once (each would compile
+# them on a cold machine).
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-all
 
@@ -152,9 +152,10 @@ tools: | build
 k8s-plugin: | tools
 test-go examples sdk-nodejs sdk-python: | check-generated lint
 test-nodejs: | examples
-test-install: | test-nodejs
 test-python: | test-go
-fuzz-inputs bench-smoke: | test-python
+fuzz-inputs: | test-python
+bench-smoke: | fuzz-inputs
+test-install: | bench-smoke
 endif
 
 # The README's main command: a demo stack against a local control plane it starts itself.
