@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,28 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
 
+// listeningKubeconfig points at a loopback port that accepts and drops connections, counting
+// them: a test of what must not call the cluster checks that count, not how long it took.
+func listeningKubeconfig(t *testing.T) (string, *atomic.Int32) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var n atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return kubeconfigFor(l.Addr().(*net.TCPAddr).Port), &n
+}
+
 // unreachableKubeconfig points at a loopback port nothing listens on.
 func unreachableKubeconfig(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -24,6 +47,10 @@ func unreachableKubeconfig(t *testing.T) string {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
+	return kubeconfigFor(port)
+}
+
+func kubeconfigFor(port int) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:%d", insecure-skip-tls-verify: true}}]
