@@ -211,8 +211,10 @@ func (e *admissionEval) check(ctx context.Context) wait.Result {
 		return r
 	}
 	res := e.round(ctx)
-	if ctx.Err() != nil && e.last.Message != "" && res.Failed == nil && !res.Ready {
-		return e.last // the wait ended during this round: its deadline is not the API server's answer
+	// The wait ended during this round (or client-go's rate limiter refused a request that could
+	// not finish before the deadline): its deadline is not the API server's answer.
+	if (ctx.Err() != nil || strings.Contains(res.Message, rateLimiterRefused)) && e.last.Message != "" && res.Failed == nil && !res.Ready {
+		return e.last
 	}
 	if res.Failed == nil && !res.Ready {
 		delay := confirmDelay

@@ -179,11 +179,15 @@ func (p *prober) settle(res wait.Result, now time.Time) wait.Result {
 	return res
 }
 
+// rateLimiterRefused is client-go's rate limiter refusing a request that could not start before
+// the wait's deadline: the gate's own deadline, never the answer of what it calls.
+const rateLimiterRefused = "would exceed context deadline"
+
 func (p *prober) judge(ctx context.Context) wait.Result {
 	o := p.once(ctx)
 	// The wait ended during this probe (or client-go's rate limiter refused to start one that
 	// could not finish before the deadline): its own deadline is not the webhook's answer.
-	if (ctx.Err() != nil || strings.Contains(o.Why, "would exceed context deadline")) && p.last.Message != "" {
+	if (ctx.Err() != nil || strings.Contains(o.Why, rateLimiterRefused)) && p.last.Message != "" {
 		return p.last
 	}
 	if o.Terminal != nil {

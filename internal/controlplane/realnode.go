@@ -410,6 +410,14 @@ func (cp *ControlPlane) stopNamespace() {
 		}
 		_ = syscall.Kill(-n.anchor.Process.Pid, syscall.SIGKILL)
 		<-n.anchorDone
+		// What the anchor's group held is killed but may still be exiting: a process stays in
+		// the namespace until the kernel has torn it down, so wait for the namespace to empty.
+		for i := 0; i < 50 && len(processesIn(ns, -1)) > 0; i++ {
+			for _, p := range processesIn(ns, -1) {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+			time.Sleep(100 * time.Millisecond) // the kernel reaps them; no event to wait on
+		}
 	}
 	removeKubepodsCgroups()
 	for k, v := range n.sysctls {
