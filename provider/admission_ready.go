@@ -213,7 +213,7 @@ func (e *admissionEval) check(ctx context.Context) wait.Result {
 	res := e.round(ctx)
 	// The wait ended during this round (or client-go's rate limiter refused a request that could
 	// not finish before the deadline): its deadline is not the API server's answer.
-	if (ctx.Err() != nil || strings.Contains(res.Message, rateLimiterRefused)) && e.last.Message != "" && res.Failed == nil && !res.Ready {
+	if endedByDeadline(ctx, res.Message) && e.last.Message != "" && res.Failed == nil && !res.Ready {
 		return e.last
 	}
 	if res.Failed == nil && !res.Ready {

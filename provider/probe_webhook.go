@@ -183,11 +183,18 @@ func (p *prober) settle(res wait.Result, now time.Time) wait.Result {
 // the wait's deadline: the gate's own deadline, never the answer of what it calls.
 const rateLimiterRefused = "would exceed context deadline"
 
+// endedByDeadline says a call's outcome (msg) is the gate's own deadline, not the answer of
+// what it called: the wait ended during the call, or the rate limiter refused to start it.
+// A webhook that timed out ("context deadline exceeded" from the API server) is an answer.
+func endedByDeadline(ctx context.Context, msg string) bool {
+	return ctx.Err() != nil || strings.Contains(msg, rateLimiterRefused)
+}
+
 func (p *prober) judge(ctx context.Context) wait.Result {
 	o := p.once(ctx)
 	// The wait ended during this probe (or client-go's rate limiter refused to start one that
 	// could not finish before the deadline): its own deadline is not the webhook's answer.
-	if (ctx.Err() != nil || strings.Contains(o.Why, rateLimiterRefused)) && p.last.Message != "" {
+	if endedByDeadline(ctx, o.Why) && p.last.Message != "" {
 		return p.last
 	}
 	if o.Terminal != nil {
