@@ -398,26 +398,12 @@ func (cp *ControlPlane) stopNamespace() {
 	}
 	if n.anchor != nil && n.anchor.Process != nil {
 		ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", n.anchor.Process.Pid))
-		for i := 0; i < 50; i++ {
-			left := processesIn(ns, n.anchor.Process.Pid)
-			if len(left) == 0 {
-				break
-			}
-			for _, p := range left {
-				_ = syscall.Kill(p, syscall.SIGKILL)
-			}
-			time.Sleep(100 * time.Millisecond) // the kernel reaps them; no event to wait on
-		}
+		emptyNamespace(ns, n.anchor.Process.Pid)
 		_ = syscall.Kill(-n.anchor.Process.Pid, syscall.SIGKILL)
 		<-n.anchorDone
 		// What the anchor's group held is killed but may still be exiting: a process stays in
 		// the namespace until the kernel has torn it down, so wait for the namespace to empty.
-		for i := 0; i < 50 && len(processesIn(ns, -1)) > 0; i++ {
-			for _, p := range processesIn(ns, -1) {
-				_ = syscall.Kill(p, syscall.SIGKILL)
-			}
-			time.Sleep(100 * time.Millisecond) // the kernel reaps them; no event to wait on
-		}
+		emptyNamespace(ns, -1)
 	}
 	removeKubepodsCgroups()
 	for k, v := range n.sysctls {
@@ -450,6 +436,21 @@ func recoverCrashedNode() {
 	}
 	killCgroupProcs()
 	removeKubepodsCgroups()
+}
+
+// emptyNamespace kills every process in the network namespace ns but the anchor, again until
+// none is left (at most 5 s).
+func emptyNamespace(ns string, anchor int) {
+	for i := 0; i < 50; i++ {
+		left := processesIn(ns, anchor)
+		if len(left) == 0 {
+			return
+		}
+		for _, p := range left {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		time.Sleep(100 * time.Millisecond) // the kernel reaps them; no event to wait on
+	}
 }
 
 // processesIn lists the processes whose network namespace is ns, but the anchor.
