@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// KwokModule is the pinned kwok (tools/kwok) whose stage definitions the control plane uses.
+// KwokModule is the pinned kwok (tools/kube) whose stage definitions the control plane uses.
 const KwokModule = "sigs.k8s.io/kwok@v0.7.0"
 
 // PodReadyDelayAnnotation delays a pod's readiness on the fake nodes: annotate a pod template

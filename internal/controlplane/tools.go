@@ -35,7 +35,7 @@ var tools = []tool{
 	{module: "kube", name: "kube-scheduler", pkg: "k8s.io/kubernetes/cmd/kube-scheduler", ldflags: kubeVersion},
 	{module: "kube", name: "kubelet", pkg: "k8s.io/kubernetes/cmd/kubelet", node: true, ldflags: kubeVersion},
 	{module: "kube", name: "kube-proxy", pkg: "k8s.io/kubernetes/cmd/kube-proxy", node: true, ldflags: kubeVersion},
-	{module: "kwok", name: "kwok", pkg: "sigs.k8s.io/kwok/cmd/kwok"},
+	{module: "kube", name: "kwok", pkg: "sigs.k8s.io/kwok/cmd/kwok"},
 	{module: "pulumi", name: "pulumi", pkg: "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
 		ldflags: "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v3.259.0"},
 	{module: "pulumi", name: "sdkgen", pkg: "./sdkgen"},

@@ -3,7 +3,28 @@ package controlplane
 import "fmt"
 
 // moduleTrims are the tools modules built with a dependency trimmed (by folder under tools/).
-var moduleTrims = map[string]*ModuleTrim{"pulumi": pulumiTrim}
+var moduleTrims = map[string]*ModuleTrim{"pulumi": pulumiTrim, "kube": kwokTrim}
+
+// kwokTrim builds kwok v0.7.0 on Kubernetes' v0.34 libraries, those of the tools module it shares
+// with the Kubernetes binaries (one build compiles their ~600 common packages once; on its own
+// v0.33 kwok was a third copy). v0.34 dropped one constant kwok names, the annotation of a
+// WatchList stream's list blueprint; its text is written in instead, so kwok does what it did on
+// v0.33. (The path is off by default: client-go's WatchListClient gate.)
+var kwokTrim = &ModuleTrim{
+	Module: "sigs.k8s.io/kwok",
+	Edits: []FileEdit{
+		{Path: "pkg/utils/informer/informer.go",
+			Old: "meta.GetAnnotations()[metav1.InitialEventsListBlueprintAnnotationKey]",
+			New: "meta.GetAnnotations()[" + initialEventsListBlueprint + "]"},
+		{Path: "pkg/utils/informer/informer.go",
+			Old: `annotation is missing content", metav1.InitialEventsListBlueprintAnnotationKey)`,
+			New: `annotation is missing content", ` + initialEventsListBlueprint + ")"},
+	},
+}
+
+// initialEventsListBlueprint is metav1.InitialEventsListBlueprintAnnotationKey of
+// k8s.io/apimachinery v0.33.0, as a Go string literal.
+const initialEventsListBlueprint = `"kubernetes.io/initial-events-list-blueprint"`
 
 // pulumiTrim builds the Pulumi CLI without its cloud integrations: the S3, Azure Blob and GCS
 // state backends, the AWS, Azure, Google and Vault secrets managers and `pulumi logs` for AWS

@@ -9,4 +9,6 @@ import (
 	// The real node (Options.RealNode): built only when a test asks for one.
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kubelet"
+	// The fake nodes: here, not in a module of its own, so it shares the build above.
+	_ "sigs.k8s.io/kwok/cmd/kwok"
 )
