@@ -179,15 +179,11 @@ func (p *prober) settle(res wait.Result, now time.Time) wait.Result {
 	return res
 }
 
-// rateLimiterRefused is client-go's rate limiter refusing a request that could not start before
-// the wait's deadline: the gate's own deadline, never the answer of what it calls.
-const rateLimiterRefused = "would exceed context deadline"
-
 // endedByDeadline says a call's outcome (msg) is the gate's own deadline, not the answer of
 // what it called: the wait ended during the call, or the rate limiter refused to start it.
 // A webhook that timed out ("context deadline exceeded" from the API server) is an answer.
 func endedByDeadline(ctx context.Context, msg string) bool {
-	return ctx.Err() != nil || strings.Contains(msg, rateLimiterRefused)
+	return ctx.Err() != nil || wait.RefusedByRateLimiter(msg)
 }
 
 func (p *prober) judge(ctx context.Context) wait.Result {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
 // Input is what one round gathered for one CRD, and where its proof stood before it.
@@ -87,10 +88,6 @@ type Verdict struct {
 	Note          string
 }
 
-// rateLimited is client-go's rate limiter refusing a request that could not start before the
-// context's deadline, while the context itself is still live.
-const rateLimited = "would exceed context deadline"
-
 // Decide judges a round: every answer must be a conversion, through every served version, in
 // Need rounds in a row. An answer that waiting cannot change fails at once.
 func Decide(in Input) Verdict {
@@ -104,7 +101,7 @@ func Decide(in Input) Verdict {
 	}
 	r := in.round()
 	v := Verdict{Good: in.Good, Note: r.note}
-	if in.Ended || strings.Contains(r.message, rateLimited) {
+	if in.Ended || wait.RefusedByRateLimiter(r.message) {
 		// The wait's deadline is not the webhook's answer.
 		v.Outcome, v.Hint = Interrupted, r.hint
 		v.Message = "the API server had not answered the first read or dry-run through the CRD's versions yet " +

@@ -211,3 +211,11 @@ func EffectiveTimeout(ctx context.Context, own time.Duration) time.Duration {
 	}
 	return own
 }
+
+// RefusedByRateLimiter says a call's error message (msg) is client-go's rate limiter refusing
+// to start a request that could not begin before the context's deadline ("rate: Wait(n=1) would
+// exceed context deadline"), while the context itself is still live: the wait's own deadline,
+// never the answer of what the gate calls.
+func RefusedByRateLimiter(msg string) bool {
+	return strings.Contains(msg, "would exceed context deadline")
+}

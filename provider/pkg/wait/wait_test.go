@@ -345,3 +345,23 @@ func TestFailureGraceRestartsAfterARecovery(t *testing.T) {
 		t.Errorf("failed %s after the failure came back: the earlier failing run was not forgiven", end.Sub(failedAgain))
 	}
 }
+
+// Only client-go's rate limiter refusing to start a request is the wait's own deadline; the
+// near misses are answers of what a gate calls and must not be taken for it.
+func TestRefusedByRateLimiter(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		want bool
+	}{
+		{`client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline`, true},
+		{`objects[0] (Widget default/w): client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline`, true},
+		// A webhook that timed out: the API server's answer.
+		{`Internal error occurred: failed calling webhook "w.example.com": failed to call webhook: Post "https://w.default.svc:443/validate?timeout=10s": context deadline exceeded`, false},
+		{`failed calling webhook "w.example.com": dial tcp 10.0.0.7:443: connect: connection refused`, false},
+		{``, false},
+	} {
+		if got := RefusedByRateLimiter(c.msg); got != c.want {
+			t.Errorf("RefusedByRateLimiter(%q) = %v, want %v", c.msg, got, c.want)
+		}
+	}
+}
