@@ -163,3 +163,17 @@ func TestControllerTrims(t *testing.T) {
 		}
 	}
 }
+
+// The images built from one tools module share its trimmed copy, or none: a replaced module's
+// packages are other packages to the build cache, so mixing the two compiles the shared ones twice.
+func TestImagesOfAModuleShareOneTrim(t *testing.T) {
+	for _, c := range []ModuleChart{CertManagerChart, ExternalSecretsChart} {
+		trims := map[string]*controlplane.ModuleTrim{}
+		for _, img := range c.Images {
+			if first, ok := trims[img.ModDir]; ok && first != img.Trim {
+				t.Errorf("%s: built with another trim than the chart's other images from %s", img.Ref, img.ModDir)
+			}
+			trims[img.ModDir] = img.Trim
+		}
+	}
+}

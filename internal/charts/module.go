@@ -95,14 +95,18 @@ var CertManagerChart = ModuleChart{
 	Images: []controlplane.GoImage{
 		{Ref: "quay.io/jetstack/cert-manager-controller:v1.11.5", ModDir: toolsModule("certmanager"),
 			Pkg: "github.com/cert-manager/cert-manager/cmd/controller", Trim: certManagerTrim},
+		// The other three from the controller's trimmed copy of the module too (they link none of
+		// the files it changes): a replaced module's packages are other packages to the build
+		// cache, so built from the module as published they would compile again the 35 packages
+		// (the API types, pkg/util, ...) they share with the controller.
 		{Ref: "quay.io/jetstack/cert-manager-webhook:v1.11.5", ModDir: toolsModule("certmanager"),
-			Pkg: "github.com/cert-manager/cert-manager/cmd/webhook"},
+			Pkg: "github.com/cert-manager/cert-manager/cmd/webhook", Trim: certManagerTrim},
 		{Ref: "quay.io/jetstack/cert-manager-cainjector:v1.11.5", ModDir: toolsModule("certmanager"),
-			Pkg: "github.com/cert-manager/cert-manager/cmd/cainjector"},
+			Pkg: "github.com/cert-manager/cert-manager/cmd/cainjector", Trim: certManagerTrim},
 		// The startupapicheck hook's image (cmctl): Helm runs it after install and waits until
 		// the webhook answers, as upstream's default install does.
 		{Ref: "quay.io/jetstack/cert-manager-ctl:v1.11.5", ModDir: toolsModule("certmanager"),
-			Pkg: "github.com/cert-manager/cert-manager/cmd/ctl"},
+			Pkg: "github.com/cert-manager/cert-manager/cmd/ctl", Trim: certManagerTrim},
 	},
 }
 
