@@ -103,6 +103,10 @@ func (cp *ControlPlane) startNamespace(ctx context.Context) error {
 	if m := NodeRequirements(); m != "" {
 		return fmt.Errorf("a real node needs: %s (apt-get install containerd runc iptables containernetworking-plugins)", m)
 	}
+	// Before the machine's node lock: a disk too full is said at once, not after a wait.
+	if err := checkNodeDisk(cp.Dir); err != nil {
+		return err
+	}
 	n := &nodeHost{sysctls: map[string]string{}}
 	cp.node = n
 	lockPath := filepath.Join(os.TempDir(), "readiness-realnode.lock")
@@ -341,6 +345,9 @@ func (cp *ControlPlane) waitRealNodeReady(ctx context.Context) error {
 	for time.Now().Before(deadline) {
 		nd, err := cp.Client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
 		if err == nil {
+			if p := nodePressure(nd); p != "" {
+				return fmt.Errorf("real node %s is under pressure and admits no pod: %s", NodeName, p)
+			}
 			for _, c := range nd.Status.Conditions {
 				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
 					return nil
@@ -354,6 +361,40 @@ func (cp *ControlPlane) waitRealNodeReady(ctx context.Context) error {
 	}
 	return fmt.Errorf("real node %s not Ready after 90s\n--- kubelet log ---\n%s\n--- containerd log ---\n%s",
 		NodeName, cp.LogTail("kubelet", 30), cp.LogTail("containerd", 10))
+}
+
+// NodePressure says whether the real node was ever short of disk, memory or PIDs while it ran:
+// the pressure conditions that hold now and the kubelet's events of one (EvictionThresholdMet,
+// NodeHasDiskPressure, ...), with the disk's free space; "" when there were none. A node under
+// pressure can be Ready and admit no pod: this tells a test whose pods never started whether
+// the node took them at all.
+func (cp *ControlPlane) NodePressure(ctx context.Context) string {
+	if cp.node == nil {
+		return ""
+	}
+	var parts []string
+	if nd, err := cp.Client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{}); err != nil {
+		parts = append(parts, fmt.Sprintf("reading node %s: %v", NodeName, err))
+	} else if p := nodePressure(nd); p != "" {
+		parts = append(parts, "now: "+p)
+	}
+	evs, err := cp.Client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node"})
+	if err != nil {
+		parts = append(parts, fmt.Sprintf("listing the node's events: %v", err))
+	} else {
+		for _, e := range evs.Items {
+			if pressureEvents[e.Reason] {
+				parts = append(parts, fmt.Sprintf("event %s (%dx, last at %s): %s", e.Reason, max(e.Count, 1), e.LastTimestamp.Format(time.TimeOnly), e.Message))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	if err := checkNodeDisk(filepath.Join(cp.Dir, "node")); err != nil {
+		parts = append(parts, err.Error())
+	}
+	return strings.Join(parts, "\n")
 }
 
 // stopNode takes down, in order, what startNode and startNamespace started: the kubelet and

@@ -3,6 +3,8 @@ package controlplane
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +47,9 @@ func TestRealNodeRunsPodsAndGivesTheHostBack(t *testing.T) {
 	stopped := false
 	defer func() {
 		if !stopped {
+			if t.Failed() {
+				t.Log(cp.NodePressure(context.Background()))
+			}
 			cp.Stop()
 		}
 	}()
@@ -116,5 +121,31 @@ func TestRealNodeRunsPodsAndGivesTheHostBack(t *testing.T) {
 	}
 	if after, _ := os.ReadFile("/proc/sys/kernel/panic"); strings.TrimSpace(string(after)) != panicBefore {
 		t.Errorf("kernel.panic is %q after the node, %q before", after, panicBefore)
+	}
+}
+
+// A real node on a disk too full for its kubelet refuses to start, naming the free space,
+// instead of starting a node that admits no pod (a tmpfs of 1 GiB stands for the full disk).
+func TestRealNodeRefusesAFullDisk(t *testing.T) {
+	requireRealNode(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1g", "readiness-full-disk", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a small tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cp, err := Start(ctx, Options{RealNode: true, Dir: dir})
+	if err == nil {
+		cp.Stop()
+		t.Fatal("a real node started on a disk with 1 GiB free")
+	}
+	if !strings.Contains(err.Error(), "MiB free of 1.0 GiB") || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("the refusal does not name the disk and its free space: %v", err)
+	}
+	t.Log(err)
+	// Nothing of a node was started: no process of it, and the host's folders untouched.
+	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "node")).Output(); len(out) > 0 {
+		t.Fatalf("processes of the refused node: %s", out)
 	}
 }

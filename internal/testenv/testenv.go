@@ -34,7 +34,14 @@ func Main(m *testing.M, opts controlplane.Options) int {
 	fmt.Fprintf(os.Stderr, "controlplane: started in %s at %s\n", cp.StartTime.Round(time.Millisecond), cp.Host)
 	CP = cp
 	defer cp.Stop()
-	return m.Run()
+	rc := m.Run()
+	if rc != 0 && opts.RealNode {
+		// A pod that never started may be one the kubelet never admitted.
+		if p := cp.NodePressure(context.Background()); p != "" {
+			fmt.Fprintf(os.Stderr, "the real node was short of resources while the tests ran:\n%s\n", p)
+		}
+	}
+	return rc
 }
 
 // Dynamic returns a dynamic client for the control plane.
