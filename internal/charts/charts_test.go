@@ -164,6 +164,34 @@ func TestControllerTrims(t *testing.T) {
 	}
 }
 
+// cmctl is built with the commands the chart runs (startupapicheck's `check api`): Helm and the
+// other clients its experimental install links are left out, and `check` is still in.
+func TestCmctlTrim(t *testing.T) {
+	img := CertManagerChart.Images[3]
+	deps, err := controlplane.TrimmedDeps(t.Context(), img.ModDir, img.Trim, img.Pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(prefix string) bool {
+		for _, d := range deps {
+			if strings.HasPrefix(d, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, gone := range []string{"helm.sh/helm/", "oras.land/", "github.com/containerd/containerd", "github.com/docker/docker", "github.com/cert-manager/cert-manager/cmd/ctl/pkg/install"} {
+		if has(gone) {
+			t.Errorf("%s still links %s", img.Ref, gone)
+		}
+	}
+	for _, kept := range []string{"github.com/cert-manager/cert-manager/cmd/ctl/pkg/check/api", "github.com/cert-manager/cert-manager/pkg/util/cmapichecker"} {
+		if !has(kept) {
+			t.Errorf("%s does not link %s: the chart's startupapicheck runs it", img.Ref, kept)
+		}
+	}
+}
+
 // The images built from one tools module share its trimmed copy, or none: a replaced module's
 // packages are other packages to the build cache, so mixing the two compiles the shared ones twice.
 func TestImagesOfAModuleShareOneTrim(t *testing.T) {

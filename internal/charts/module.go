@@ -171,7 +171,43 @@ func leftOut(provider string) error {
 }
 
 func (s *Solver) loadSecretData(`},
-}}
+	// cmctl with the commands the chart runs (startupapicheck's `check api`, and `version`):
+	// its others (convert, create, renew, status, inspect, approve, deny, upgrade and the
+	// experimental install, which embeds Helm) link 216 packages more, Helm, ORAS, containerd's
+	// and Docker's clients and kubectl's converters among them. Another command fails as
+	// unknown.
+	{Path: "cmd/ctl/pkg/build/commands/commands.go", Old: `	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/approve"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/check"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/completion"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/convert"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/create"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/deny"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/experimental"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/inspect"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/renew"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/status"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/upgrade"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/version"
+`, New: `	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/check"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/completion"
+	"github.com/cert-manager/cert-manager/cmd/ctl/pkg/version"
+`},
+	{Path: "cmd/ctl/pkg/build/commands/commands.go", Old: `		version.NewCmdVersion,
+		convert.NewCmdConvert,
+		create.NewCmdCreate,
+		renew.NewCmdRenew,
+		status.NewCmdStatus,
+		inspect.NewCmdInspect,
+		approve.NewCmdApprove,
+		deny.NewCmdDeny,
+		check.NewCmdCheck,
+		upgrade.NewCmdUpgrade,
+
+		// Experimental features
+		experimental.NewCmdExperimental,
+`, New: `		version.NewCmdVersion,
+		check.NewCmdCheck,
+`}}}
 
 func toolsModule(name string) string { return filepath.Join(controlplane.RepoRoot(), "tools", name) }
 
