@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,6 +110,11 @@ func TestRealNodeRunsPodsAndGivesTheHostBack(t *testing.T) {
 			t.Fatal("the pod did not run after its Secret was made")
 		}
 	}
+	// A healthy node reports no pressure: the kubelet's own "NodeHasNoDiskPressure" and
+	// "NodeHasSufficientMemory" events at its start are not pressure.
+	if p := cp.NodePressure(ctx); p != "" {
+		t.Errorf("a node with room reports pressure: %s", p)
+	}
 	ns := cp.NetnsPath()
 	nsLink, _ := os.Readlink(ns)
 	cp.Stop()
@@ -148,4 +154,66 @@ func TestRealNodeRefusesAFullDisk(t *testing.T) {
 	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "node")).Output(); len(out) > 0 {
 		t.Fatalf("processes of the refused node: %s", out)
 	}
+}
+
+// A node whose disk fills while it runs: the kubelet reports DiskPressure, and NodePressure says
+// so with the kubelet's event and the free space, for a failed test to print. The node's folder
+// is a tmpfs just large enough to start on, filled after the node is Ready.
+func TestRealNodeReportsDiskPressure(t *testing.T) {
+	requireRealNode(t)
+	dir := t.TempDir()
+	// The start check wants 1 % and 2 GiB free: 2200 MiB passes it.
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2200m", "readiness-filling-disk", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	startCtx, cancelStart := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancelStart()
+	cp, err := Start(startCtx, Options{RealNode: true, Dir: filepath.Join(dir, "cp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if p := cp.NodePressure(ctx); p != "" {
+		t.Fatalf("pressure before the disk filled: %s", p)
+	}
+	// Leave 8 MiB: below the kubelet's 1 % (22 MiB) of this disk.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	fill := int64(st.Bavail)*st.Bsize - 8<<20
+	f, err := os.Create(filepath.Join(dir, "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	if err := syscall.Fallocate(int(f.Fd()), 0, 0, fill); err != nil {
+		t.Fatalf("filling the disk: %v", err)
+	}
+	f.Close()
+	w, err := cp.Client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", NodeName).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for pressed := false; !pressed; {
+		select {
+		case ev := <-w.ResultChan():
+			if nd, ok := ev.Object.(*corev1.Node); ok {
+				pressed = strings.Contains(nodePressure(nd), "DiskPressure")
+			}
+		case <-ctx.Done():
+			t.Fatal("the kubelet reported no DiskPressure on a full disk")
+		}
+	}
+	p := cp.NodePressure(ctx)
+	for _, want := range []string{"now: DiskPressure", "MiB free of 2.1 GiB"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("NodePressure does not say %q:\n%s", want, p)
+		}
+	}
+	t.Log(p)
 }
