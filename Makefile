@@ -139,15 +139,10 @@ test-nodejs: build tools k8s-plugin sdk-nodejs
 
 # The Python stacks (tests/python, pytest): Automation API inline programs with pulumi-kubernetes'
 # Python package on the local control plane, and auto_gate's unit tests.
-# Each file in a process of its own (as node --test runs TypeScript's): a Pulumi program's runtime
-# state (the SDK's callback server, its thread pool) lives in the process. Two at a time, the
-# longest (test_autogate.py) first: they mostly wait on their clusters. Each file's output is
-# printed whole when it ends.
-PY_FIRST := test_autogate.py
 test-python: build tools k8s-plugin python-env
-	cd tests/python && logs=$$(mktemp -d) && { echo $(PY_FIRST); ls test_*.py | grep -vxF $(PY_FIRST); } | \
-	  xargs -P 2 -I{} sh -c '$(PY_ENV)/bin/python -m pytest -q -p no:cacheprovider --timeout 1800 {} > '$$logs'/{}.log 2>&1; rc=$$?; echo "== {}"; cat '$$logs'/{}.log; exit $$rc'; \
-	  rc=$$?; rm -rf $$logs; exit $$rc
+	@# Each file in a process of its own (as node --test runs TypeScript's): a Pulumi program's runtime
+	@# state (the SDK's callback server, its thread pool) lives in the process.
+	cd tests/python && rc=0; for f in test_*.py; do $(PY_ENV)/bin/python -m pytest -q -p no:cacheprovider --timeout 1800 $$f || rc=1; done; exit $$rc
 
 # The README's test command, two jobs at a time, in two chains of about the same length: the Go
 # tests (several packages at once, see test-go), then the Python stacks, the input fuzzing, the
