@@ -134,11 +134,7 @@ func TestRealNodeRunsPodsAndGivesTheHostBack(t *testing.T) {
 // instead of starting a node that admits no pod (a tmpfs of 1 GiB stands for the full disk).
 func TestRealNodeRefusesAFullDisk(t *testing.T) {
 	requireRealNode(t)
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1g", "readiness-full-disk", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mounting a small tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	dir := smallDisk(t, "1g")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cp, err := Start(ctx, Options{RealNode: true, Dir: dir})
@@ -161,12 +157,8 @@ func TestRealNodeRefusesAFullDisk(t *testing.T) {
 // is a tmpfs just large enough to start on, filled after the node is Ready.
 func TestRealNodeReportsDiskPressure(t *testing.T) {
 	requireRealNode(t)
-	dir := t.TempDir()
 	// The start check wants 1 % and 2 GiB free: 2200 MiB passes it.
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2200m", "readiness-filling-disk", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mounting a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	dir := smallDisk(t, "2200m")
 	startCtx, cancelStart := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancelStart()
 	cp, err := Start(startCtx, Options{RealNode: true, Dir: filepath.Join(dir, "cp")})
@@ -216,4 +208,16 @@ func TestRealNodeReportsDiskPressure(t *testing.T) {
 		}
 	}
 	t.Log(p)
+}
+
+// smallDisk mounts a tmpfs of size (mount's -o size=) on a temporary folder, unmounted when the
+// test ends: a disk of a known size for a node to start on.
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "readiness-small-disk", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a tmpfs of %s: %v: %s", size, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	return dir
 }
