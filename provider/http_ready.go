@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	"golang.org/x/net/http/httpguts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
@@ -48,13 +50,14 @@ func (s *HttpService) Annotate(a infer.Annotator) {
 }
 
 type HttpReadyArgs struct {
-	URL                  *string      `pulumi:"url,optional" provider:"replaceOnChanges"`
-	Service              *HttpService `pulumi:"service,optional" provider:"replaceOnChanges"`
-	ExpectedStatus       *string      `pulumi:"expectedStatus,optional" provider:"replaceOnChanges"`
-	BodyRegex            *string      `pulumi:"bodyRegex,optional" provider:"replaceOnChanges"`
-	CACertificate        *string      `pulumi:"caCertificate,optional" provider:"replaceOnChanges"`
-	InsecureSkipVerify   *bool        `pulumi:"insecureSkipVerify,optional" provider:"replaceOnChanges"`
-	ConsecutiveSuccesses *int         `pulumi:"consecutiveSuccesses,optional" provider:"replaceOnChanges"`
+	URL                  *string           `pulumi:"url,optional" provider:"replaceOnChanges"`
+	Headers              map[string]string `pulumi:"headers,optional" provider:"secret,replaceOnChanges"`
+	Service              *HttpService      `pulumi:"service,optional" provider:"replaceOnChanges"`
+	ExpectedStatus       *string           `pulumi:"expectedStatus,optional" provider:"replaceOnChanges"`
+	BodyRegex            *string           `pulumi:"bodyRegex,optional" provider:"replaceOnChanges"`
+	CACertificate        *string           `pulumi:"caCertificate,optional" provider:"replaceOnChanges"`
+	InsecureSkipVerify   *bool             `pulumi:"insecureSkipVerify,optional" provider:"replaceOnChanges"`
+	ConsecutiveSuccesses *int              `pulumi:"consecutiveSuccesses,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -72,8 +75,12 @@ func (g *HttpReady) Annotate(a infer.Annotator) {
 }
 
 func (a *HttpReadyArgs) Annotate(an infer.Annotator) {
-	an.Describe(&a.URL, "The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` "+
-		"in the gate's ID, progress and errors.")
+	an.Describe(&a.URL, "The URL to request. Give `url` or `service`. A URL that may carry a credential (a user part "+
+		"`https://user:password@host/`, a query `?token=...` or a fragment) is kept secret in the state, inputs and outputs alike; "+
+		"a URL without one stays plain. Its user part, query values and fragment are shown as `REDACTED` in the gate's ID, progress and errors.")
+	an.Describe(&a.Headers, "Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always "+
+		"kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server "+
+		"takes `Authorization` for itself.")
 	an.Describe(&a.Service, "A Service to request through the API server's service proxy (needs `get` on `services/proxy`).")
 	an.Describe(&a.ExpectedStatus, "Accepted status codes: a code, a range or a list (`200`, `200-399`, `200,204`). Default `200-399`.")
 	an.Describe(&a.BodyRegex, "A regular expression the response body must match.")
@@ -102,6 +109,7 @@ func (*HttpReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Chec
 				failures = append(failures, p.CheckFailure{Property: "url", Reason: fmt.Sprintf("%q is not an http(s) URL", httpcheck.RedactURLString(*args.URL))})
 			}
 		}
+		failures = append(failures, headerFailures(args)...)
 		if args.Service != nil && isKnown(req.NewInputs, "service") {
 			failures = append(failures, nameFailures(req.NewInputs, "service.name", args.Service.Name, "service.namespace", &args.Service.Namespace)...)
 			if args.Service.Namespace == "" {
@@ -199,7 +207,8 @@ func (e *httpEval) idTarget() string {
 	if err != nil {
 		return "HTTP (a URL that does not parse)"
 	}
-	sum := sha256.Sum256([]byte(*e.args.URL))
+	// The digest is of the redacted URL: a short digest of a password is a dictionary attack's target.
+	sum := sha256.Sum256([]byte(httpcheck.RedactURL(u)))
 	return fmt.Sprintf("HTTP %s://%s (url sha256 %x)", u.Scheme, u.Host, sum[:6])
 }
 
@@ -247,6 +256,13 @@ func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, *e.args.URL, nil)
 		if err != nil {
 			return 0, nil, err
+		}
+		for k, v := range e.args.Headers {
+			if http.CanonicalHeaderKey(k) == "Host" {
+				req.Host = v // net/http sends req.Host, never a Host header
+				continue
+			}
+			req.Header.Set(k, v)
 		}
 		return readAnswer(e.client.Do(req))
 	}
@@ -329,3 +345,29 @@ func (p *proxyError) hint() string {
 // noRedirects keeps the answer of the endpoint asked: a /healthz that redirects to a login page
 // answering 200 is not healthy. A redirect is judged by its own status against expectedStatus.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// headerFailures checks `headers` without ever quoting a value: names must be HTTP tokens,
+// values must hold no line break (a header injection), and headers go with `url` only.
+func headerFailures(a HttpReadyArgs) []p.CheckFailure {
+	if len(a.Headers) == 0 {
+		return nil
+	}
+	var failures []p.CheckFailure
+	if a.Service != nil {
+		failures = append(failures, p.CheckFailure{Property: "headers", Reason: "headers apply to `url` only: through " +
+			"the service proxy the API server takes Authorization for itself; probe the Service's URL with `url` instead"})
+	}
+	names := make([]string, 0, len(a.Headers))
+	for k := range a.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !httpguts.ValidHeaderFieldName(k) {
+			failures = append(failures, p.CheckFailure{Property: "headers", Reason: fmt.Sprintf("%q is not an HTTP header name", k)})
+		} else if !httpguts.ValidHeaderFieldValue(a.Headers[k]) {
+			failures = append(failures, p.CheckFailure{Property: fmt.Sprintf("headers[%q]", k), Reason: "the value holds a line break or a control character (not shown)"})
+		}
+	}
+	return failures
+}

@@ -24,7 +24,7 @@ const PluginDownloadURL = "github://api.github.com/readiness-io"
 
 // New builds the provider.
 func New() (p.Provider, error) {
-	return infer.NewProviderBuilder().
+	prov, err := infer.NewProviderBuilder().
 		WithDisplayName("Readiness").
 		WithDescription("Gates that block a Pulumi deployment until Kubernetes is really ready: CRDs established, webhooks serving, certificates issued, rollouts done.").
 		WithKeywords("kubernetes", "readiness", "wait", "category/cloud").
@@ -86,4 +86,8 @@ func New() (p.Provider, error) {
 		).
 		WithModuleMap(map[tokens.ModuleName]tokens.ModuleName{"provider": "index"}).
 		Build()
+	if err != nil {
+		return p.Provider{}, err
+	}
+	return keepCredentialsSecret(prov), nil
 }

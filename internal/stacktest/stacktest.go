@@ -198,3 +198,18 @@ func DependenciesOf(t *testing.T, s auto.Stack, typ string) []string {
 	t.Fatalf("no %s in the stack", typ)
 	return nil
 }
+
+// ExportAsStored is `pulumi stack export` without `--show-secrets`: the state as the backend
+// keeps it, secrets encrypted (the Automation API's Export decrypts them).
+func ExportAsStored(ctx context.Context, s auto.Stack) (string, error) {
+	ws := s.Workspace()
+	var env []string
+	for k, v := range ws.GetEnvVars() {
+		env = append(env, k+"="+v)
+	}
+	out, errOut, code, err := ws.PulumiCommand().Run(ctx, ws.WorkDir(), nil, nil, nil, env, "stack", "export", "--stack", s.Name())
+	if err != nil || code != 0 {
+		return "", fmt.Errorf("pulumi stack export: exit %d: %v\n%s", code, err, errOut)
+	}
+	return out, nil
+}

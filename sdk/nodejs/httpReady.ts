@@ -61,6 +61,10 @@ export class HttpReady extends pulumi.CustomResource {
      */
     declare public readonly failureGrace: pulumi.Output<string | undefined>;
     /**
+     * Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
+     */
+    declare public readonly headers: pulumi.Output<{[key: string]: string} | undefined>;
+    /**
      * Skip TLS verification for `url` (not recommended).
      */
     declare public readonly insecureSkipVerify: pulumi.Output<boolean | undefined>;
@@ -85,7 +89,7 @@ export class HttpReady extends pulumi.CustomResource {
      */
     declare public readonly triggers: pulumi.Output<any[] | undefined>;
     /**
-     * The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
+     * The URL to request. Give `url` or `service`. A URL that may carry a credential (a user part `https://user:password@host/`, a query `?token=...` or a fragment) is kept secret in the state, inputs and outputs alike; a URL without one stays plain. Its user part, query values and fragment are shown as `REDACTED` in the gate's ID, progress and errors.
      */
     declare public readonly url: pulumi.Output<string | undefined>;
 
@@ -105,6 +109,7 @@ export class HttpReady extends pulumi.CustomResource {
             resourceInputs["consecutiveSuccesses"] = args?.consecutiveSuccesses;
             resourceInputs["expectedStatus"] = args?.expectedStatus;
             resourceInputs["failureGrace"] = args?.failureGrace;
+            resourceInputs["headers"] = args?.headers ? pulumi.secret(args.headers) : undefined;
             resourceInputs["insecureSkipVerify"] = args?.insecureSkipVerify;
             resourceInputs["service"] = args?.service;
             resourceInputs["stableFor"] = args?.stableFor;
@@ -120,6 +125,7 @@ export class HttpReady extends pulumi.CustomResource {
             resourceInputs["consecutiveSuccesses"] = undefined /*out*/;
             resourceInputs["expectedStatus"] = undefined /*out*/;
             resourceInputs["failureGrace"] = undefined /*out*/;
+            resourceInputs["headers"] = undefined /*out*/;
             resourceInputs["insecureSkipVerify"] = undefined /*out*/;
             resourceInputs["service"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
@@ -129,7 +135,9 @@ export class HttpReady extends pulumi.CustomResource {
             resourceInputs["url"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
-        const replaceOnChanges = { replaceOnChanges: ["bodyRegex", "caCertificate", "consecutiveSuccesses", "expectedStatus", "insecureSkipVerify", "service", "triggers[*]", "url"] };
+        const secretOpts = { additionalSecretOutputs: ["headers"] };
+        opts = pulumi.mergeOptions(opts, secretOpts);
+        const replaceOnChanges = { replaceOnChanges: ["bodyRegex", "caCertificate", "consecutiveSuccesses", "expectedStatus", "headers.*", "insecureSkipVerify", "service", "triggers[*]", "url"] };
         opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(HttpReady.__pulumiType, name, resourceInputs, opts);
     }
@@ -160,6 +168,10 @@ export interface HttpReadyArgs {
      */
     failureGrace?: pulumi.Input<string | undefined>;
     /**
+     * Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
+     */
+    headers?: pulumi.Input<{[key: string]: pulumi.Input<string>} | undefined>;
+    /**
      * Skip TLS verification for `url` (not recommended).
      */
     insecureSkipVerify?: pulumi.Input<boolean | undefined>;
@@ -180,7 +192,7 @@ export interface HttpReadyArgs {
      */
     triggers?: pulumi.Input<any[] | undefined>;
     /**
-     * The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
+     * The URL to request. Give `url` or `service`. A URL that may carry a credential (a user part `https://user:password@host/`, a query `?token=...` or a fragment) is kept secret in the state, inputs and outputs alike; a URL without one stays plain. Its user part, query values and fragment are shown as `REDACTED` in the gate's ID, progress and errors.
      */
     url?: pulumi.Input<string | undefined>;
 }

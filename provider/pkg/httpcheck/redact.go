@@ -34,7 +34,8 @@ func Excerpt(body []byte) string {
 	return ": " + strconv.Quote(redactBodyLine(line))
 }
 
-// RedactURL hides what a URL may carry as credentials: its userinfo and every query value.
+// RedactURL hides what a URL may carry as credentials: its userinfo, every query value (and a
+// key given without a value) and its fragment.
 // The result is for messages, IDs and logs; the request uses the URL as given.
 func RedactURL(u *url.URL) string {
 	c := *u
@@ -42,8 +43,11 @@ func RedactURL(u *url.URL) string {
 		c.User = url.User("REDACTED")
 	}
 	if c.RawQuery != "" {
-		q := c.Query()
-		for k := range q {
+		q := url.Values{}
+		for k, vs := range c.Query() {
+			if strings.Join(vs, "") == "" {
+				k = "REDACTED" // a bare key (`?TOKEN`) is the value itself
+			}
 			q[k] = []string{"REDACTED"}
 		}
 		c.RawQuery = strings.NewReplacer("%5B", "[", "%5D", "]").Replace(q.Encode())

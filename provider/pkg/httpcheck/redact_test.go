@@ -28,6 +28,9 @@ func TestExcerptRedacts(t *testing.T) {
 		{"http://alice:pw@h:8080/p?token=t&x=1#frag", "http://REDACTED@h:8080/p?token=REDACTED&x=REDACTED"},
 		{"https://h/healthz", "https://h/healthz"},
 		{"http://alice@h/", "http://REDACTED@h/"},
+		{"https://h/x?tok3nvalue", "https://h/x?REDACTED=REDACTED"},
+		{"https://h/x?a=1&tok3nvalue", "https://h/x?REDACTED=REDACTED&a=REDACTED"},
+		{"https://h/cb#access_token=tok3n", "https://h/cb"},
 	} {
 		if got := RedactURLString(tc.in); got != tc.want {
 			t.Errorf("RedactURLString(%q) = %s, want %s", tc.in, got, tc.want)

@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"mime"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -12,16 +13,45 @@ import (
 )
 
 // ParseReference parses an image reference as container runtimes do (Docker Hub and `latest`
-// implied), with the reason in words.
+// implied), with the reason in words. A reference pasted with credentials in it
+// (`https://user:password@registry/app`, `user:password@registry/app`) is refused without being
+// quoted: registry credentials belong in a pull Secret, and the error reaches the engine's output.
 func ParseReference(s string) (name.Reference, error) {
+	const want = "is not an image reference such as registry.example.com/app:v1 or app@sha256:<64 hex>"
+	if shown, ok := withoutCredentials(s); !ok {
+		return nil, fmt.Errorf("%q %s: it holds what looks like credentials (a user part before an @); give the registry's "+
+			"credentials in pullSecret (a kubernetes.io/dockerconfigjson Secret) instead", shown, want)
+	}
 	if strings.TrimSpace(s) != s || s == "" {
-		return nil, fmt.Errorf("%q is not an image reference such as registry.example.com/app:v1 or app@sha256:<64 hex>", s)
+		return nil, fmt.Errorf("%q %s", s, want)
 	}
 	ref, err := name.ParseReference(s)
 	if err != nil {
-		return nil, fmt.Errorf("%q is not an image reference such as registry.example.com/app:v1 or app@sha256:<64 hex>: %v", s, err)
+		return nil, fmt.Errorf("%q %s: %v", s, want, err)
 	}
 	return ref, nil
+}
+
+// digestAfterAt matches what follows the @ of a digest reference (`app@sha256:<hex>`), or of a
+// try at one (`app@sha256:abc`, refused by the parser for what it is, not taken for credentials).
+var digestAfterAt = regexp.MustCompile(`^(?:sha256|sha384|sha512|blake3):[^/@]*$`)
+
+// withoutCredentials tells whether s may hold a user part (the text before an @ that is not
+// followed by a digest), and how to show s without it.
+func withoutCredentials(s string) (string, bool) {
+	rest := s
+	if _, after, ok := strings.Cut(s, "://"); ok {
+		rest = after
+	}
+	base := rest
+	if at := strings.LastIndex(base, "@"); at >= 0 && digestAfterAt.MatchString(base[at+1:]) {
+		base = base[:at]
+	}
+	at := strings.LastIndex(base, "@")
+	if at < 0 {
+		return s, true
+	}
+	return "REDACTED@" + rest[at+1:], false
 }
 
 // ParsePlatform parses `os/arch[/variant]`.

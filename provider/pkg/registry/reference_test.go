@@ -34,6 +34,32 @@ func TestParseReference(t *testing.T) {
 	}
 }
 
+// A reference pasted with credentials is refused, and the refusal never quotes them: it
+// reaches the engine's output as a check failure.
+func TestParseReferenceWithCredentials(t *testing.T) {
+	for _, in := range []string{
+		"admin:hunter2@registry.example.com/app:v1",
+		"https://admin:hunter2@registry.example.com/app:v1",
+		"hunter2@127.0.0.1:5000/app",
+		"admin:hunter2@reg.io/app@sha256:" + hex64,
+	} {
+		_, err := ParseReference(in)
+		if err == nil || !strings.Contains(err.Error(), "pullSecret") {
+			t.Errorf("ParseReference(%q) = %v; want a refusal pointing at pullSecret", in, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("ParseReference(%q): the error quotes the credential: %v", in, err)
+		}
+	}
+	// Near misses: an @ that is a digest's is no credential.
+	for _, in := range []string{"reg.io/app@sha256:" + hex64, "app@sha256:abc", "admin:pw@sha256:" + hex64 /* a tag and a digest */} {
+		if _, err := ParseReference(in); err != nil && strings.Contains(err.Error(), "credentials") {
+			t.Errorf("ParseReference(%q) took a digest for credentials: %v", in, err)
+		}
+	}
+}
+
 func TestParsePlatform(t *testing.T) {
 	for in, want := range map[string]*v1.Platform{
 		"linux/amd64":   {OS: "linux", Architecture: "amd64"},

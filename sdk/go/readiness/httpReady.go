@@ -27,6 +27,8 @@ type HttpReady struct {
 	ExpectedStatus pulumi.StringPtrOutput `pulumi:"expectedStatus"`
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace pulumi.StringPtrOutput `pulumi:"failureGrace"`
+	// Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
+	Headers pulumi.StringMapOutput `pulumi:"headers"`
 	// Skip TLS verification for `url` (not recommended).
 	InsecureSkipVerify pulumi.BoolPtrOutput `pulumi:"insecureSkipVerify"`
 	// A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
@@ -39,7 +41,7 @@ type HttpReady struct {
 	Timeout pulumi.StringPtrOutput `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
 	Triggers pulumi.ArrayOutput `pulumi:"triggers"`
-	// The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
+	// The URL to request. Give `url` or `service`. A URL that may carry a credential (a user part `https://user:password@host/`, a query `?token=...` or a fragment) is kept secret in the state, inputs and outputs alike; a URL without one stays plain. Its user part, query values and fragment are shown as `REDACTED` in the gate's ID, progress and errors.
 	Url pulumi.StringPtrOutput `pulumi:"url"`
 }
 
@@ -50,11 +52,19 @@ func NewHttpReady(ctx *pulumi.Context,
 		args = &HttpReadyArgs{}
 	}
 
+	if args.Headers != nil {
+		args.Headers = pulumi.ToSecret(args.Headers).(pulumi.StringMapInput)
+	}
+	secrets := pulumi.AdditionalSecretOutputs([]string{
+		"headers",
+	})
+	opts = append(opts, secrets)
 	replaceOnChanges := pulumi.ReplaceOnChanges([]string{
 		"bodyRegex",
 		"caCertificate",
 		"consecutiveSuccesses",
 		"expectedStatus",
+		"headers.*",
 		"insecureSkipVerify",
 		"service",
 		"triggers[*]",
@@ -104,6 +114,8 @@ type httpReadyArgs struct {
 	ExpectedStatus *string `pulumi:"expectedStatus"`
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace *string `pulumi:"failureGrace"`
+	// Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
+	Headers map[string]string `pulumi:"headers"`
 	// Skip TLS verification for `url` (not recommended).
 	InsecureSkipVerify *bool `pulumi:"insecureSkipVerify"`
 	// A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
@@ -114,7 +126,7 @@ type httpReadyArgs struct {
 	Timeout *string `pulumi:"timeout"`
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
 	Triggers []interface{} `pulumi:"triggers"`
-	// The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
+	// The URL to request. Give `url` or `service`. A URL that may carry a credential (a user part `https://user:password@host/`, a query `?token=...` or a fragment) is kept secret in the state, inputs and outputs alike; a URL without one stays plain. Its user part, query values and fragment are shown as `REDACTED` in the gate's ID, progress and errors.
 	Url *string `pulumi:"url"`
 }
 
@@ -130,6 +142,8 @@ type HttpReadyArgs struct {
 	ExpectedStatus pulumi.StringPtrInput
 	// How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
 	FailureGrace pulumi.StringPtrInput
+	// Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
+	Headers pulumi.StringMapInput
 	// Skip TLS verification for `url` (not recommended).
 	InsecureSkipVerify pulumi.BoolPtrInput
 	// A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
@@ -140,7 +154,7 @@ type HttpReadyArgs struct {
 	Timeout pulumi.StringPtrInput
 	// Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
 	Triggers pulumi.ArrayInput
-	// The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
+	// The URL to request. Give `url` or `service`. A URL that may carry a credential (a user part `https://user:password@host/`, a query `?token=...` or a fragment) is kept secret in the state, inputs and outputs alike; a URL without one stays plain. Its user part, query values and fragment are shown as `REDACTED` in the gate's ID, progress and errors.
 	Url pulumi.StringPtrInput
 }
 
@@ -261,6 +275,11 @@ func (o HttpReadyOutput) FailureGrace() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *HttpReady) pulumi.StringPtrOutput { return v.FailureGrace }).(pulumi.StringPtrOutput)
 }
 
+// Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
+func (o HttpReadyOutput) Headers() pulumi.StringMapOutput {
+	return o.ApplyT(func(v *HttpReady) pulumi.StringMapOutput { return v.Headers }).(pulumi.StringMapOutput)
+}
+
 // Skip TLS verification for `url` (not recommended).
 func (o HttpReadyOutput) InsecureSkipVerify() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *HttpReady) pulumi.BoolPtrOutput { return v.InsecureSkipVerify }).(pulumi.BoolPtrOutput)
@@ -291,7 +310,7 @@ func (o HttpReadyOutput) Triggers() pulumi.ArrayOutput {
 	return o.ApplyT(func(v *HttpReady) pulumi.ArrayOutput { return v.Triggers }).(pulumi.ArrayOutput)
 }
 
-// The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
+// The URL to request. Give `url` or `service`. A URL that may carry a credential (a user part `https://user:password@host/`, a query `?token=...` or a fragment) is kept secret in the state, inputs and outputs alike; a URL without one stays plain. Its user part, query values and fragment are shown as `REDACTED` in the gate's ID, progress and errors.
 func (o HttpReadyOutput) Url() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *HttpReady) pulumi.StringPtrOutput { return v.Url }).(pulumi.StringPtrOutput)
 }

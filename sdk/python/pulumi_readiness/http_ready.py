@@ -26,6 +26,7 @@ class HttpReadyArgs:
                  consecutive_successes: pulumi.Input[Optional[_builtins.int]] = None,
                  expected_status: pulumi.Input[Optional[_builtins.str]] = None,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
+                 headers: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  insecure_skip_verify: pulumi.Input[Optional[_builtins.bool]] = None,
                  service: pulumi.Input[Optional['HttpServiceArgs']] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
@@ -40,12 +41,13 @@ class HttpReadyArgs:
         :param pulumi.Input[_builtins.int] consecutive_successes: How many good answers in a row are needed (default 2), so a flapping endpoint does not pass.
         :param pulumi.Input[_builtins.str] expected_status: Accepted status codes: a code, a range or a list (`200`, `200-399`, `200,204`). Default `200-399`.
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] headers: Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
         :param pulumi.Input[_builtins.bool] insecure_skip_verify: Skip TLS verification for `url` (not recommended).
         :param pulumi.Input['HttpServiceArgs'] service: A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
-        :param pulumi.Input[_builtins.str] url: The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
+        :param pulumi.Input[_builtins.str] url: The URL to request. Give `url` or `service`. A URL that may carry a credential (a user part `https://user:password@host/`, a query `?token=...` or a fragment) is kept secret in the state, inputs and outputs alike; a URL without one stays plain. Its user part, query values and fragment are shown as `REDACTED` in the gate's ID, progress and errors.
         """
         if body_regex is not None:
             pulumi.set(__self__, "body_regex", body_regex)
@@ -57,6 +59,8 @@ class HttpReadyArgs:
             pulumi.set(__self__, "expected_status", expected_status)
         if failure_grace is not None:
             pulumi.set(__self__, "failure_grace", failure_grace)
+        if headers is not None:
+            pulumi.set(__self__, "headers", headers)
         if insecure_skip_verify is not None:
             pulumi.set(__self__, "insecure_skip_verify", insecure_skip_verify)
         if service is not None:
@@ -131,6 +135,18 @@ class HttpReadyArgs:
         pulumi.set(self, "failure_grace", value)
 
     @_builtins.property
+    @pulumi.getter
+    def headers(self) -> pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]:
+        """
+        Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
+        """
+        return pulumi.get(self, "headers")
+
+    @headers.setter
+    def headers(self, value: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]]):
+        pulumi.set(self, "headers", value)
+
+    @_builtins.property
     @pulumi.getter(name="insecureSkipVerify")
     def insecure_skip_verify(self) -> pulumi.Input[Optional[_builtins.bool]]:
         """
@@ -194,7 +210,7 @@ class HttpReadyArgs:
     @pulumi.getter
     def url(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
+        The URL to request. Give `url` or `service`. A URL that may carry a credential (a user part `https://user:password@host/`, a query `?token=...` or a fragment) is kept secret in the state, inputs and outputs alike; a URL without one stays plain. Its user part, query values and fragment are shown as `REDACTED` in the gate's ID, progress and errors.
         """
         return pulumi.get(self, "url")
 
@@ -214,6 +230,7 @@ class HttpReady(pulumi.CustomResource):
                  consecutive_successes: pulumi.Input[Optional[_builtins.int]] = None,
                  expected_status: pulumi.Input[Optional[_builtins.str]] = None,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
+                 headers: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  insecure_skip_verify: pulumi.Input[Optional[_builtins.bool]] = None,
                  service: pulumi.Input[Optional[Union['HttpServiceArgs', 'HttpServiceArgsDict']]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
@@ -231,12 +248,13 @@ class HttpReady(pulumi.CustomResource):
         :param pulumi.Input[_builtins.int] consecutive_successes: How many good answers in a row are needed (default 2), so a flapping endpoint does not pass.
         :param pulumi.Input[_builtins.str] expected_status: Accepted status codes: a code, a range or a list (`200`, `200-399`, `200,204`). Default `200-399`.
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+        :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] headers: Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
         :param pulumi.Input[_builtins.bool] insecure_skip_verify: Skip TLS verification for `url` (not recommended).
         :param pulumi.Input[Union['HttpServiceArgs', 'HttpServiceArgsDict']] service: A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
-        :param pulumi.Input[_builtins.str] url: The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
+        :param pulumi.Input[_builtins.str] url: The URL to request. Give `url` or `service`. A URL that may carry a credential (a user part `https://user:password@host/`, a query `?token=...` or a fragment) is kept secret in the state, inputs and outputs alike; a URL without one stays plain. Its user part, query values and fragment are shown as `REDACTED` in the gate's ID, progress and errors.
         """
         ...
     @overload
@@ -267,6 +285,7 @@ class HttpReady(pulumi.CustomResource):
                  consecutive_successes: pulumi.Input[Optional[_builtins.int]] = None,
                  expected_status: pulumi.Input[Optional[_builtins.str]] = None,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
+                 headers: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  insecure_skip_verify: pulumi.Input[Optional[_builtins.bool]] = None,
                  service: pulumi.Input[Optional[Union['HttpServiceArgs', 'HttpServiceArgsDict']]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
@@ -287,6 +306,7 @@ class HttpReady(pulumi.CustomResource):
             __props__.__dict__["consecutive_successes"] = consecutive_successes
             __props__.__dict__["expected_status"] = expected_status
             __props__.__dict__["failure_grace"] = failure_grace
+            __props__.__dict__["headers"] = None if headers is None else pulumi.Output.secret(headers)
             __props__.__dict__["insecure_skip_verify"] = insecure_skip_verify
             __props__.__dict__["service"] = service
             __props__.__dict__["stable_for"] = stable_for
@@ -295,7 +315,9 @@ class HttpReady(pulumi.CustomResource):
             __props__.__dict__["url"] = url
             __props__.__dict__["attempts"] = None
             __props__.__dict__["status_code"] = None
-        replace_on_changes = pulumi.ResourceOptions(replace_on_changes=["bodyRegex", "caCertificate", "consecutiveSuccesses", "expectedStatus", "insecureSkipVerify", "service", "triggers[*]", "url"])
+        secret_opts = pulumi.ResourceOptions(additional_secret_outputs=["headers"])
+        opts = pulumi.ResourceOptions.merge(opts, secret_opts)
+        replace_on_changes = pulumi.ResourceOptions(replace_on_changes=["bodyRegex", "caCertificate", "consecutiveSuccesses", "expectedStatus", "headers.*", "insecureSkipVerify", "service", "triggers[*]", "url"])
         opts = pulumi.ResourceOptions.merge(opts, replace_on_changes)
         super(HttpReady, __self__).__init__(
             'readiness:index:HttpReady',
@@ -325,6 +347,7 @@ class HttpReady(pulumi.CustomResource):
         __props__.__dict__["consecutive_successes"] = None
         __props__.__dict__["expected_status"] = None
         __props__.__dict__["failure_grace"] = None
+        __props__.__dict__["headers"] = None
         __props__.__dict__["insecure_skip_verify"] = None
         __props__.__dict__["service"] = None
         __props__.__dict__["stable_for"] = None
@@ -383,6 +406,14 @@ class HttpReady(pulumi.CustomResource):
         return pulumi.get(self, "failure_grace")
 
     @_builtins.property
+    @pulumi.getter
+    def headers(self) -> pulumi.Output[Optional[Mapping[str, _builtins.str]]]:
+        """
+        Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
+        """
+        return pulumi.get(self, "headers")
+
+    @_builtins.property
     @pulumi.getter(name="insecureSkipVerify")
     def insecure_skip_verify(self) -> pulumi.Output[Optional[_builtins.bool]]:
         """
@@ -434,7 +465,7 @@ class HttpReady(pulumi.CustomResource):
     @pulumi.getter
     def url(self) -> pulumi.Output[Optional[_builtins.str]]:
         """
-        The URL to request. Give `url` or `service`. Its userinfo and query values are shown as `REDACTED` in the gate's ID, progress and errors.
+        The URL to request. Give `url` or `service`. A URL that may carry a credential (a user part `https://user:password@host/`, a query `?token=...` or a fragment) is kept secret in the state, inputs and outputs alike; a URL without one stays plain. Its user part, query values and fragment are shown as `REDACTED` in the gate's ID, progress and errors.
         """
         return pulumi.get(self, "url")
 
