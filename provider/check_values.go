@@ -20,9 +20,9 @@ import (
 // (`objects[0]`, `service.path`) or on no property prints no value.
 
 // sensitiveKeys are inputs that may hold secret data even when not marked secret: a URL's
-// userinfo or token, request headers, an image reference pasted with a user part, manifests
-// that may be Secrets (`probe`, `objects`).
-var sensitiveKeys = map[string]bool{"url": true, "headers": true, "image": true, "probe": true, "objects": true}
+// userinfo or token, request headers, manifests that may be Secrets (`probe`, `objects`). (An
+// image reference pasted with a user part is refused by ImageReady's Check on no property.)
+var sensitiveKeys = map[string]bool{"url": true, "headers": true, "probe": true, "objects": true}
 
 // hideValues rewrites failures so that no message the engine prints holds an input's value that
 // may be secret: a failure on a top-level input that is marked secret, or is one of sensitiveKeys

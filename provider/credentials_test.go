@@ -121,6 +121,10 @@ func TestCredentialInputChecks(t *testing.T) {
 		all := ""
 		for _, f := range chk.Failures {
 			all += f.Property + ": " + f.Reason + "\n"
+			if f.Property == "image" || f.Property == "url" || f.Property == "headers" {
+				// The engine prints `property <key> value <the input's value> has a problem`.
+				t.Errorf("%s: a failure names property %s, whose value the engine would print: %s", tc.typ, f.Property, f.Reason)
+			}
 		}
 		if !strings.Contains(all, tc.field) {
 			t.Errorf("%s: the failures do not name %s: %s", tc.typ, tc.field, all)

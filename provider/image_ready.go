@@ -101,7 +101,12 @@ func (*ImageReady) Check(ctx context.Context, req infer.CheckRequest) (infer.Che
 	return checkGate(ctx, req, func(args ImageReadyArgs, failures []p.CheckFailure) []p.CheckFailure {
 		if isKnown(req.NewInputs, "image") {
 			if _, err := registry.ParseReference(args.Image); err != nil {
-				failures = append(failures, p.CheckFailure{Property: "image", Reason: err.Error()})
+				if registry.HoldsCredentials(args.Image) {
+					// On no property: the engine prints the value of the property a failure names.
+					failures = append(failures, p.CheckFailure{Reason: "image: " + err.Error()})
+				} else {
+					failures = append(failures, p.CheckFailure{Property: "image", Reason: err.Error()})
+				}
 			}
 		}
 		if args.Platform != nil && isKnown(req.NewInputs, "platform") {

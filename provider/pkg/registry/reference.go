@@ -32,6 +32,14 @@ func ParseReference(s string) (name.Reference, error) {
 	return ref, nil
 }
 
+// HoldsCredentials reports whether s looks like a reference pasted with credentials (a user part
+// before an @ that is not a digest's): a Check must then refuse it on no property, since the
+// engine prints the value of the property a failure names.
+func HoldsCredentials(s string) bool {
+	_, ok := withoutCredentials(s)
+	return !ok
+}
+
 // digestAfterAt matches what follows the @ of a digest reference (`app@sha256:<hex>`), or of a
 // try at one (`app@sha256:abc`, refused by the parser for what it is, not taken for credentials).
 var digestAfterAt = regexp.MustCompile(`^(?:sha256|sha384|sha512|blake3):[^/@]*$`)
