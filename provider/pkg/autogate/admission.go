@@ -35,6 +35,7 @@ func (d *decider) crdAndAdmission() {
 		})
 	})
 	if intercepted {
+		d.selfAdmitted = true
 		return // AdmissionReady waits for an unserved kind itself
 	}
 	switch {
@@ -60,6 +61,7 @@ func (d *decider) crdAndAdmission() {
 		// Nothing in the stack names the CRD (a Release or a controller installs it): an
 		// admitted dry-run of the object waits for the kind to be served, whatever its CRD is called.
 		key := fmt.Sprintf("auto-admission-%s-%s", slug(d.resource+"."+d.gvk.Group), slugOr(d.namespace, "cluster"))
+		d.selfAdmitted = true
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
 			Args:   map[string]any{"objects": []any{d.dryRunObject()}},

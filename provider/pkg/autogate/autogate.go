@@ -110,6 +110,13 @@ type Cluster interface {
 	Resource(gvk schema.GroupVersionKind) (resource string, namespaced bool, known bool)
 	// DefaultNamespace is where a namespaced object without metadata.namespace goes.
 	DefaultNamespace() string
+	// Webhooks are the webhook configurations the cluster holds now; known false when they
+	// cannot be read (RBAC).
+	Webhooks() (configs []WebhookConfig, known bool)
+	// Admits says whether a dry run of obj is admitted now, every webhook that intercepts it
+	// answering; key names what the dry run proves (one per key is enough). Anything short of
+	// an admission in time counts as false: the rule then gates.
+	Admits(key string, obj map[string]any) bool
 }
 
 // Request is a CREATE of one object, as a webhook's rules and selectors see it.
@@ -157,6 +164,9 @@ func Decide(in Input, cluster Cluster, intercepts Intercepts) Plan {
 		d.mountedSecrets()
 	}
 	d.afterReleases()
+	if gvk.Kind != "" {
+		d.clusterAdmission()
+	}
 	plan.Gates, plan.Warnings = d.gates, d.warnings
 	return plan
 }
@@ -177,6 +187,9 @@ type decider struct {
 	namespaced bool
 	namespace  string // "" when cluster-scoped
 	crd        *Installer
+	// selfAdmitted, podsAdmitted: an AdmissionReady of the object (of a workload's Pod) is
+	// among the gates already; its dry run goes through every webhook of the cluster.
+	selfAdmitted, podsAdmitted bool
 
 	gates    []Gate
 	warnings []string

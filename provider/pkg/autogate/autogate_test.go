@@ -14,10 +14,24 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// fakeCluster serves the built-in kinds and those listed.
+// fakeCluster serves the built-in kinds and those listed; it holds the webhook configurations
+// listed, whose dry runs admit the keys in admits.
 type fakeCluster struct {
-	served  map[schema.GroupKind]bool
-	unknown bool // discovery failed
+	served   map[schema.GroupKind]bool
+	unknown  bool // discovery failed
+	webhooks []WebhookConfig
+	hidden   bool // the configurations cannot be read
+	admits   map[string]bool
+	asked    *[]string // the keys dry-run
+}
+
+func (f fakeCluster) Webhooks() ([]WebhookConfig, bool) { return f.webhooks, !f.hidden }
+
+func (f fakeCluster) Admits(key string, _ map[string]any) bool {
+	if f.asked != nil {
+		*f.asked = append(*f.asked, key)
+	}
+	return f.admits[key]
 }
 
 func (f fakeCluster) Serves(gk schema.GroupKind) (bool, bool) {

@@ -39,6 +39,7 @@ func (d *decider) afterReleases() {
 			continue
 		}
 		key := fmt.Sprintf("auto-admission-%s-%s-%s", slug(d.groupResource()), slugOr(d.namespace, "cluster"), slug(inst.Name))
+		d.selfAdmitted = true
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
 			Args:       map[string]any{"objects": []any{d.dryRunObject()}},

@@ -27,6 +27,7 @@ func (d *decider) podAdmission() {
 	}
 	d.eachInterceptingConfig(req, func(inst *Installer, hooks []string, existsKey string) {
 		key := fmt.Sprintf("auto-admission-pods-%s-%s%s", slugOr(d.namespace, "cluster"), slug(inst.Name), hookSuffix(inst, hooks))
+		d.podsAdmitted = true
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
 			Args:       map[string]any{"objects": []any{pod}},

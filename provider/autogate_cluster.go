@@ -1,0 +1,169 @@
+package provider
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/autogate"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+)
+
+// What the plan asks the cluster about its own webhook configurations (autogate's
+// clusterAdmission): which there are, and whether a dry run of an object is admitted now. Both
+// are remembered for the provider process (one update): a burst of plan calls lists the
+// configurations once, and a batch key is dry-run once.
+const (
+	// webhooksFresh is how long one listing of the configurations answers plan calls.
+	webhooksFresh = 2 * time.Second
+	// admitsBound bounds the plan-time dry run: past it the object is gated (an extra gate
+	// passes as soon as the webhook answers; a missing one lets a failure through).
+	admitsBound = 3 * time.Second
+	// admittedFresh is how long "admitted now" holds for later objects of the same key; "not
+	// admitted" holds for the update (the gate of that key exists, later objects share it).
+	admittedFresh = 30 * time.Second
+)
+
+type clusterMemo struct {
+	mu       sync.Mutex
+	listed   time.Time
+	configs  []autogate.WebhookConfig
+	known    bool
+	admitted map[string]time.Time // key -> when a dry run was admitted
+	refused  map[string]bool      // key -> not admitted at plan time
+	flight   map[string]chan struct{}
+}
+
+var (
+	clusterMemosMu sync.Mutex
+	clusterMemos   = map[*kube.Clients]*clusterMemo{}
+)
+
+func memoFor(c *kube.Clients) *clusterMemo {
+	clusterMemosMu.Lock()
+	defer clusterMemosMu.Unlock()
+	m := clusterMemos[c]
+	if m == nil {
+		m = &clusterMemo{admitted: map[string]time.Time{}, refused: map[string]bool{}, flight: map[string]chan struct{}{}}
+		clusterMemos[c] = m
+	}
+	return m
+}
+
+// Webhooks lists both configuration kinds (consistent reads: a configuration created a moment
+// ago by another stack counts).
+func (c discoveryCluster) Webhooks() ([]autogate.WebhookConfig, bool) {
+	m := memoFor(c.clients)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if time.Since(m.listed) < webhooksFresh {
+		return m.configs, m.known
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, discoveryTimeout)
+	defer cancel()
+	var configs []autogate.WebhookConfig
+	for _, gvk := range []struct{ kind, resource string }{
+		{vwcGVK.Kind, "validatingwebhookconfigurations"}, {mwcGVK.Kind, "mutatingwebhookconfigurations"},
+	} {
+		list, err := c.clients.Dynamic.Resource(vwcGVK.GroupVersion().WithResource(gvk.resource)).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			m.listed, m.configs, m.known = time.Now(), nil, false
+			return nil, false
+		}
+		for _, item := range list.Items {
+			configs = append(configs, webhookConfigOf(gvk.kind, item))
+		}
+	}
+	m.listed, m.configs, m.known = time.Now(), configs, true
+	return configs, true
+}
+
+// webhookConfigOf is a configuration as the plan's rules read it (its webhooks' rules and
+// selectors; the caBundle is dropped).
+func webhookConfigOf(kind string, u unstructured.Unstructured) autogate.WebhookConfig {
+	cfg := autogate.WebhookConfig{Kind: kind, Name: u.GetName()}
+	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+	for _, h := range hooks {
+		if hm, ok := h.(map[string]any); ok {
+			hm = runtime.DeepCopyJSON(hm)
+			unstructured.RemoveNestedField(hm, "clientConfig", "caBundle")
+			cfg.Webhooks = append(cfg.Webhooks, hm)
+		}
+	}
+	return cfg
+}
+
+// Admits runs one AdmissionReady round of obj (consecutive 1) to a verdict within admitsBound,
+// once per key (concurrent asks of one key wait for the first).
+func (c discoveryCluster) Admits(key string, obj map[string]any) bool {
+	m := memoFor(c.clients)
+	for {
+		m.mu.Lock()
+		if m.refused[key] {
+			m.mu.Unlock()
+			return false
+		}
+		if at, ok := m.admitted[key]; ok && time.Since(at) < admittedFresh {
+			m.mu.Unlock()
+			return true
+		}
+		if ch, busy := m.flight[key]; busy {
+			m.mu.Unlock()
+			<-ch
+			continue
+		}
+		ch := make(chan struct{})
+		m.flight[key] = ch
+		m.mu.Unlock()
+		ok := admitsNow(c.ctx, c.clients, obj)
+		m.mu.Lock()
+		delete(m.flight, key)
+		if ok {
+			m.admitted[key] = time.Now()
+		} else {
+			m.refused[key] = true
+		}
+		m.mu.Unlock()
+		close(ch)
+		return ok
+	}
+}
+
+// admitsNow is AdmissionReady's proof of one object, as a gate would run it (a dry run through
+// every webhook; failurePolicy Ignore ones called directly), judged once within admitsBound.
+func admitsNow(ctx context.Context, clients *kube.Clients, obj map[string]any) bool {
+	one := 1
+	r := &run{ctx: ctx, clients: clients, wake: make(chan struct{}, 1), subs: map[kube.WatchKey]*kube.Subscription{}, log: p.GetLogger(ctx)}
+	defer r.close()
+	e, _, err := admissionBuilder(AdmissionReadyArgs{Objects: []map[string]any{obj}, Consecutive: &one})(r)
+	if err != nil {
+		return false
+	}
+	r.what = "autoGate plan: " + e.what()
+	_, err = wait.Until(ctx, wait.Spec{What: e.what(), Timeout: admitsBound, Wake: r.wake, MaxBackoff: maxBackoffOf(e),
+		Progress: func(string) {}, Check: r.checking(e.check)})
+	if err != nil {
+		trace(r.what, "not admitted at plan time: %s", firstLine(err.Error()))
+	}
+	return err == nil
+}
+
+// firstLine is s up to its first line break.
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+func (unknownCluster) Webhooks() ([]autogate.WebhookConfig, bool) { return nil, true }
+func (unknownCluster) Admits(string, map[string]any) bool        { return false }
+
