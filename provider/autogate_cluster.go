@@ -165,5 +165,4 @@ func firstLine(s string) string {
 }
 
 func (unknownCluster) Webhooks() ([]autogate.WebhookConfig, bool) { return nil, true }
-func (unknownCluster) Admits(string, map[string]any) bool        { return false }
-
+func (unknownCluster) Admits(string, map[string]any) bool         { return false }
