@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -146,10 +147,21 @@ func admitsNow(ctx context.Context, clients *kube.Clients, obj map[string]any) b
 		return false
 	}
 	r.what = "autoGate plan: " + e.what()
+	// One verdict, not a wait: a round that does not admit it ends the proof (the gate waits,
+	// not the plan); only the watch caches loading and a proof under way are waited for.
+	once := func(ctx context.Context) wait.Result {
+		res := e.check(ctx)
+		if res.Ready || res.Failed != nil || res.Unsynced || res.Confirming {
+			return res
+		}
+		return wait.Result{Failed: errors.New(res.Message)}
+	}
 	_, err = wait.Until(ctx, wait.Spec{What: e.what(), Timeout: admitsBound, Wake: r.wake, MaxBackoff: maxBackoffOf(e),
-		Progress: func(string) {}, Check: r.checking(e.check)})
+		Progress: func(string) {}, Check: r.checking(once)})
 	if err != nil {
 		trace(r.what, "not admitted at plan time: %s", firstLine(err.Error()))
+	} else {
+		trace(r.what, "admitted at plan time")
 	}
 	return err == nil
 }

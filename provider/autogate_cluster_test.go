@@ -1,9 +1,13 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/autogate"
@@ -73,5 +77,38 @@ installers:
 	wh.Start(t)
 	if types, out := invokePlan(t, newServer(t), widget); len(types) != 0 {
 		t.Errorf("a cluster webhook that answers: gates %v, want none (%v)", types, out)
+	}
+}
+
+// An object without metadata.namespace is matched and dry-run in the namespace its provider's
+// configuration names (`kubernetes:namespace`, passed on to the readiness provider autoGate
+// makes for it): a webhook that validates that namespace only holds it.
+func TestAutoGatePlanUsesTheProvidersNamespace(t *testing.T) {
+	group := uniqueGroup(t)
+	testenv.Apply(t, testenv.CRD(group, "Widget", "widgets"))
+	waitServed(t, group)
+	apps := testenv.Namespace(t, "apps")
+	wh := testenv.NewWebhook(t)
+	cfg := "platform-" + strings.Split(group, ".")[0]
+	doc := strings.Replace(wh.Configuration(cfg, group), "  rules:",
+		"  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: "+apps+"}}\n  rules:", 1)
+	testenv.Apply(t, doc)
+	t.Cleanup(func() {
+		u := testenv.Object(t, doc)
+		_ = testenv.Resource(t, u).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{})
+	})
+	widget := fmt.Sprintf(`
+resource:
+  type: kubernetes:%[1]s/v1:Widget
+  name: w
+  object: {apiVersion: %[1]s/v1, kind: Widget, spec: {size: 1}}
+`, group)
+	inApps := newServerWithConfig(t, map[string]property.Value{"kubeconfig": property.New(string(testenv.CP.Kubeconfig)), "namespace": property.New(apps)})
+	if types, out := invokePlan(t, inApps, widget); len(types) != 1 || !strings.HasSuffix(fmt.Sprint(out["gates"].([]any)[0].(map[string]any)["key"]), apps+"-"+cfg) {
+		t.Errorf("in %s, which the webhook validates: gates %v (%v)", apps, types, out)
+	}
+	// Near miss: the provider's default namespace is another, which the webhook does not see.
+	if types, out := invokePlan(t, newServer(t), widget); len(types) != 0 {
+		t.Errorf("in default: gates %v, want none (%v)", types, out)
 	}
 }

@@ -632,7 +632,8 @@ func atPath(v any, path string) any {
 // YAML, or names a kubeconfig cluster readiness cannot select): autoGate never guesses.
 func (g *autoGate) clusterOf(c context.Context, args *pulumi.ResourceTransformArgs) (string, pulumi.ProviderResource, string, error) {
 	if args.Opts.Provider == nil {
-		return "", g.opts.Provider, "", nil
+		prov, skip, err := g.defaultCluster()
+		return "", prov, skip, err
 	}
 	urn, err := g.urnOf(c, args.Opts.Provider)
 	if err != nil {
@@ -640,7 +641,8 @@ func (g *autoGate) clusterOf(c context.Context, args *pulumi.ResourceTransformAr
 	}
 	if name := resource.URN(urn).Name(); urn == "" || name == "default" || strings.HasPrefix(name, "default_") {
 		// The engine's default kubernetes provider: the stack's kubernetes configuration.
-		return "", g.opts.Provider, "", nil
+		prov, skip, err := g.defaultCluster()
+		return "", prov, skip, err
 	}
 	g.mu.Lock()
 	e := g.clusters[urn]
@@ -651,6 +653,67 @@ func (g *autoGate) clusterOf(c context.Context, args *pulumi.ResourceTransformAr
 	g.mu.Unlock()
 	e.once.Do(func() { e.prov, e.skip, e.err = g.clusterProvider(urn) })
 	return urn, e.prov, e.skip, e.err
+}
+
+// defaultCluster is the readiness provider for the objects of the engine's default kubernetes
+// provider: AutoGate's Provider when given; else the default readiness provider when the
+// stack's kubernetes configuration names the same kubeconfig, context and namespace as its
+// readiness configuration; else one configured as pulumi-kubernetes reads the stack's
+// kubernetes configuration (its provider.go, Configure: kubernetes:kubeconfig, :context and
+// :namespace, which overrides the context's), so that `kubernetes:namespace apps` gates objects
+// in apps, and a kubeconfig set for kubernetes only gates them in its cluster.
+func (g *autoGate) defaultCluster() (pulumi.ProviderResource, string, error) {
+	if g.opts.Provider != nil {
+		return g.opts.Provider, "", nil
+	}
+	g.mu.Lock()
+	e := g.clusters[""]
+	if e == nil {
+		e = &autoGateCluster{}
+		g.clusters[""] = e
+	}
+	g.mu.Unlock()
+	e.once.Do(func() {
+		// GetConfig: the raw values (a secret kubeconfig is compared here, never shown).
+		cfg := func(key string) string { v, _ := g.ctx.GetConfig(key); return v }
+		e.prov, e.skip, e.err = defaultClusterProvider(g.ctx, cfg)
+	})
+	return e.prov, e.skip, e.err
+}
+
+// defaultClusterProvider decides defaultCluster from the stack's configuration.
+func defaultClusterProvider(ctx *pulumi.Context, cfg func(key string) string) (pulumi.ProviderResource, string, error) {
+	switch {
+	case cfg("kubernetes:renderYamlToDirectory") != "":
+		return nil, "the stack's kubernetes provider renders YAML to a directory (kubernetes:renderYamlToDirectory) and talks to no cluster", nil
+	case cfg("kubernetes:cluster") != "":
+		return nil, "the stack's kubernetes provider selects kubeconfig cluster " + cfg("kubernetes:cluster") +
+			" (kubernetes:cluster), which a readiness provider cannot; gate its objects by hand with a readiness.Provider for that cluster", nil
+	}
+	same := true
+	for _, k := range []string{"kubeconfig", "context", "namespace"} {
+		same = same && cfg("kubernetes:"+k) == cfg("readiness:"+k)
+	}
+	if same {
+		return nil, "", nil
+	}
+	args := &ProviderArgs{}
+	if v := cfg("kubernetes:kubeconfig"); v != "" {
+		args.Kubeconfig = pulumi.ToSecret(pulumi.String(v)).(pulumi.StringOutput)
+	}
+	if v := cfg("kubernetes:context"); v != "" {
+		args.Context = pulumi.String(v)
+	}
+	if v := cfg("kubernetes:namespace"); v != "" {
+		args.Namespace = pulumi.String(v)
+	}
+	p, err := NewProvider(ctx, "autogate-default", args)
+	if err != nil {
+		return nil, "", err
+	}
+	_ = ctx.Log.Info("autoGate: objects of the stack's kubernetes provider are gated by readiness provider autogate-default, "+
+		"configured as the stack's kubernetes configuration (kubeconfig, context, namespace)", nil)
+	return p, "", nil
 }
 
 // clusterProvider makes the readiness provider for the cluster of the kubernetes provider urn,

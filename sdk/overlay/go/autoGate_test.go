@@ -250,3 +250,67 @@ func TestCycleLeavesOutAGateThatWouldWaitForWhatItGuards(t *testing.T) {
 		t.Error("a gate after the guarded registration itself was kept")
 	}
 }
+
+// recordingMocks records the resources registered, with their inputs.
+type recordingMocks struct {
+	mu  sync.Mutex
+	got map[string]resource.PropertyMap
+}
+
+func (m *recordingMocks) NewResource(a pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.got[a.TypeToken+"::"+a.Name] = a.Inputs
+	return a.Name, a.Inputs, nil
+}
+
+func (*recordingMocks) Call(pulumi.MockCallArgs) (resource.PropertyMap, error) { return nil, nil }
+
+// The objects of the default kubernetes provider are gated in the cluster and namespace the
+// stack's kubernetes configuration names (issue 47): `kubernetes:namespace apps` alone gets a
+// readiness provider configured so; the same configuration for both packages keeps the default
+// readiness provider; a provider that renders YAML or selects a kubeconfig cluster is not guessed at.
+func TestDefaultClusterFollowsTheStacksKubernetesConfiguration(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		config   map[string]string
+		provider bool   // autogate-default made
+		inputs   string // its inputs, as Go prints them
+		skip     string
+	}{
+		{name: "nothing set", config: map[string]string{}},
+		{name: "the same for both", config: map[string]string{"kubernetes:kubeconfig": "KC", "readiness:kubeconfig": "KC",
+			"kubernetes:namespace": "apps", "readiness:namespace": "apps"}},
+		{name: "kubernetes:namespace alone", config: map[string]string{"kubernetes:namespace": "apps"}, provider: true, inputs: "namespace"},
+		{name: "a kubeconfig for kubernetes only", config: map[string]string{"kubernetes:kubeconfig": "KC"}, provider: true, inputs: "kubeconfig"},
+		{name: "another context", config: map[string]string{"kubernetes:context": "b", "readiness:context": "a"}, provider: true, inputs: "context"},
+		{name: "renders YAML", config: map[string]string{"kubernetes:renderYamlToDirectory": "out"}, skip: "renders YAML"},
+		{name: "a kubeconfig cluster", config: map[string]string{"kubernetes:cluster": "c2"}, skip: "selects kubeconfig cluster c2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &recordingMocks{got: map[string]resource.PropertyMap{}}
+			var skip string
+			err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+				prov, s, err := defaultClusterProvider(ctx, func(k string) string { return c.config[k] })
+				if (prov != nil) != c.provider {
+					t.Errorf("provider made = %v, want %v", prov != nil, c.provider)
+				}
+				skip = s
+				return err
+			}, pulumi.WithMocks("proj", "dev", m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(skip, c.skip) || (c.skip == "") != (skip == "") {
+				t.Errorf("skip = %q, want %q", skip, c.skip)
+			}
+			in, ok := m.got["pulumi:providers:readiness::autogate-default"]
+			if ok != c.provider {
+				t.Fatalf("registered %v", m.got)
+			}
+			if ok && !in.HasValue(resource.PropertyKey(c.inputs)) {
+				t.Errorf("autogate-default's inputs %v lack %s", in, c.inputs)
+			}
+		})
+	}
+}

@@ -114,6 +114,12 @@ export interface AutoGateDeps {
      * configured as it is; or why its objects cannot be gated.
      */
     clusterProvider?(urn: string): Promise<{ provider?: pulumi.ProviderResource; skip?: string }>;
+    /**
+     * The readiness provider for the objects of the default kubernetes provider (undefined: the
+     * default readiness provider), configured as the stack's kubernetes configuration; or why
+     * its objects cannot be gated.
+     */
+    defaultProvider?(): Promise<{ provider?: pulumi.ProviderResource; skip?: string }>;
     /** "urn:pulumi:<stack>::<project>::" */
     urnPrefix(): string;
     info(msg: string): void;
@@ -325,13 +331,31 @@ export class AutoGater {
         return err;
     }
 
+    // defaultCluster is the readiness provider for the default kubernetes provider's objects:
+    // autoGate's own when given, else as the stack's kubernetes configuration says (once).
+    private defaultCluster(): Promise<{ provider?: pulumi.ProviderResource; skip?: string }> {
+        if (this.opts.provider || !this.deps.defaultProvider) return Promise.resolve({ provider: this.opts.provider });
+        let p = this.clusters.get("");
+        if (!p) this.clusters.set("", (p = this.deps.defaultProvider()));
+        return p;
+    }
+
+    // providerOf is the readiness provider a registration is planned and gated through: its
+    // cluster's, or (decided in program order, before its registration said) the default's.
+    private async providerOf(r: Reg): Promise<pulumi.ProviderResource | undefined> {
+        if (r.cluster || r.provider) return r.provider;
+        return (await this.defaultCluster()).provider;
+    }
+
     // cluster sets the registration's cluster from its explicit kubernetes provider, and says
     // why it cannot be gated when its cluster cannot be told ("" when it can).
     private async cluster(r: Reg, a: pulumi.ResourceTransformArgs): Promise<string> {
         const urn = a.opts.provider ? await urnOf(a.opts.provider as any) : undefined;
         const name = urn?.split("::").pop() ?? "";
         if (!urn || name === "default" || name.startsWith("default_")) {
-            r.provider = this.opts.provider;
+            const c = await this.defaultCluster();
+            if (c.skip) return c.skip;
+            r.provider = c.provider;
             return "";
         }
         if (!this.deps.clusterProvider) return `its kubernetes provider ${name} talks to a cluster autoGate cannot configure a readiness provider for`;
@@ -485,6 +509,7 @@ export class AutoGater {
     private async decide(r: Reg, again: boolean, registered: boolean, seq: number): Promise<{ gates: PlannedGate[]; sent: Set<string> }> {
         const sent = new Set<string>();
         // The question is taken once a slot is free: fewer earlier answers are missing from it then.
+        const provider = await this.providerOf(r);
         const result = await this.slot(() => {
             const installers = this.question(r, seq, sent);
             return withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
@@ -495,7 +520,7 @@ export class AutoGater {
                     timeout: this.opts.timeout, stableFor: this.opts.stableFor, failureGrace: this.opts.failureGrace,
                     namespaces: this.opts.namespaces,
                 },
-            }, r.provider));
+            }, provider));
         });
         if (!again) for (const w of result.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
         // Its values as registered are remembered below: decisions waiting for them may go on.
@@ -571,12 +596,13 @@ export class AutoGater {
             // with this installer when it counts for it (a Chart v3 child, above it).
             if (!this.decidedAtRegistration.has(r.urn) && this.counts(hook, r, this.seq)) continue;
             try {
+                const provider = await this.providerOf(r);
                 const result = await this.slot(() => withTimeout(this.deps.planTimeoutMs ?? 120_000, `the plan call for ${r.type} ${r.name}`, () => this.deps.plan({
                     resource: { type: r.type, name: r.name, ...(r.parentType ? { parentType: r.parentType, parent: r.parentUrn } : {}), object: r.object, ...(r.cluster ? { cluster: r.cluster } : {}) },
                     installers: [{ id: hook.id, type: hook.type, name: hook.name, object: hook.object, ...(hook.cluster ? { cluster: hook.cluster } : {}), ...(hook.parent ? { parent: hook.parent } : {}) }],
                     dependsOn: [],
                     options: {},
-                }, r.provider)));
+                }, provider)));
                 if ((result.gates ?? []).some((g) => g.type === "readiness:index:AdmissionReady" && (g.after ?? []).includes(hook.id))) {
                     this.deps.warn(`autoGate: ${r.type} ${r.name} was registered before ${hook.type} ${hook.name}, which intercepts it: it was not held for that webhook. ` +
                         "Register the webhook configuration (or what installs it) first, or give it a dependsOn on a readiness.AdmissionReady of it by hand");
@@ -623,6 +649,7 @@ export class AutoGater {
         if (planned.length === 0) return undefined;
         const pending: Promise<pulumi.Resource>[] = [];
         const left = new Set<string>();
+        const provider = await this.providerOf(r);
         for (const g of planned) { // in order: afterGates name earlier ones
             const why = this.cycle(g, r, left);
             if (why) {
@@ -631,7 +658,7 @@ export class AutoGater {
                 this.deps.warn(`autoGate: ${r.type} ${r.name} is not held by ${g.name}: ${why}`);
                 continue;
             }
-            pending.push(this.gate(g, r.provider));
+            pending.push(this.gate(g, provider));
         }
         const gates = await Promise.all(pending);
         if (gates.length === 0) return undefined;
@@ -730,6 +757,7 @@ function pulumiDeps(o: AutoGateOptions): AutoGateDeps {
                 return v;
             }))),
         clusterProvider: (urn) => clusterProvider(urn),
+        defaultProvider: () => defaultProvider((k) => pulumi.runtime.getConfig(k) || undefined),
         urnPrefix: () => `urn:pulumi:${pulumi.getStack()}::${pulumi.getProject()}::`,
         info: (m) => pulumi.log.info(m),
         warn: (m) => pulumi.log.warn(m),
@@ -811,6 +839,29 @@ async function registeredState(urn: string): Promise<any> {
         }
         await new Promise((r) => setTimeout(r, delay));
     }
+}
+
+// defaultProvider is the readiness provider for the objects of the default kubernetes provider,
+// as pulumi-kubernetes reads the stack's kubernetes configuration (provider.go, Configure:
+// kubernetes:kubeconfig, :context, and :namespace, which overrides the context's): none (the
+// default readiness provider) when the readiness configuration names the same, else
+// `autogate-default` configured so. As the Go SDK's defaultClusterProvider.
+export async function defaultProvider(cfg: (key: string) => string | undefined): Promise<{ provider?: pulumi.ProviderResource; skip?: string }> {
+    if (cfg("kubernetes:renderYamlToDirectory")) {
+        return { skip: "the stack's kubernetes provider renders YAML to a directory (kubernetes:renderYamlToDirectory) and talks to no cluster" };
+    }
+    if (cfg("kubernetes:cluster")) {
+        return { skip: `the stack's kubernetes provider selects kubeconfig cluster ${cfg("kubernetes:cluster")} (kubernetes:cluster), which a readiness provider cannot; gate its objects by hand with a readiness.Provider for that cluster` };
+    }
+    if (["kubeconfig", "context", "namespace"].every((k) => (cfg(`kubernetes:${k}`) ?? "") === (cfg(`readiness:${k}`) ?? ""))) return {};
+    const kubeconfig = cfg("kubernetes:kubeconfig");
+    const provider = new Provider("autogate-default", {
+        ...(kubeconfig ? { kubeconfig: pulumi.secret(kubeconfig) } : {}),
+        ...(cfg("kubernetes:context") ? { context: cfg("kubernetes:context") } : {}),
+        ...(cfg("kubernetes:namespace") ? { namespace: cfg("kubernetes:namespace") } : {}),
+    });
+    pulumi.log.info("autoGate: objects of the stack's kubernetes provider are gated by readiness provider autogate-default, configured as the stack's kubernetes configuration (kubeconfig, context, namespace)");
+    return { provider };
 }
 
 // clusterProvider makes the readiness provider for the cluster of an explicit kubernetes provider,

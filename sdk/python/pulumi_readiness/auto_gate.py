@@ -197,6 +197,12 @@ class AutoGateDeps:
     The readiness provider for the cluster of an explicit kubernetes provider (by its URN),
     configured as it is ({"provider": ...}); or why its objects cannot be gated ({"skip": ...}).
     """
+    default_provider: Optional[Callable[[], Awaitable[Dict[str, Any]]]] = None
+    """
+    The readiness provider for the objects of the default kubernetes provider ({"provider": None}:
+    the default readiness provider), configured as the stack's kubernetes configuration; or why
+    its objects cannot be gated ({"skip": ...}).
+    """
     error: Optional[Callable[[str], None]] = None
     """Logs an error (the registration it names fails)."""
     plan_timeout: Optional[float] = None
@@ -471,6 +477,17 @@ class AutoGater:
         name = urn.split("::")[-1] if urn else ""
         if not urn or name == "default" or name.startswith("default_"):
             r.provider = self._opts.provider
+            if self._opts.provider is not None or self._deps.default_provider is None:
+                return ""
+            d = self._clusters.get("")
+            if d is None:
+                d = asyncio.ensure_future(self._deps.default_provider())
+                d.add_done_callback(_consume)
+                self._clusters[""] = d
+            c = await asyncio.shield(d)
+            if c.get("skip"):
+                return str(c["skip"])
+            r.provider = c.get("provider")
             return ""
         if self._deps.cluster_provider is None:
             return f"its kubernetes provider {name} talks to a cluster autoGate cannot configure a readiness provider for"
@@ -1090,6 +1107,7 @@ def _pulumi_deps(o: AutoGateOptions) -> AutoGateDeps:
         wait_registered=_wait_registered,
         output_of=output_of,
         cluster_provider=_cluster_provider,
+        default_provider=lambda: default_provider(lambda k: pulumi.runtime.get_config(k) or None),
         urn_prefix=lambda: f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::",
         info=lambda m: pulumi.log.info(m),
         warn=lambda m: pulumi.log.warn(m),
@@ -1198,6 +1216,29 @@ async def _registered_state(urn: str) -> Any:
                 raise
         await asyncio.sleep(delay)
         delay = min(delay * 2, 1.0)
+
+
+# default_provider is the readiness provider for the objects of the default kubernetes provider,
+# as pulumi-kubernetes reads the stack's kubernetes configuration (provider.go, Configure:
+# kubernetes:kubeconfig, :context, and :namespace, which overrides the context's): None (the
+# default readiness provider) when the readiness configuration names the same, else
+# `autogate-default` configured so. As the Go SDK's defaultClusterProvider.
+async def default_provider(cfg: Callable[[str], Optional[str]]) -> Dict[str, Any]:
+    if cfg("kubernetes:renderYamlToDirectory"):
+        return {"skip": "the stack's kubernetes provider renders YAML to a directory (kubernetes:renderYamlToDirectory) and talks to no cluster"}
+    if cfg("kubernetes:cluster"):
+        return {"skip": f"the stack's kubernetes provider selects kubeconfig cluster {cfg('kubernetes:cluster')} (kubernetes:cluster), "
+                        "which a readiness provider cannot; gate its objects by hand with a readiness.Provider for that cluster"}
+    if all((cfg(f"kubernetes:{k}") or "") == (cfg(f"readiness:{k}") or "") for k in ("kubeconfig", "context", "namespace")):
+        return {"provider": None}
+    kubeconfig = cfg("kubernetes:kubeconfig")
+    provider = Provider("autogate-default",
+                        kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig else None,
+                        context=cfg("kubernetes:context"),
+                        namespace=cfg("kubernetes:namespace"))
+    pulumi.log.info("autoGate: objects of the stack's kubernetes provider are gated by readiness provider autogate-default, "
+                    "configured as the stack's kubernetes configuration (kubeconfig, context, namespace)")
+    return {"provider": provider}
 
 
 # cluster_provider makes the readiness provider for the cluster of an explicit kubernetes provider,
