@@ -470,21 +470,32 @@ class AutoGater:
         (self._deps.error or self._deps.warn)(str(err))
         return err
 
+    # default_cluster is the readiness provider for the default kubernetes provider's objects:
+    # auto_gate's own when given, else as the stack's kubernetes configuration says (once).
+    async def _default_cluster(self) -> Dict[str, Any]:
+        if self._opts.provider is not None or self._deps.default_provider is None:
+            return {"provider": self._opts.provider}
+        d = self._clusters.get("")
+        if d is None:
+            d = asyncio.ensure_future(self._deps.default_provider())
+            d.add_done_callback(_consume)
+            self._clusters[""] = d
+        return await asyncio.shield(d)
+
+    # provider_of is the readiness provider a registration is planned and gated through: its
+    # cluster's, or (decided in program order, before its registration said) the default's.
+    async def _provider_of(self, r: _Reg) -> Optional[pulumi.ProviderResource]:
+        if r.cluster or r.provider is not None:
+            return r.provider
+        return (await self._default_cluster()).get("provider")
+
     # cluster sets the registration's cluster from its explicit kubernetes provider, and says
     # why it cannot be gated when its cluster cannot be told ("" when it can).
     async def _cluster(self, r: _Reg, a: pulumi.ResourceTransformArgs) -> str:
         urn = await _urn_of(a.opts.provider) if a.opts.provider is not None else None
         name = urn.split("::")[-1] if urn else ""
         if not urn or name == "default" or name.startswith("default_"):
-            r.provider = self._opts.provider
-            if self._opts.provider is not None or self._deps.default_provider is None:
-                return ""
-            d = self._clusters.get("")
-            if d is None:
-                d = asyncio.ensure_future(self._deps.default_provider())
-                d.add_done_callback(_consume)
-                self._clusters[""] = d
-            c = await asyncio.shield(d)
+            c = await self._default_cluster()
             if c.get("skip"):
                 return str(c["skip"])
             r.provider = c.get("provider")
@@ -710,6 +721,7 @@ class AutoGater:
     # returns the gates it must wait for (none when the user opted it out or gated it by hand).
     async def _decide(self, r: _Reg, again: bool, registered: bool, seq: int) -> _Decided:
         sent: Set[str] = set()
+        provider = await self._provider_of(r)
 
         # The question is taken once a slot is free: fewer earlier answers are missing from it then.
         def ask() -> Awaitable[PlanResult]:
@@ -721,7 +733,7 @@ class AutoGater:
                 "installers": installers,
                 "dependsOn": self._depends_on_ids(r, sent),
                 "options": options,
-            }, r.provider))
+            }, provider))
 
         result: PlanResult = (await self._slot(ask)) or {}
         if not again:
@@ -830,9 +842,10 @@ class AutoGater:
                 continue
             inst = _installer_entry(hook)
             try:
-                result = await self._slot(lambda r=r, inst=inst: _with_timeout(
+                provider = await self._provider_of(r)
+                result = await self._slot(lambda r=r, inst=inst, provider=provider: _with_timeout(
                     self._plan_timeout(), f"the plan call for {r.type} {r.name}",
-                    lambda: self._deps.plan({"resource": self._resource_of(r), "installers": [inst], "dependsOn": [], "options": {}}, r.provider)))
+                    lambda: self._deps.plan({"resource": self._resource_of(r), "installers": [inst], "dependsOn": [], "options": {}}, provider)))
                 if any(g.get("type") == "readiness:index:AdmissionReady" and hook.id in (g.get("after") or []) for g in (result or {}).get("gates") or []):
                     self._deps.warn(
                         f"autoGate: {r.type} {r.name} was registered before {hook.type} {hook.name}, which intercepts it: it was not held for that webhook. "
@@ -886,6 +899,7 @@ class AutoGater:
             return None
         pending = []
         left: Set[str] = set()
+        provider = await self._provider_of(r)
         for g in planned:  # in order: afterGates name earlier ones
             why = self._cycle(g, r, left)
             if why:
@@ -893,7 +907,7 @@ class AutoGater:
                 left.add(g.get("key"))
                 self._deps.warn(f"autoGate: {r.type} {r.name} is not held by {g.get('name')}: {why}")
                 continue
-            pending.append(self._gate(g, r.provider))
+            pending.append(self._gate(g, provider))
         gates = [await asyncio.shield(p) for p in pending]
         if not gates:
             return None
