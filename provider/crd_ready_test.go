@@ -15,7 +15,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
 
-func uniqueGroup(t *testing.T) string {
+func uniqueGroup(t testing.TB) string {
 	return fmt.Sprintf("g%d.readiness.test", time.Now().UnixNano()%1_000_000_000)
 }
 

@@ -42,7 +42,7 @@ func fuzzing() bool {
 }
 
 // newUnconfiguredServer runs the provider in-process behind its gRPC surface.
-func newUnconfiguredServer(t *testing.T) integration.Server {
+func newUnconfiguredServer(t testing.TB) integration.Server {
 	t.Helper()
 	prov, err := New()
 	if err != nil {
@@ -56,7 +56,7 @@ func newUnconfiguredServer(t *testing.T) integration.Server {
 }
 
 // newServerWithConfig runs the provider configured with cfg.
-func newServerWithConfig(t *testing.T, cfg map[string]property.Value) integration.Server {
+func newServerWithConfig(t testing.TB, cfg map[string]property.Value) integration.Server {
 	t.Helper()
 	s := newUnconfiguredServer(t)
 	if err := s.Configure(p.ConfigureRequest{Args: property.NewMap(cfg)}); err != nil {
@@ -66,7 +66,7 @@ func newServerWithConfig(t *testing.T, cfg map[string]property.Value) integratio
 }
 
 // newServer runs the provider configured for the local control plane (or for kubeconfig).
-func newServer(t *testing.T, kubeconfig ...string) integration.Server {
+func newServer(t testing.TB, kubeconfig ...string) integration.Server {
 	t.Helper()
 	kc := string(testenv.CP.Kubeconfig)
 	if len(kubeconfig) > 0 {
@@ -87,7 +87,7 @@ type gateResult struct {
 }
 
 // createAsync checks inputs and runs Create in the background, as the engine would.
-func createAsync(t *testing.T, s integration.Server, typ string, inputs map[string]property.Value) <-chan gateResult {
+func createAsync(t testing.TB, s integration.Server, typ string, inputs map[string]property.Value) <-chan gateResult {
 	t.Helper()
 	chk, err := s.Check(p.CheckRequest{Urn: urn(typ), Inputs: property.NewMap(inputs)})
 	if err != nil {
@@ -115,7 +115,7 @@ func mustNotReturn(t *testing.T, ch <-chan gateResult, d time.Duration) {
 }
 
 // await returns the gate's result, failing the test if it does not return in time.
-func await(t *testing.T, ch <-chan gateResult, limit time.Duration) gateResult {
+func await(t testing.TB, ch <-chan gateResult, limit time.Duration) gateResult {
 	t.Helper()
 	select {
 	case r := <-ch:

@@ -44,7 +44,7 @@ func widgetCRD(t *testing.T) string {
 	return group
 }
 
-func waitServed(t *testing.T, group string) {
+func waitServed(t testing.TB, group string) {
 	s := newServer(t)
 	r := await(t, createAsync(t, s, "CrdReady", map[string]property.Value{"group": property.New(group)}), 30*time.Second)
 	if r.err != nil {

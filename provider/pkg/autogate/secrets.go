@@ -33,8 +33,17 @@ func (d *decider) mountedSecrets() {
 			continue
 		}
 		produced := producedSecret(inst)
+		if produced == "" {
+			// An autonamed ExternalSecret with no target name makes a Secret of its own real name,
+			// which a pod names from its outputs: `<Pulumi name>-<8 hex>`.
+			for _, s := range secrets {
+				if autonamed(inst.Name, s) {
+					produced = s
+				}
+			}
+		}
 		if produced == "" || !slices.Contains(secrets, produced) {
-			continue // an autonamed ExternalSecret with no target name: its Secret's name is unknown here
+			continue
 		}
 		typ, what := TypeCertificateReady, "certificate"
 		if k == externalSecretInstaller {
@@ -99,7 +108,7 @@ func (d *decider) serviceAccountPullSecrets(podSpec map[string]any) []string {
 		if kindOf(inst.Type, inst.Object) != serviceAccountInstaller || d.namespaceOf(inst) != d.namespace {
 			continue
 		}
-		if n, _ := installerName(inst); n != sa {
+		if !called(inst, sa) {
 			continue
 		}
 		for _, ref := range items(inst.Object, "imagePullSecrets") {
@@ -154,4 +163,14 @@ func SecretsOf(podSpec map[string]any) []string {
 		}
 	}
 	return out
+}
+
+// called says whether name is the name inst really gets: the one written, or for an autonamed
+// installer the one pulumi-kubernetes gives it (`<Pulumi name>-<8 hex>`, AssignNameIfAutonamable),
+// which a reference to it (`serviceAccountName: sa.metadata.name`) carries once it was created.
+func called(inst *Installer, name string) bool {
+	if n, _ := installerName(inst); n != "" {
+		return n == name
+	}
+	return autonamed(inst.Name, name)
 }

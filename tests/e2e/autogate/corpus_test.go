@@ -212,9 +212,15 @@ spec: {refreshInterval: 1h, secretStoreRef: {kind: ClusterSecretStore, name: pul
 		if err != nil {
 			return err
 		}
+		// Issue 47: the same ServiceAccount autonamed, and a pod that runs as it by the name it got.
+		saAuto, err := stack.NewKube(ctx, "builder-auto", "apiVersion: v1\nkind: ServiceAccount\nmetadata: {namespace: "+esNS+"}\nimagePullSecrets: [{name: ghcr-pull-secret}]")
+		if err != nil {
+			return err
+		}
 		for name, extra := range map[string]map[string]any{
-			"pulls":     {"imagePullSecrets": []any{map[string]any{"name": "ghcr-pull-secret"}}},
-			"pulls-via": {"serviceAccountName": "builder"},
+			"pulls":          {"imagePullSecrets": []any{map[string]any{"name": "ghcr-pull-secret"}}},
+			"pulls-via":      {"serviceAccountName": "builder"},
+			"pulls-via-auto": {"serviceAccountName": saAuto.Metadata.MapIndex(pulumi.String("name"))},
 		} {
 			d, err := stack.NewKubeFrom(ctx, name, map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 				"metadata": map[string]any{"namespace": esNS, "annotations": skipAwait},
@@ -336,7 +342,7 @@ spec: {refreshInterval: 1h, secretStoreRef: {kind: ClusterSecretStore, name: pul
 	}
 
 	// Pull secrets: both Deployments after the ExternalSecret's Secret exists.
-	for _, name := range []string{"pulls", "pulls-via"} {
+	for _, name := range []string{"pulls", "pulls-via", "pulls-via-auto"} {
 		stacktest.NotBefore(t, "Deployment "+name, created(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, esNS, nameOf(t, res, name)), at("synced"))
 	}
 	esGate := state["auto-externalsecret-"+esNS+"-ghcr-pull"]
