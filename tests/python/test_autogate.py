@@ -399,6 +399,15 @@ def test_python_shapes(cluster, env):
                     "containers": [{"name": "web", "image": "registry.local/web:1", "volume_mounts": [{"name": "tls", "mount_path": "/tls"}]}],
                     "volumes": [{"name": "tls", "secret": {"secret_name": "web-tls"}}]}}},
                 opts=pulumi.ResourceOptions(depends_on=[injector_hook]))
+            # Issue 47: an autonamed ServiceAccount pulling with the Certificate's Secret, and a
+            # Deployment that runs as it by the name it got (an Output): held for the Certificate.
+            puller = k8s.core.v1.ServiceAccount("puller", metadata={"namespace": namespace}, image_pull_secrets=[{"name": "web-tls"}])
+            pulls = {"app": "pulls"}
+            pulls_app = k8s.apps.v1.Deployment(
+                "pulls-via-auto", metadata={"namespace": namespace, "annotations": {"pulumi.com/skipAwait": "true"}},
+                spec={"selector": {"match_labels": pulls}, "template": {"metadata": {"labels": pulls}, "spec": {
+                    "node_selector": {"type": "kwok"}, "service_account_name": puller.metadata.name,
+                    "containers": [{"name": "app", "image": "registry.local/app:1"}]}}})
             # A yaml v1 ConfigGroup (rendered in-process by the Python SDK): its CRD, its webhook
             # configuration and its custom resource, which its own webhook validates.
             g1 = f"v1{group}"
@@ -423,6 +432,7 @@ def test_python_shapes(cluster, env):
             pulumi.export("widget", widget.metadata.apply(lambda m: m["name"]))  # a CustomResource's metadata is a plain dict
             pulumi.export("widgetsHook", widgets_hook.metadata.name)
             pulumi.export("app", app.metadata.name)
+            pulumi.export("pullsApp", pulls_app.metadata.name)
 
         s = harness.stack(env, cluster, "autogate-shapes-py", "shapes", program)
         done = threading.Event()
@@ -465,6 +475,9 @@ def test_python_shapes(cluster, env):
         assert status == 200, f"the Certificate was never issued ({issued_lines})"
         assert cluster.created_at(app_path) >= cluster.created_at(f"/api/v1/namespaces/{ns_name}/secrets/web-tls"), \
             "the app was created before the Secret it mounts"
+        pulls_path = f"/apis/apps/v1/namespaces/{ns_name}/deployments/{res.outputs['pullsApp'].value}"
+        assert cluster.created_at(pulls_path) >= cluster.created_at(f"/api/v1/namespaces/{ns_name}/secrets/web-tls"), \
+            "the Deployment running as the autonamed ServiceAccount was created before the Secret that ServiceAccount pulls with"
 
         state = s.export_stack().deployment["resources"]
         gates = gates_of(s)

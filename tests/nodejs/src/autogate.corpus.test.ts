@@ -186,6 +186,20 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
                     },
                 },
             }, { dependsOn: [injectorHook] });
+            // Issue 47: an autonamed ServiceAccount pulling with the Certificate's Secret, and a
+            // Deployment that runs as it by the name it got (an Output): held for the Certificate.
+            const puller = new k8s.core.v1.ServiceAccount("puller", { metadata: { namespace }, imagePullSecrets: [{ name: "web-tls" }] });
+            const pulls = { app: "pulls" };
+            const pullsApp = new k8s.apps.v1.Deployment("pulls-via-auto", {
+                metadata: { namespace, annotations: { "pulumi.com/skipAwait": "true" } },
+                spec: {
+                    selector: { matchLabels: pulls },
+                    template: {
+                        metadata: { labels: pulls },
+                        spec: { nodeSelector: { type: "kwok" }, serviceAccountName: puller.metadata.name, containers: [{ name: "app", image: "registry.local/app:1" }] },
+                    },
+                },
+            });
             // A yaml v1 ConfigGroup (rendered in-process): its CRD, its webhook configuration and its
             // custom resource, which its own webhook validates.
             const g1 = `v1${group}`;
@@ -208,7 +222,7 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
             new k8s.apiextensions.CustomResource("staging-widget", {
                 apiVersion: `s${group}/v1`, kind: "Widget", metadata: { name: "w1", namespace: "default" }, spec: { size: 1 },
             }, { provider: other, dependsOn: [otherCrd] });
-            return { widget: widget.metadata.name, widgetsHook: widgetsHook.metadata.name, app: app.metadata.name, server: server.metadata.name };
+            return { widget: widget.metadata.name, widgetsHook: widgetsHook.metadata.name, app: app.metadata.name, server: server.metadata.name, pullsApp: pullsApp.metadata.name };
         };
         const s = await stack(env, cluster, { stackName: "shapes", projectName: "autogate-shapes-ts", program });
         let done = false;
@@ -237,6 +251,8 @@ test("TypeScript shapes: autonamed, Outputs in namespaces, a server written abov
         assert.equal(issued.status, 200, `the Certificate was never issued (${issuedLines.join("; ")})`);
         assert.ok(await createdAt(cluster, `/apis/apps/v1/namespaces/${nsName}/deployments/${res.outputs.app.value}`) >= Date.parse(issued.body.metadata.creationTimestamp),
             "the app was created before the Secret it mounts");
+        assert.ok(await createdAt(cluster, `/apis/apps/v1/namespaces/${nsName}/deployments/${res.outputs.pullsApp.value}`) >= Date.parse(issued.body.metadata.creationTimestamp),
+            "the Deployment running as the autonamed ServiceAccount was created before the Secret that ServiceAccount pulls with");
 
         const state = await stateOf(s);
         const gates = state.filter((r) => r.type.startsWith("readiness:index:"));
