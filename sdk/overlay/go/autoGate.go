@@ -697,23 +697,29 @@ func defaultClusterProvider(ctx *pulumi.Context, cfg func(key string) string) (p
 	if same {
 		return nil, "", nil
 	}
-	args := &ProviderArgs{}
-	if v := cfg("kubernetes:kubeconfig"); v != "" {
-		args.Kubeconfig = pulumi.ToSecret(pulumi.String(v)).(pulumi.StringOutput)
-	}
-	if v := cfg("kubernetes:context"); v != "" {
-		args.Context = pulumi.String(v)
-	}
-	if v := cfg("kubernetes:namespace"); v != "" {
-		args.Namespace = pulumi.String(v)
-	}
-	p, err := NewProvider(ctx, "autogate-default", args)
+	p, err := NewProvider(ctx, "autogate-default", configuredAs(func(k string) string { return cfg("kubernetes:" + k) }))
 	if err != nil {
 		return nil, "", err
 	}
 	_ = ctx.Log.Info("autoGate: objects of the stack's kubernetes provider are gated by readiness provider autogate-default, "+
 		"configured as the stack's kubernetes configuration (kubeconfig, context, namespace)", nil)
 	return p, "", nil
+}
+
+// configuredAs are a readiness provider's arguments for a kubernetes provider's configuration
+// (cfg: "kubeconfig", "context", "namespace"; the kubeconfig passed on as a secret).
+func configuredAs(cfg func(key string) string) *ProviderArgs {
+	args := &ProviderArgs{}
+	if v := cfg("kubeconfig"); v != "" {
+		args.Kubeconfig = pulumi.ToSecret(pulumi.String(v)).(pulumi.StringOutput)
+	}
+	if v := cfg("context"); v != "" {
+		args.Context = pulumi.String(v)
+	}
+	if v := cfg("namespace"); v != "" {
+		args.Namespace = pulumi.String(v)
+	}
+	return args
 }
 
 // clusterProvider makes the readiness provider for the cluster of the kubernetes provider urn,
@@ -735,17 +741,7 @@ func (g *autoGate) clusterProvider(urn string) (pulumi.ProviderResource, string,
 	if g.ctx.DryRun() && (cfg("kubeconfig") == "" && state["kubeconfig"] != nil) {
 		return nil, "its kubernetes provider " + name + "'s kubeconfig is not known in a preview (decided at up)", nil
 	}
-	args := &ProviderArgs{}
-	if v := cfg("kubeconfig"); v != "" {
-		args.Kubeconfig = pulumi.ToSecret(pulumi.String(v)).(pulumi.StringOutput)
-	}
-	if v := cfg("context"); v != "" {
-		args.Context = pulumi.String(v)
-	}
-	if v := cfg("namespace"); v != "" {
-		args.Namespace = pulumi.String(v)
-	}
-	p, err := NewProvider(g.ctx, "autogate-"+name, args)
+	p, err := NewProvider(g.ctx, "autogate-"+name, configuredAs(cfg))
 	if err != nil {
 		return nil, "", err
 	}

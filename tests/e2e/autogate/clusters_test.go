@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -107,15 +108,22 @@ func TestAutoGateGatesEachClusterWithItsOwnProvider(t *testing.T) {
 		t.Errorf("configmap gates %v: want the stack cluster's one only (never one for the other cluster's ConfigMap)", admissions)
 	}
 	// The CrdReady ran through a readiness provider configured as the kubernetes provider.
+	ranThrough(t, s, out, "auto-crd-", "autogate-staging")
+	_ = res
+}
+
+// ranThrough checks that every gate whose name starts with prefix ran through the readiness
+// provider named provider, which autoGate made (and said so in the engine's output out).
+func ranThrough(t *testing.T, s auto.Stack, out, prefix, provider string) {
+	t.Helper()
 	for name, r := range stateOf(t, s) {
-		if strings.HasPrefix(name, "auto-crd-") {
-			if p, _ := r["provider"].(string); !strings.Contains(p, "::autogate-staging::") {
-				t.Errorf("%s ran through provider %q, want autogate-staging", name, p)
+		if strings.HasPrefix(name, prefix) {
+			if p, _ := r["provider"].(string); !strings.Contains(p, "::"+provider+"::") {
+				t.Errorf("%s ran through provider %q, want %s", name, p, provider)
 			}
 		}
 	}
-	if !strings.Contains(out, "gated by readiness provider autogate-staging") {
-		t.Errorf("no log line naming the readiness provider made for the other cluster:\n%s", out)
+	if !strings.Contains(out, "gated by readiness provider "+provider) {
+		t.Errorf("no log line naming the readiness provider %s autoGate made:\n%s", provider, out)
 	}
-	_ = res
 }

@@ -88,14 +88,6 @@ func TestAutoGateWebhookOutsideTheStackInTheConfiguredNamespace(t *testing.T) {
 	if !slices.Contains(gates, want) || len(gates) != 1 {
 		t.Errorf("gates = %v, want only %s (the ConfigMap, which nothing intercepts, has none)", gates, want)
 	}
-	for name, r := range stateOf(t, s) {
-		if strings.HasPrefix(name, "auto-admission-") {
-			if p, _ := r["provider"].(string); !strings.Contains(p, "::autogate-default::") {
-				t.Errorf("%s ran through provider %q, want autogate-default (the stack's kubernetes configuration)", name, p)
-			}
-		}
-	}
-	if !strings.Contains(out, "autogate-default") {
-		t.Errorf("no log line naming the readiness provider made for the stack's kubernetes configuration:\n%s", out)
-	}
+	// Through the readiness provider configured as the stack's kubernetes configuration.
+	ranThrough(t, s, out, "auto-admission-", "autogate-default")
 }
