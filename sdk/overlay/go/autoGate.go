@@ -5,6 +5,7 @@ package readiness
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -86,8 +87,10 @@ func newAutoGate(ctx *pulumi.Context, opts AutoGateOptions) *autoGate {
 	if opts.Settle <= 0 {
 		opts.Settle = defaultSettle
 	}
-	return &autoGate{ctx: ctx, opts: opts, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{},
-		known: map[string]pulumi.Resource{}, edges: map[string][]string{}, clusters: map[string]*autoGateCluster{}}
+	g := &autoGate{ctx: ctx, opts: opts, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{},
+		known: map[string]pulumi.Resource{}, edges: map[string][]string{}, clusters: map[string]*autoGateCluster{}, planned: map[string]bool{}}
+	g.planCond = sync.NewCond(&g.mu)
+	return g
 }
 
 type autoGate struct {
@@ -103,6 +106,10 @@ type autoGate struct {
 	known      map[string]pulumi.Resource  // resources by URN, as transforms saw them (dependsOn, parents)
 	edges      map[string][]string         // every registration's dependsOn and parent URNs, by its URN
 	clusters   map[string]*autoGateCluster // readiness providers for explicit kubernetes providers, by their URN
+	// planned are the registrations whose first plan call returned (an installer among them is
+	// then among installers), by URN; planCond wakes whoever waits for one (childrenPlanned).
+	planned  map[string]bool
+	planCond *sync.Cond
 }
 
 // autoGateCluster is the readiness provider made for the cluster of one explicit kubernetes
@@ -151,6 +158,7 @@ func (g *autoGate) transform(c context.Context, args *pulumi.ResourceTransformAr
 		return nil
 	}
 	if g.opts.Exclude != nil && g.opts.Exclude(args.Type, args.Name) {
+		g.markPlanned(c, args)
 		return nil
 	}
 	defer func() {
@@ -232,6 +240,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		}
 	}
 	self := g.selfURN(parentURN, args.Type, args.Name)
+	defer g.markPlannedURN(self) // every way out: nothing waits for it in vain (childrenPlanned)
 	res := AutoGatePlanResource{Type: args.Type, Name: args.Name, Object: obj}
 	if parentType != "" {
 		res.ParentType = &parentType
@@ -269,6 +278,10 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		fam = g.arrive(parentURN)
 	}
 	family := fam
+	// A component the SDK renders in this process (Chart v3, ConfigFile/ConfigGroup v1) registers
+	// its children after its own registration, and after a resource that depends on it may have
+	// been sent: decide that resource once every child was planned (its installers known).
+	g.childrenPlanned(c, args)
 	plan, err := g.planWith(res, g.snapshot(seen, child, true), dependsOn, prov)
 	if err != nil {
 		return nil, err
@@ -292,6 +305,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 			g.warnIntercepted(inst, missed, prov)
 		}
 	}
+	g.markPlannedURN(self)
 	if child {
 		land()
 		// A sibling registered later (the chart's webhook configuration) may block this child:
@@ -324,6 +338,119 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		out = append(out, gate)
 	}
 	return out, nil
+}
+
+// inProcessComponents are the component types the SDK renders in the program's process: their
+// children register after them, once rendered.
+var inProcessComponents = map[string]bool{
+	"kubernetes:helm.sh/v3:Chart": true, "kubernetes:yaml:ConfigFile": true, "kubernetes:yaml:ConfigGroup": true,
+}
+
+// childrenPlanned waits until every child of each in-process component the registration
+// depends on has had its first plan call answered (at most the plan timeout; then a warning
+// says it was decided without them). Chart v3's children are its Ready output; ConfigFile and
+// ConfigGroup v1 hold theirs in Resources (a ConfigGroup's ConfigFiles hold theirs).
+func (g *autoGate) childrenPlanned(c context.Context, args *pulumi.ResourceTransformArgs) {
+	var want []string
+	for _, d := range args.Opts.DependsOn {
+		if named, ok := d.(interface{ PulumiResourceType() string }); !ok || !inProcessComponents[named.PulumiResourceType()] {
+			continue
+		}
+		want = append(want, g.childURNs(c, d)...)
+	}
+	if len(want) == 0 {
+		return
+	}
+	timeout := g.planTimeout
+	if timeout <= 0 {
+		timeout = autoGatePlanTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	wake := time.AfterFunc(timeout, func() { g.mu.Lock(); g.planCond.Broadcast(); g.mu.Unlock() })
+	defer wake.Stop()
+	missing := ""
+	g.mu.Lock()
+	for _, u := range want {
+		for !g.planned[u] && missing == "" {
+			if time.Now().After(deadline) {
+				missing = u
+				break
+			}
+			g.planCond.Wait()
+		}
+	}
+	g.mu.Unlock()
+	if missing != "" {
+		g.warn(fmt.Sprintf("%s %s was decided without every child of the components it depends on (%s had not registered "+
+			"after %s): a webhook configuration or CRD among them does not count", args.Type, args.Name, missing, timeout))
+	}
+}
+
+// childURNs are the URNs the engine gives the children of component d (an in-process one),
+// recursively, once the SDK rendered them.
+func (g *autoGate) childURNs(c context.Context, d pulumi.Resource) []string {
+	parent, err := g.urnOf(c, d)
+	if err != nil || parent == "" {
+		return nil
+	}
+	v := reflect.ValueOf(d)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	var children []pulumi.Resource
+	if f := v.FieldByName("Resources"); f.IsValid() {
+		if m, ok := f.Interface().(map[string]pulumi.Resource); ok {
+			for _, r := range m {
+				children = append(children, r)
+			}
+		}
+	}
+	if f := v.FieldByName("Ready"); f.IsValid() {
+		if o, ok := f.Interface().(pulumi.ResourceArrayOutput); ok && o.ElementType() != nil {
+			if r, err := internals.UnsafeAwaitOutput(c, o); err == nil {
+				rs, _ := r.Value.([]pulumi.Resource)
+				children = append(children, rs...)
+			}
+		}
+	}
+	var out []string
+	for _, r := range children {
+		named, ok := r.(interface {
+			PulumiResourceName() string
+			PulumiResourceType() string
+		})
+		if !ok {
+			continue
+		}
+		if inProcessComponents[named.PulumiResourceType()] {
+			out = append(out, g.childURNs(c, r)...)
+			continue
+		}
+		if _, custom := r.(pulumi.CustomResource); custom && strings.HasPrefix(named.PulumiResourceType(), "kubernetes:") {
+			out = append(out, engineURN(g.ctx.Stack(), g.ctx.Project(), parent, named.PulumiResourceType(), named.PulumiResourceName()))
+		}
+	}
+	return out
+}
+
+// markPlanned records a registration the transform lets through without a plan (excluded):
+// nothing waits for it in vain.
+func (g *autoGate) markPlanned(c context.Context, args *pulumi.ResourceTransformArgs) {
+	parentURN, err := g.urnOf(c, args.Opts.Parent)
+	if err != nil {
+		return
+	}
+	g.markPlannedURN(g.selfURN(parentURN, args.Type, args.Name))
+}
+
+func (g *autoGate) markPlannedURN(urn string) {
+	g.mu.Lock()
+	g.planned[urn] = true
+	g.planCond.Broadcast()
+	g.mu.Unlock()
 }
 
 // cycle says why a gate would wait for the registration it guards ("" when it would not): an
