@@ -56,7 +56,7 @@ func (d *decider) clusterGate(configs []WebhookConfig, req Request, obj map[stri
 		}
 		var hooks []string
 		for _, h := range cfg.Webhooks {
-			if d.intercepts(h, req) {
+			if d.intercepts(h, req) && mustAnswer(cfg.Kind, h) {
 				hooks = append(hooks, strOr(h, "name", "(unnamed)"))
 			}
 		}
@@ -78,6 +78,15 @@ func (d *decider) clusterGate(configs []WebhookConfig, req Request, obj map[stri
 				"a dry run at plan time was not admitted", what, hooks[0], cfg.Kind, cfg.Name),
 		})
 	}
+}
+
+// mustAnswer says whether an object waits for a webhook of the cluster: one with failurePolicy
+// Fail (the default) fails the create while it does not answer; a mutating one with Ignore lets
+// the object in unmutated (a pod without its sidecar), a wrong result no error shows. A
+// validating one with Ignore only goes unchecked while it is down: the object is as written, and
+// waiting for another's policy check is waiting for nothing the object needs.
+func mustAnswer(kind string, hook map[string]any) bool {
+	return str(hook, "failurePolicy") != "Ignore" || kind == "MutatingWebhookConfiguration"
 }
 
 // stackInstalls says whether cfg is one of the stack's own webhook configuration installers,

@@ -44,7 +44,12 @@ func TestDecideClusterWebhooks(t *testing.T) {
 		{name: "a cluster pod injector that does not answer holds a workload", resource: resource("kubernetes:apps/v1:Deployment", injectedDeployment("yes")),
 			cluster: fakeCluster{webhooks: []WebhookConfig{clusterConfig(t, podInjector)}},
 			gates:   []string{podsKey}, asked: []string{podsKey}}, // the Deployment itself: not a pod, not dry-run
+		{name: "a cluster sidecar injector (mutating, failurePolicy Ignore) that does not answer", resource: resource("kubernetes:apps/v1:Deployment", injectedDeployment("yes")),
+			cluster: fakeCluster{webhooks: []WebhookConfig{clusterConfig(t, strings.Replace(podInjector, "  objectSelector:", "  failurePolicy: Ignore\n  objectSelector:", 1))}},
+			gates:   []string{podsKey}, asked: []string{podsKey}},
 		// Near misses: must not gate.
+		{name: "a validating policy webhook with failurePolicy Ignore: the object is as written while it is down", resource: es,
+			cluster: fakeCluster{served: served, webhooks: []WebhookConfig{clusterConfig(t, strings.Replace(esoWebhook, "failurePolicy: Fail", "failurePolicy: Ignore", 1))}}},
 		{name: "a cluster webhook that answers", resource: es,
 			cluster: fakeCluster{served: served, webhooks: []WebhookConfig{clusterConfig(t, esoWebhook)}, admits: map[string]bool{esoKey: true}},
 			asked:   []string{esoKey}},
