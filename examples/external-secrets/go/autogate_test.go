@@ -75,7 +75,7 @@ func TestAutoGateChartV3WithKeptCRDs(t *testing.T) {
 	var served time.Time
 	serve := fakes.ServeWhenAvailable(testenv.CP.Client, wh.Webhook, "external-secrets", "external-secrets-webhook", 3*time.Second,
 		func() { mu.Lock(); served = time.Now(); mu.Unlock() })
-	run.Up(t, s)
+	res := run.Up(t, s)
 	if err := serve.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestAutoGateChartV3WithKeptCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if created := es.GetCreationTimestamp().Time; created.Before(served.Truncate(time.Second)) {
-		t.Errorf("the ExternalSecret was created at %s, before the chart's webhook served (%s)", created, served)
+		t.Errorf("the ExternalSecret was created at %s, before the chart's webhook served (%s):\n%s", created, served, res.StdOut)
 	}
 	run.Destroy(t, s)
 }

@@ -56,7 +56,7 @@ func AutoGate(ctx *pulumi.Context, opts *AutoGateOptions) error {
 		o = *opts
 	}
 	g := newAutoGate(ctx, o)
-	if err := ctx.RegisterStackTransformation(recordedDependencies); err != nil {
+	if err := ctx.RegisterStackTransformation(g.recordedDependencies); err != nil {
 		return err
 	}
 	return ctx.RegisterResourceTransform(g.transform)
@@ -69,12 +69,34 @@ func AutoGate(ctx *pulumi.Context, opts *AutoGateOptions) error {
 // for the Release or Chart that runs its controller, and could delete them at the same time (a
 // finalizer nobody removes then hangs the destroy). A component's children, registered by the
 // kubernetes plugin, are not the program's to change: they keep their component's order.
-func recordedDependencies(args *pulumi.ResourceTransformationArgs) *pulumi.ResourceTransformationResult {
+//
+// It also notes which components the SDK renders in this process (Chart v3, ConfigFile/ConfigGroup
+// v1) a registration depends on, as the program wrote it: the Go SDK sends a dependency on such a
+// component as the children it has so far (none, for a Chart v3 not rendered yet), so the
+// engine's transform cannot see it (childrenPlanned).
+func (g *autoGate) recordedDependencies(args *pulumi.ResourceTransformationArgs) *pulumi.ResourceTransformationResult {
 	if !strings.HasPrefix(args.Type, "kubernetes:") {
 		return nil
 	}
 	if _, custom := args.Resource.(pulumi.CustomResource); !custom {
 		return nil
+	}
+	if ro, err := pulumi.NewResourceOptions(args.Opts...); err == nil {
+		var comps []pulumi.Resource
+		for _, d := range ro.DependsOn {
+			if named, ok := d.(interface{ PulumiResourceType() string }); ok && inProcessComponents[named.PulumiResourceType()] {
+				comps = append(comps, d)
+			}
+		}
+		if len(comps) > 0 {
+			parent := ""
+			if named, ok := ro.Parent.(interface{ PulumiResourceName() string }); ok && ro.Parent != nil {
+				parent = named.PulumiResourceName()
+			}
+			g.mu.Lock()
+			g.componentDeps[registrationKey(args.Type, args.Name, parent)] = comps
+			g.mu.Unlock()
+		}
 	}
 	return &pulumi.ResourceTransformationResult{Props: args.Props, Opts: append(slices.Clone(args.Opts), pulumi.Transforms([]pulumi.ResourceTransform{keepAsIs}))}
 }
@@ -88,7 +110,8 @@ func newAutoGate(ctx *pulumi.Context, opts AutoGateOptions) *autoGate {
 		opts.Settle = defaultSettle
 	}
 	g := &autoGate{ctx: ctx, opts: opts, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{},
-		known: map[string]pulumi.Resource{}, edges: map[string][]string{}, clusters: map[string]*autoGateCluster{}, planned: map[string]bool{}}
+		known: map[string]pulumi.Resource{}, edges: map[string][]string{}, clusters: map[string]*autoGateCluster{}, planned: map[string]bool{},
+		componentDeps: map[string][]pulumi.Resource{}}
 	g.planCond = sync.NewCond(&g.mu)
 	return g
 }
@@ -110,6 +133,15 @@ type autoGate struct {
 	// then among installers), by URN; planCond wakes whoever waits for one (childrenPlanned).
 	planned  map[string]bool
 	planCond *sync.Cond
+	// componentDeps are the in-process components registrations depend on, as the program made
+	// them (Go values), by registrationKey.
+	componentDeps map[string][]pulumi.Resource
+}
+
+// registrationKey names a registration in both of its transforms: the program's (legacy) one
+// and the engine's.
+func registrationKey(typ, name, parentName string) string {
+	return typ + "::" + name + "::" + parentName
 }
 
 // autoGateCluster is the readiness provider made for the cluster of one explicit kubernetes
@@ -351,12 +383,16 @@ var inProcessComponents = map[string]bool{
 // says it was decided without them). Chart v3's children are its Ready output; ConfigFile and
 // ConfigGroup v1 hold theirs in Resources (a ConfigGroup's ConfigFiles hold theirs).
 func (g *autoGate) childrenPlanned(c context.Context, args *pulumi.ResourceTransformArgs) {
+	parent := ""
+	if u, err := g.urnOf(c, args.Opts.Parent); err == nil && u != "" && resource.URN(u).Type() != resource.RootStackType {
+		parent = resource.URN(u).Name()
+	}
+	g.mu.Lock()
+	comps := g.componentDeps[registrationKey(args.Type, args.Name, parent)]
+	g.mu.Unlock()
 	var want []string
-	for _, d := range args.Opts.DependsOn {
-		if named, ok := d.(interface{ PulumiResourceType() string }); !ok || !inProcessComponents[named.PulumiResourceType()] {
-			continue
-		}
-		want = append(want, g.childURNs(c, d)...)
+	for _, comp := range comps {
+		want = append(want, g.childURNs(c, comp)...)
 	}
 	if len(want) == 0 {
 		return
