@@ -10,6 +10,7 @@ import (
 	helmv3 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v3"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8smeta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -37,6 +38,12 @@ func TestAutoGateChartV3WithKeptCRDs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	t.Cleanup(func() { // the package's other test installs them with its release
+		for _, c := range crds {
+			_ = testenv.Resource(t, c).Delete(context.Background(), c.GetName(), k8smeta.DeleteOptions{})
+		}
+		testenv.CRDsGone(t, "external-secrets.io")
+	})
 	esGVR := schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1beta1", Resource: "externalsecrets"}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if _, err := testenv.Dynamic(t).Resource(esGVR).Namespace("default").List(context.Background(), k8smeta.ListOptions{}); err == nil {
@@ -49,13 +56,23 @@ func TestAutoGateChartV3WithKeptCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Apply(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: external-secrets}")
+	const ns = "external-secrets" // where the rendered chart puts its objects
+	testenv.Apply(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
+	t.Cleanup(func() { // after the stack's destroy: the package's other test's release creates it
+		_ = testenv.CP.Client.CoreV1().Namespaces().Delete(context.Background(), ns, k8smeta.DeleteOptions{})
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if _, err := testenv.CP.Client.CoreV1().Namespaces().Get(context.Background(), ns, k8smeta.GetOptions{}); apierrors.IsNotFound(err) {
+				return
+			}
+		}
+		t.Errorf("namespace %s was not deleted in 2 minutes", ns)
+	})
 	s := run.Stack(t, "readiness-example-autogate-chart-v3", nil, func(ctx *pulumi.Context) error {
 		if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "2m"}); err != nil {
 			return err
 		}
 		eso, err := helmv3.NewChart(ctx, "external-secrets", helmv3.ChartArgs{
-			Path: pulumi.String(chart), Namespace: pulumi.String("external-secrets"), SkipCRDRendering: pulumi.Bool(true),
+			Path: pulumi.String(chart), Namespace: pulumi.String(ns), SkipCRDRendering: pulumi.Bool(true),
 		})
 		if err != nil {
 			return err
@@ -73,7 +90,7 @@ func TestAutoGateChartV3WithKeptCRDs(t *testing.T) {
 	})
 	var mu sync.Mutex
 	var served time.Time
-	serve := fakes.ServeWhenAvailable(testenv.CP.Client, wh.Webhook, "external-secrets", "external-secrets-webhook", 3*time.Second,
+	serve := fakes.ServeWhenAvailable(testenv.CP.Client, wh.Webhook, ns, "external-secrets-webhook", 3*time.Second,
 		func() { mu.Lock(); served = time.Now(); mu.Unlock() })
 	res := run.Up(t, s)
 	if err := serve.Stop(); err != nil {
