@@ -3,10 +3,11 @@ package provider
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
-	p "github.com/pulumi/pulumi-go-provider"
+	"golang.org/x/sync/singleflight"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,7 +39,7 @@ type clusterMemo struct {
 	known    bool
 	admitted map[string]time.Time // key -> when a dry run was admitted
 	refused  map[string]bool      // key -> not admitted at plan time
-	flight   map[string]chan struct{}
+	flight   singleflight.Group   // concurrent asks of one key share its dry run
 }
 
 var (
@@ -51,7 +52,7 @@ func memoFor(c *kube.Clients) *clusterMemo {
 	defer clusterMemosMu.Unlock()
 	m := clusterMemos[c]
 	if m == nil {
-		m = &clusterMemo{admitted: map[string]time.Time{}, refused: map[string]bool{}, flight: map[string]chan struct{}{}}
+		m = &clusterMemo{admitted: map[string]time.Time{}, refused: map[string]bool{}}
 		clusterMemos[c] = m
 	}
 	return m
@@ -101,46 +102,38 @@ func webhookConfigOf(kind string, u unstructured.Unstructured) autogate.WebhookC
 }
 
 // Admits runs one AdmissionReady round of obj (consecutive 1) to a verdict within admitsBound,
-// once per key (concurrent asks of one key wait for the first).
+// once per key (concurrent asks of one key share the first's).
 func (c discoveryCluster) Admits(key string, obj map[string]any) bool {
 	m := memoFor(c.clients)
-	for {
-		m.mu.Lock()
-		if m.refused[key] {
-			m.mu.Unlock()
-			return false
-		}
-		if at, ok := m.admitted[key]; ok && time.Since(at) < admittedFresh {
-			m.mu.Unlock()
-			return true
-		}
-		if ch, busy := m.flight[key]; busy {
-			m.mu.Unlock()
-			<-ch
-			continue
-		}
-		ch := make(chan struct{})
-		m.flight[key] = ch
-		m.mu.Unlock()
+	m.mu.Lock()
+	at, admitted := m.admitted[key]
+	refused := m.refused[key]
+	m.mu.Unlock()
+	switch {
+	case refused:
+		return false
+	case admitted && time.Since(at) < admittedFresh:
+		return true
+	}
+	v, _, _ := m.flight.Do(key, func() (any, error) {
 		ok := admitsNow(c.ctx, c.clients, obj)
 		m.mu.Lock()
-		delete(m.flight, key)
 		if ok {
 			m.admitted[key] = time.Now()
 		} else {
 			m.refused[key] = true
 		}
 		m.mu.Unlock()
-		close(ch)
-		return ok
-	}
+		return ok, nil
+	})
+	return v.(bool)
 }
 
 // admitsNow is AdmissionReady's proof of one object, as a gate would run it (a dry run through
 // every webhook; failurePolicy Ignore ones called directly), judged once within admitsBound.
 func admitsNow(ctx context.Context, clients *kube.Clients, obj map[string]any) bool {
 	one := 1
-	r := &run{ctx: ctx, clients: clients, wake: make(chan struct{}, 1), subs: map[kube.WatchKey]*kube.Subscription{}, log: p.GetLogger(ctx)}
+	r := runOn(ctx, clients)
 	defer r.close()
 	e, _, err := admissionBuilder(AdmissionReadyArgs{Objects: []map[string]any{obj}, Consecutive: &one})(r)
 	if err != nil {
@@ -159,21 +152,12 @@ func admitsNow(ctx context.Context, clients *kube.Clients, obj map[string]any) b
 	_, err = wait.Until(ctx, wait.Spec{What: e.what(), Timeout: admitsBound, Wake: r.wake, MaxBackoff: maxBackoffOf(e),
 		Progress: func(string) {}, Check: r.checking(once)})
 	if err != nil {
-		trace(r.what, "not admitted at plan time: %s", firstLine(err.Error()))
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		trace(r.what, "not admitted at plan time: %s", first)
 	} else {
 		trace(r.what, "admitted at plan time")
 	}
 	return err == nil
-}
-
-// firstLine is s up to its first line break.
-func firstLine(s string) string {
-	for i, c := range s {
-		if c == '\n' {
-			return s[:i]
-		}
-	}
-	return s
 }
 
 func (unknownCluster) Webhooks() ([]autogate.WebhookConfig, bool) { return nil, true }

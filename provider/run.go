@@ -55,13 +55,18 @@ func newRun(ctx context.Context) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	return runOn(ctx, clients), nil
+}
+
+// runOn is a run on clients already at hand (the autoGate plan's dry run).
+func runOn(ctx context.Context, clients *kube.Clients) *run {
 	return &run{
 		ctx:     ctx,
 		clients: clients,
 		wake:    make(chan struct{}, 1),
 		subs:    map[kube.WatchKey]*kube.Subscription{},
 		log:     p.GetLogger(ctx),
-	}, nil
+	}
 }
 
 // reach waits for the API server to answer within the gate's own budget: the shorter of the
