@@ -841,6 +841,17 @@ async function registeredState(urn: string): Promise<any> {
     }
 }
 
+// configuredAs is a readiness provider configured as a kubernetes provider's configuration (cfg:
+// "kubeconfig", "context", "namespace"; the kubeconfig passed on as a secret).
+function configuredAs(name: string, cfg: (key: string) => string | undefined): Provider {
+    const kubeconfig = cfg("kubeconfig");
+    return new Provider(name, {
+        ...(kubeconfig ? { kubeconfig: pulumi.secret(kubeconfig) } : {}),
+        ...(cfg("context") ? { context: cfg("context") } : {}),
+        ...(cfg("namespace") ? { namespace: cfg("namespace") } : {}),
+    });
+}
+
 // defaultProvider is the readiness provider for the objects of the default kubernetes provider,
 // as pulumi-kubernetes reads the stack's kubernetes configuration (provider.go, Configure:
 // kubernetes:kubeconfig, :context, and :namespace, which overrides the context's): none (the
@@ -854,12 +865,7 @@ export async function defaultProvider(cfg: (key: string) => string | undefined):
         return { skip: `the stack's kubernetes provider selects kubeconfig cluster ${cfg("kubernetes:cluster")} (kubernetes:cluster), which a readiness provider cannot; gate its objects by hand with a readiness.Provider for that cluster` };
     }
     if (["kubeconfig", "context", "namespace"].every((k) => (cfg(`kubernetes:${k}`) ?? "") === (cfg(`readiness:${k}`) ?? ""))) return {};
-    const kubeconfig = cfg("kubernetes:kubeconfig");
-    const provider = new Provider("autogate-default", {
-        ...(kubeconfig ? { kubeconfig: pulumi.secret(kubeconfig) } : {}),
-        ...(cfg("kubernetes:context") ? { context: cfg("kubernetes:context") } : {}),
-        ...(cfg("kubernetes:namespace") ? { namespace: cfg("kubernetes:namespace") } : {}),
-    });
+    const provider = configuredAs("autogate-default", (k) => cfg(`kubernetes:${k}`));
     pulumi.log.info("autoGate: objects of the stack's kubernetes provider are gated by readiness provider autogate-default, configured as the stack's kubernetes configuration (kubeconfig, context, namespace)");
     return { provider };
 }
@@ -882,12 +888,7 @@ async function clusterProvider(urn: string): Promise<{ provider?: pulumi.Provide
     if (pulumi.runtime.isDryRun() && pulumi.isUnknown(state?.kubeconfig)) {
         return { skip: `its kubernetes provider ${name}'s kubeconfig is not known in a preview (decided at up)` };
     }
-    const kubeconfig = cfg("kubeconfig");
-    const provider = new Provider(`autogate-${name}`, {
-        ...(kubeconfig ? { kubeconfig: pulumi.secret(kubeconfig) } : {}),
-        ...(cfg("context") ? { context: cfg("context") } : {}),
-        ...(cfg("namespace") ? { namespace: cfg("namespace") } : {}),
-    });
+    const provider = configuredAs(`autogate-${name}`, cfg);
     pulumi.log.info(`autoGate: objects of kubernetes provider ${name} are gated by readiness provider autogate-${name}, configured as it is`);
     return { provider };
 }

@@ -1232,6 +1232,14 @@ async def _registered_state(urn: str) -> Any:
         delay = min(delay * 2, 1.0)
 
 
+# configured_as is a readiness provider configured as a kubernetes provider's configuration (cfg:
+# "kubeconfig", "context", "namespace"; the kubeconfig passed on as a secret).
+def _configured_as(name: str, cfg: Callable[[str], Optional[str]]) -> Provider:
+    kubeconfig = cfg("kubeconfig")
+    return Provider(name, kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig else None,
+                    context=cfg("context"), namespace=cfg("namespace"))
+
+
 # default_provider is the readiness provider for the objects of the default kubernetes provider,
 # as pulumi-kubernetes reads the stack's kubernetes configuration (provider.go, Configure:
 # kubernetes:kubeconfig, :context, and :namespace, which overrides the context's): None (the
@@ -1245,11 +1253,7 @@ async def default_provider(cfg: Callable[[str], Optional[str]]) -> Dict[str, Any
                         "which a readiness provider cannot; gate its objects by hand with a readiness.Provider for that cluster"}
     if all((cfg(f"kubernetes:{k}") or "") == (cfg(f"readiness:{k}") or "") for k in ("kubeconfig", "context", "namespace")):
         return {"provider": None}
-    kubeconfig = cfg("kubernetes:kubeconfig")
-    provider = Provider("autogate-default",
-                        kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig else None,
-                        context=cfg("kubernetes:context"),
-                        namespace=cfg("kubernetes:namespace"))
+    provider = _configured_as("autogate-default", lambda k: cfg(f"kubernetes:{k}"))
     pulumi.log.info("autoGate: objects of the stack's kubernetes provider are gated by readiness provider autogate-default, "
                     "configured as the stack's kubernetes configuration (kubeconfig, context, namespace)")
     return {"provider": provider}
@@ -1274,11 +1278,7 @@ async def _cluster_provider(urn: str) -> Dict[str, Any]:
                         "gate its objects by hand with a readiness.Provider for that cluster"}
     if pulumi.runtime.is_dry_run() and isinstance(state, dict) and _is_unknown(state.get("kubeconfig")):
         return {"skip": f"its kubernetes provider {name}'s kubeconfig is not known in a preview (decided at up)"}
-    kubeconfig = cfg("kubeconfig")
-    provider = Provider(f"autogate-{name}",
-                        kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig else None,
-                        context=cfg("context"),
-                        namespace=cfg("namespace"))
+    provider = _configured_as(f"autogate-{name}", cfg)
     pulumi.log.info(f"autoGate: objects of kubernetes provider {name} are gated by readiness provider autogate-{name}, configured as it is")
     return {"provider": provider}
 
