@@ -144,27 +144,16 @@ test-python: build tools k8s-plugin python-env
 	@# state (the SDK's callback server, its thread pool) lives in the process.
 	cd tests/python && rc=0; for f in test_*.py; do $(PY_ENV)/bin/python -m pytest -q -p no:cacheprovider --timeout 1800 $$f || rc=1; done; exit $$rc
 
-# The README's test command, two jobs at a time, in two chains of about the same length: the Go
-# tests (several packages at once, see test-go), then the Python stacks, the input fuzzing, the
-# benchmark smoke pass and the install paths; beside them the examples, then the TypeScript
-# stacks (the longest suite after the Go tests: they start as soon as the examples free a slot).
-# No two of these jobs compile the same packages with the same flags at once (each would compile
-# them on a cold machine).
+# The README's test command (what CI runs, through .ci/run): every suite of test-all, in the two
+# lanes of .ci/test-lanes, which says why they are laid out so. $(MAKE) on the line: `make -n test`
+# runs the script, which prints the commands of every step without running them.
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=line test-all
+	@MAKE="$(MAKE)" .ci/test-lanes
 
+# Every suite `make test` runs (.ci/test-lanes checks that its lanes run these, no more, no less).
+# `make test-all` runs them one after the other; not with -j: `make sdk` (check-generated) rewrites
+# sdk/, which the others build and pack, and only the script keeps them apart.
 test-all: check-generated lint lint-workflows test-go test-nodejs test-python test-install examples fuzz-inputs bench-smoke
-ifneq ($(filter test-all,$(MAKECMDGOALS)),)
-lint lint-workflows: | check-generated
-tools: | build
-k8s-plugin: | tools
-test-go examples sdk-nodejs sdk-python: | check-generated lint
-test-nodejs: | examples
-test-python: | test-go
-fuzz-inputs: | test-python
-bench-smoke: | fuzz-inputs
-test-install: | bench-smoke
-endif
 
 # The README's main command: a demo stack against a local control plane it starts itself.
 demo: build tools k8s-plugin
