@@ -158,7 +158,7 @@ func run(c config) error {
 		}
 	}
 	r.loadEnd = loadAverage()
-	text := r.markdown() + keptRealNode(c.out)
+	text := r.markdown() + keptSections(c.out)
 	fmt.Print(text)
 	return os.WriteFile(c.out, []byte(text), 0o644)
 }

@@ -9,23 +9,34 @@ import (
 // The real-node figures (field reports 000 and 001 on real pods, four ways against the floor)
 // come from tests/e2e/realnode (`make bench-realnode`): they need a real node, root and
 // minutes per round, so `make bench` keeps them as they are, between these markers.
+// The measurements log (figures measured by hand: whole `make test` runs, builds, the soak, each
+// with its date and commit) is written by hand, so `make bench` keeps it too.
 const (
 	realNodeBegin = "<!-- real-node figures: make bench-realnode -->"
 	realNodeEnd   = "<!-- end of real-node figures -->"
+	logBegin      = "<!-- measurements log: by hand -->"
+	logEnd        = "<!-- end of measurements log -->"
 )
 
-// keptRealNode is the real-node section of the results file at path ("" when it has none).
-func keptRealNode(path string) string {
+// keptSections are the real-node section and the measurements log of the results file at path,
+// in that order ("" for one it does not have).
+func keptSections(path string) string {
+	return kept(path, realNodeBegin, realNodeEnd) + kept(path, logBegin, logEnd)
+}
+
+// kept is the section of the results file at path between begin and end, markers included
+// ("" when it has none).
+func kept(path, begin, end string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
 	s := string(b)
-	i, j := strings.Index(s, realNodeBegin), strings.Index(s, realNodeEnd)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
 		return ""
 	}
-	return "\n" + s[i:j+len(realNodeEnd)] + "\n"
+	return "\n" + s[i:j+len(end)] + "\n"
 }
 
 // spliceRealNode puts the figures in section (a markdown file) into the results file at path,
