@@ -19,7 +19,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // AdmissionReady proves that exactly the given objects will be admitted: every round
@@ -143,7 +143,7 @@ func admissionBuilder(a AdmissionReadyArgs) builder[AdmissionReadyState] {
 }
 
 // admissionEval runs the rounds. It has nothing to watch: it keeps its own schedule with
-// wait.Result.RetryIn (a capped backoff while an object is not admitted, confirmDelay between
+// verdict.Result.RetryIn (a capped backoff while an object is not admitted, confirmDelay between
 // good rounds).
 type admissionEval struct {
 	r      *run
@@ -163,7 +163,7 @@ type admissionEval struct {
 	good    int
 	backoff time.Duration
 	next    time.Time // when the next round is due (kept only while confirming)
-	last    wait.Result
+	last    verdict.Result
 	deniers map[string]bool
 	// Of the last good round.
 	admitted int
@@ -203,7 +203,7 @@ func (e *admissionEval) roundCap() time.Duration {
 
 func (e *admissionEval) maxBackoff() time.Duration { return e.roundCap() }
 
-func (e *admissionEval) check(ctx context.Context) wait.Result {
+func (e *admissionEval) check(ctx context.Context) verdict.Result {
 	if now := time.Now(); e.good > 0 && now.Before(e.next) {
 		// A wake-up while confirming: the confirming round keeps its confirmDelay.
 		r := e.last
@@ -240,7 +240,7 @@ func (e *admissionEval) check(ctx context.Context) wait.Result {
 // round dry-runs every object once (gather) and judges the answers (admission.Decide). Every
 // object is tried in every round, so a verdict on any of them fails the gate at once and the
 // message names everything still pending.
-func (e *admissionEval) round(ctx context.Context) wait.Result {
+func (e *admissionEval) round(ctx context.Context) verdict.Result {
 	if res := e.webhooks(); res != nil {
 		return *res
 	}
@@ -267,7 +267,7 @@ func (e *admissionEval) round(ctx context.Context) wait.Result {
 	if d.Good > 0 {
 		e.admitted, e.mutated = len(e.objs), d.Mutated
 	}
-	return fromAdmission(d.Result)
+	return d.Result
 }
 
 func (e *admissionEval) fill(s *AdmissionReadyState) {
@@ -284,7 +284,7 @@ func (e *admissionEval) fill(s *AdmissionReadyState) {
 // update the program will make). The result is compared and evaluated here and then dropped:
 // it is never kept, so a Secret's data never outlives this call. pending: the answer cannot be
 // judged yet (a watch cache loading).
-func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured) (a admission.Answer, pending *wait.Result) {
+func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured) (a admission.Answer, pending *verdict.Result) {
 	red := admission.SecretRedactor(in)
 	obj := in.DeepCopy()
 	m, err := e.r.clients.Mapping(obj.GroupVersionKind())
@@ -357,13 +357,13 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 }
 
 // verdictOnly is an object's answer that is only a verdict.
-func verdictOnly(v admission.Verdict) (admission.Answer, *wait.Result) {
+func verdictOnly(v admission.Verdict) (admission.Answer, *verdict.Result) {
 	return admission.Answer{Verdict: v}, nil
 }
 
 // webhooks reads every webhook in the cluster for this round, through cluster-wide watches of
 // both configuration kinds; non-nil while they load or when the gate may not read them.
-func (e *admissionEval) webhooks() *wait.Result {
+func (e *admissionEval) webhooks() *verdict.Result {
 	e.hooks = nil
 	var fp strings.Builder
 	kinds := []schema.GroupVersionKind{mwcGVK, vwcGVK}
@@ -422,7 +422,7 @@ func (e *admissionEval) mayIntercept(h *admission.Hook) bool {
 // ignoreWebhooks requires, of an admitted object, an answer from every failurePolicy Ignore
 // webhook that may intercept it (see admission.NeedDirect): each is called directly, one
 // AdmissionReview per round whatever the number of objects it intercepts.
-func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, in, obj *unstructured.Unstructured, m *meta.RESTMapping, update bool) (admission.Answer, *wait.Result) {
+func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, in, obj *unstructured.Unstructured, m *meta.RESTMapping, update bool) (admission.Answer, *verdict.Result) {
 	q := requestFor(e.r, obj, m, update)
 	if q.GVR == admission.NamespacesResource {
 		q.NSLabels = obj.GetLabels()

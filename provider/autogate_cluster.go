@@ -14,6 +14,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/autogate"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -142,12 +143,12 @@ func admitsNow(ctx context.Context, clients *kube.Clients, obj map[string]any) b
 	r.what = "autoGate plan: " + e.what()
 	// One verdict, not a wait: a round that does not admit it ends the proof (the gate waits,
 	// not the plan); only the watch caches loading and a proof under way are waited for.
-	once := func(ctx context.Context) wait.Result {
+	once := func(ctx context.Context) verdict.Result {
 		res := e.check(ctx)
 		if res.Ready || res.Failed != nil || res.Unsynced || res.Confirming {
 			return res
 		}
-		return wait.Result{Failed: errors.New(res.Message)}
+		return verdict.Result{Failed: errors.New(res.Message)}
 	}
 	_, err = wait.Until(ctx, wait.Spec{What: e.what(), Timeout: admitsBound, Wake: r.wake, MaxBackoff: maxBackoffOf(e),
 		Progress: func(string) {}, Check: r.checking(once)})

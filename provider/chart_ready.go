@@ -14,7 +14,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // ChartReady is HelmReleaseReady for a pulumi-kubernetes helm.sh/v4:Chart, which writes no
@@ -249,7 +249,7 @@ type chartEval struct {
 
 func (e *chartEval) what() string { return fmt.Sprintf("the chart's %d objects", len(e.refs)) }
 
-func (e *chartEval) check(ctx context.Context) wait.Result {
+func (e *chartEval) check(ctx context.Context) verdict.Result {
 	return e.objs.judge(ctx, e.what(), 0)
 }
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // CrdReady waits until CustomResourceDefinitions are Established and their kinds are served,
@@ -175,24 +175,24 @@ func (e *crdEval) what() string {
 }
 
 // crdWatch subscribes to the CRD named name (every CRD when name is ""), or says why it cannot be read yet.
-func (e *crdEval) crdWatch(name string) (*kube.Subscription, *wait.Result) {
+func (e *crdEval) crdWatch(name string) (*kube.Subscription, *verdict.Result) {
 	sub := e.r.watch(kube.WatchKey{Resource: crdResource, Name: name})
 	what := "customresourcedefinitions (cluster-wide)"
 	if name != "" {
 		what = "customresourcedefinition " + name
 	}
 	if terminal, note := watchErr(what, sub); terminal != nil {
-		return nil, &wait.Result{Failed: terminal}
+		return nil, &verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
-		return nil, &wait.Result{Message: note, Unsynced: true}
+		return nil, &verdict.Result{Message: note, Unsynced: true}
 	}
 	if !sub.Synced() {
-		return nil, &wait.Result{Message: "listing CRDs", Unsynced: true}
+		return nil, &verdict.Result{Message: "listing CRDs", Unsynced: true}
 	}
 	return sub, nil
 }
 
-func (e *crdEval) check(ctx context.Context) wait.Result {
+func (e *crdEval) check(ctx context.Context) verdict.Result {
 	var objs []*unstructured.Unstructured
 	var names []string
 	var pending []string
@@ -245,7 +245,7 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 		results = append(results, res)
 	}
 	if len(pending) > 0 {
-		return wait.Result{Message: strings.Join(pending, "; "),
+		return verdict.Result{Message: strings.Join(pending, "; "),
 			Hint: "is the chart or manifest that installs these CRDs part of the stack, and did it apply? `kubectl get crd` lists what is installed"}
 	}
 	// Established means the API server is about to serve the kind; discovery confirms it does.
@@ -258,7 +258,7 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 				continue
 			}
 			if ok, msg := e.discoveryServes(lists, gv, res.Plural); !ok {
-				return wait.Result{Message: msg, Poll: true}
+				return verdict.Result{Message: msg, Poll: true}
 			}
 			e.served[gv+"/"+res.Plural] = true
 		}
@@ -267,7 +267,7 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 		return res
 	}
 	e.ready, e.names = results, names
-	return wait.Result{Ready: true, Message: "Established"}
+	return verdict.Result{Ready: true, Message: "Established"}
 }
 
 func (e *crdEval) discoveryServes(lists map[string]*metav1.APIResourceList, gv, plural string) (bool, string) {

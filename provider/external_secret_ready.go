@@ -13,7 +13,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // ExternalSecretReady waits until an ExternalSecret has synced for its current generation and
@@ -95,7 +95,7 @@ func (e *externalSecretEval) what() string {
 // v1beta1 on older ones): the fields read here are the same in both.
 var externalSecretGK = schema.GroupKind{Group: "external-secrets.io", Kind: "ExternalSecret"}
 
-func (e *externalSecretEval) check(context.Context) wait.Result {
+func (e *externalSecretEval) check(context.Context) verdict.Result {
 	m, err := e.r.clients.MappingAnyVersion(externalSecretGK)
 	if err != nil {
 		var nk *kube.NoKindError
@@ -116,13 +116,13 @@ func (e *externalSecretEval) check(context.Context) wait.Result {
 		return *pending
 	}
 	if len(objs) == 0 {
-		return wait.Result{Message: "ExternalSecret not found (not created yet)"}
+		return verdict.Result{Message: "ExternalSecret not found (not created yet)"}
 	}
 	es := objs[0]
 	tgt, none := externalSecretTarget(es)
 	// Watch the target before the sync is reported, so its arrival is seen without a late list.
 	var sec []*unstructured.Unstructured
-	var secPending *wait.Result
+	var secPending *verdict.Result
 	if !none {
 		sec, secPending = e.r.objects(tgt)
 		if secPending != nil && secPending.Failed != nil {
@@ -131,17 +131,17 @@ func (e *externalSecretEval) check(context.Context) wait.Result {
 	}
 	ok, msg := status.ExternalSecretSynced(es)
 	if !ok {
-		return wait.Result{Message: msg, Hint: "kubectl describe externalsecret " + e.name + " -n " + e.namespace +
+		return verdict.Result{Message: msg, Hint: "kubectl describe externalsecret " + e.name + " -n " + e.namespace +
 			" (is the SecretStore ready, does the remote key exist?)"}
 	}
 	if secPending != nil {
 		return *secPending
 	}
 	if !none && len(sec) == 0 {
-		return wait.Result{Message: fmt.Sprintf("%s, but target %s does not exist yet", msg, tgt)}
+		return verdict.Result{Message: fmt.Sprintf("%s, but target %s does not exist yet", msg, tgt)}
 	}
 	e.es, e.secretName = es, tgt.name
-	return wait.Result{Ready: true, Message: msg}
+	return verdict.Result{Ready: true, Message: msg}
 }
 
 // externalSecretTarget is the object an ExternalSecret writes: the Secret spec.target.name (else

@@ -15,6 +15,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/inputdiff"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -151,7 +152,7 @@ func maxBackoffOf(e evaluation) time.Duration {
 // evaluation is one gate's decision logic over the cluster.
 type evaluation interface {
 	what() string
-	check(ctx context.Context) wait.Result
+	check(ctx context.Context) verdict.Result
 }
 
 // builder makes a gate's evaluation for one run, and the function that writes its outputs.

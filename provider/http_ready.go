@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/httpcheck"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // HttpReady waits until an HTTP(S) endpoint answers as expected, several times in a row: the
@@ -212,7 +212,7 @@ func (e *httpEval) idTarget() string {
 	return fmt.Sprintf("HTTP %s://%s (url sha256 %x)", u.Scheme, u.Host, sum[:6])
 }
 
-func (e *httpEval) check(ctx context.Context) wait.Result {
+func (e *httpEval) check(ctx context.Context) verdict.Result {
 	e.attempts++
 	code, body, err := e.request(ctx)
 	e.code = code
@@ -221,9 +221,9 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 		// The API server answered in the backend's place: never the backend's answer.
 		e.good, e.code = 0, 0
 		if pe.terminal() {
-			return wait.Result{Failed: fmt.Errorf("%s: %s", e.what(), pe.rbacMessage(e.args.Service.Namespace))}
+			return verdict.Result{Failed: fmt.Errorf("%s: %s", e.what(), pe.rbacMessage(e.args.Service.Namespace))}
 		}
-		return wait.Result{Message: pe.Error(), Poll: true, Hint: pe.hint()}
+		return verdict.Result{Message: pe.Error(), Poll: true, Hint: pe.hint()}
 	}
 	ok := err == nil && e.accept(code) && (e.body == nil || e.body.Match(body))
 	if !ok {
@@ -237,16 +237,16 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 		default:
 			msg = fmt.Sprintf("HTTP %d, but the body does not match /%s/", code, e.body)
 		}
-		return wait.Result{Message: msg, Poll: true, Hint: "is the backend running, and is the URL/Service right?"}
+		return verdict.Result{Message: msg, Poll: true, Hint: "is the backend running, and is the URL/Service right?"}
 	}
 	e.good++
 	if e.good < e.need {
 		// One good answer of several: a proof under way, not a verdict (refresh keeps going).
 		// The next answer is asked for after confirmDelay, as WebhookReady confirms, not after a
 		// backoff step: an endpoint that already answers passes in ~10 ms.
-		return wait.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), RetryIn: confirmDelay, Confirming: true}
+		return verdict.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), RetryIn: confirmDelay, Confirming: true}
 	}
-	return wait.Result{Ready: true, Message: fmt.Sprintf("HTTP %d", code)}
+	return verdict.Result{Ready: true, Message: fmt.Sprintf("HTTP %d", code)}
 }
 
 func (e *httpEval) request(ctx context.Context) (int, []byte, error) {

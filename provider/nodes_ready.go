@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // NodesReady waits until enough nodes are Ready: the first gate of a cluster rebuild.
@@ -112,7 +112,7 @@ func (e *nodesEval) what() string {
 	return fmt.Sprintf("%d Ready node(s) matching %q", e.min, e.sel)
 }
 
-func (e *nodesEval) check(context.Context) wait.Result {
+func (e *nodesEval) check(context.Context) verdict.Result {
 	nodes, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Version: "v1", Kind: "Node"}, selector: e.sel})
 	if pending != nil {
 		return *pending
@@ -133,5 +133,5 @@ func (e *nodesEval) check(context.Context) wait.Result {
 	if len(notReady) > 0 {
 		msg += "; not ready: " + strings.Join(notReady, ", ")
 	}
-	return wait.Result{Ready: len(ready) >= e.min, Message: msg, Hint: "kubectl get nodes; are the kubelets joining?"}
+	return verdict.Result{Ready: len(ready) >= e.min, Message: msg, Hint: "kubectl get nodes; are the kubelets joining?"}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -28,7 +29,7 @@ import (
 // for webhooks the API server may skip (failurePolicy Ignore), with a direct call. Two
 // consecutive answers are required so a flapping webhook does not pass.
 //
-// It keeps its own schedule (wait.Result.RetryIn): a change of what the gate watches (an
+// It keeps its own schedule (verdict.Result.RetryIn): a change of what the gate watches (an
 // EndpointSlice turning ready, a caBundle injected, the configuration changing) probes at once
 // and restarts the backoff; any other wake-up before the next probe is due reuses the last
 // answer, so unrelated events in a busy namespace cost the API server nothing; the confirming
@@ -59,7 +60,7 @@ type prober struct {
 	next     time.Time
 	backoff  time.Duration
 	hotUntil time.Time // the end of the hot window the last change of seen opened (not its first value)
-	last     wait.Result
+	last     verdict.Result
 
 	// reuse is how long a proof stands while the state it was proven in holds (0: every step
 	// probes again). A composite gate (HelmReleaseReady, ChartReady) checks all its objects at
@@ -117,7 +118,7 @@ func (p *prober) reset() { p.good = 0 }
 
 // step probes when due (state is a fingerprint of what the gate watches) and judges the answer.
 // An async prober takes the answer of its background probe here, and starts the next one.
-func (p *prober) step(ctx context.Context, state string) wait.Result {
+func (p *prober) step(ctx context.Context, state string) verdict.Result {
 	now := time.Now()
 	if res, began, ok := p.collect(state); ok {
 		return p.settle(res, began)
@@ -162,7 +163,7 @@ func (p *prober) step(ctx context.Context, state string) wait.Result {
 
 // settle schedules the next probe after res, the answer of a probe begun at now, and keeps res
 // as the last answer (a proof stands from when its probe began).
-func (p *prober) settle(res wait.Result, now time.Time) wait.Result {
+func (p *prober) settle(res verdict.Result, now time.Time) verdict.Result {
 	if res.Failed == nil && !res.Ready {
 		delay := confirmDelay
 		if !res.Confirming {
@@ -186,7 +187,7 @@ func endedByDeadline(ctx context.Context, msg string) bool {
 	return ctx.Err() != nil || wait.RefusedByRateLimiter(msg)
 }
 
-func (p *prober) judge(ctx context.Context) wait.Result {
+func (p *prober) judge(ctx context.Context) verdict.Result {
 	o := p.once(ctx)
 	// The wait ended during this probe (or client-go's rate limiter refused to start one that
 	// could not finish before the deadline): its own deadline is not the webhook's answer.
@@ -194,7 +195,7 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 		return p.last
 	}
 	if o.Terminal != nil {
-		return wait.Result{Failed: o.Terminal}
+		return verdict.Result{Failed: o.Terminal}
 	}
 	if o.Blocked {
 		if res := p.proveBlocked(ctx, &o); res != nil {
@@ -215,7 +216,7 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 				return p.last
 			}
 			if terminal != nil {
-				return wait.Result{Failed: terminal}
+				return verdict.Result{Failed: terminal}
 			}
 			if !ok {
 				o.Answered = false
@@ -231,13 +232,13 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 		if o.Hint != "" {
 			hint = o.Hint + "; " + hint
 		}
-		return wait.Result{Message: "dry-run probe: " + o.Why, Hint: hint}
+		return verdict.Result{Message: "dry-run probe: " + o.Why, Hint: hint}
 	}
 	p.good++
 	if p.good < probesNeeded {
-		return wait.Result{Message: fmt.Sprintf("dry-run probe answered (%s); confirming", o.Why), Confirming: true}
+		return verdict.Result{Message: fmt.Sprintf("dry-run probe answered (%s); confirming", o.Why), Confirming: true}
 	}
-	return wait.Result{Ready: true, Message: "dry-run probe answered: " + o.Why}
+	return verdict.Result{Ready: true, Message: "dry-run probe answered: " + o.Why}
 }
 
 // proveBlocked: a policy that denies the probe before the target (a policy engine's mutating
@@ -246,7 +247,7 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 // becomes answered when all do; it stays unanswered, saying which did not, otherwise. With
 // `expect`, no direct answer shows the mutation, so the gate keeps waiting for an admitted probe.
 // Non-nil: the wait ended during a call, or a call may not be made (terminal).
-func (p *prober) proveBlocked(ctx context.Context, o *admission.ProbeOutcome) *wait.Result {
+func (p *prober) proveBlocked(ctx context.Context, o *admission.ProbeOutcome) *verdict.Result {
 	if len(p.hooks) == 0 || p.expect != nil {
 		return nil
 	}
@@ -258,7 +259,7 @@ func (p *prober) proveBlocked(ctx context.Context, o *admission.ProbeOutcome) *w
 			return &p.last
 		}
 		if terminal != nil {
-			return &wait.Result{Failed: terminal}
+			return &verdict.Result{Failed: terminal}
 		}
 		if !ok {
 			o.Why += fmt.Sprintf("; calling webhook %s directly instead: %s", h.Name, why)

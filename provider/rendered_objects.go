@@ -13,7 +13,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // renderedObjects checks the objects a chart rendered, by the rules of `helm --wait` plus
@@ -82,7 +82,7 @@ func checkFor(r *run, namespace string, probe map[string]any, ref helmrelease.Ob
 // judge gathers each object's state, then decides (helmrelease.JudgeObjects). Gathering stops at
 // the first verdict: the whole fails on it. what names the whole in errors; revision is the
 // release revision (0: none, a Chart v4's objects).
-func (o *renderedObjects) judge(ctx context.Context, what string, revision int) wait.Result {
+func (o *renderedObjects) judge(ctx context.Context, what string, revision int) verdict.Result {
 	objs := helmrelease.Objects{What: what, Revision: revision, Total: len(o.checks)}
 	var slow []string // for the trace: the objects whose check took a while
 	if tracer != nil {
@@ -98,12 +98,12 @@ func (o *renderedObjects) judge(ctx context.Context, what string, revision int) 
 		if took := time.Since(began); tracer != nil && took > 2*time.Millisecond {
 			slow = append(slow, fmt.Sprintf("%s %dus", c.ref, took.Microseconds()))
 		}
-		objs.States = append(objs.States, helmrelease.ObjectState{Ref: c.ref, Result: toHelmRelease(res)})
+		objs.States = append(objs.States, helmrelease.ObjectState{Ref: c.ref, Result: res})
 		if res.Failed != nil {
 			break
 		}
 	}
-	return fromHelmRelease(helmrelease.JudgeObjects(objs))
+	return helmrelease.JudgeObjects(objs)
 }
 
 // probeFailures validates the `probe` input that every webhook configuration is proven with.
@@ -123,5 +123,5 @@ type failedEval struct {
 	err  error
 }
 
-func (f failedEval) what() string                      { return f.name }
-func (f failedEval) check(context.Context) wait.Result { return wait.Result{Failed: f.err} }
+func (f failedEval) what() string                         { return f.name }
+func (f failedEval) check(context.Context) verdict.Result { return verdict.Result{Failed: f.err} }

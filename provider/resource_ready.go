@@ -21,7 +21,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/objectrule"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // ResourceReady is the generic gate: any kind, decided by a condition, a JSONPath, a CEL
@@ -158,7 +158,7 @@ type objectsEval struct {
 	t        target
 	d        *objectrule.Rule
 	minCount int
-	pvcMode  func(*unstructured.Unstructured) (string, *wait.Result)
+	pvcMode  func(*unstructured.Unstructured) (string, *verdict.Result)
 	matched  []*unstructured.Unstructured
 	sawCRD   string // deleted: the CRD that defined the kind, while the gate saw it
 }
@@ -189,19 +189,19 @@ func newObjectsEval(r *run, a ResourceReadyArgs) (*objectsEval, error) {
 func (e *objectsEval) what() string { return e.t.String() + " (" + e.d.Mode + ")" }
 
 // storageClassMode reads the volumeBindingMode of a PVC's StorageClass from a shared watch.
-func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, *wait.Result) {
+func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, *verdict.Result) {
 	sc, _, _ := unstructured.NestedString(pvc.Object, "spec", "storageClassName")
 	if sc == "" {
 		return "", nil
 	}
 	sub := e.r.watch(kube.WatchKey{Resource: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}})
 	if terminal, note := watchErr("storageclasses (to read the volumeBindingMode of PVC "+objectName(pvc)+"'s StorageClass "+sc+")", sub); terminal != nil {
-		return "", &wait.Result{Failed: terminal}
+		return "", &verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
-		return "", &wait.Result{Message: note, Unsynced: true}
+		return "", &verdict.Result{Message: note, Unsynced: true}
 	}
 	if !sub.Synced() {
-		return "", &wait.Result{Message: "listing storage classes", Unsynced: true}
+		return "", &verdict.Result{Message: "listing storage classes", Unsynced: true}
 	}
 	o, err := e.r.read(sub, sc)
 	if err != nil {
@@ -214,7 +214,7 @@ func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, 
 	return "", nil
 }
 
-func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait.Result) {
+func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *verdict.Result) {
 	if e.d.FailedCel != nil {
 		bad, msg, err := e.d.FailedCel.Eval(o.Object)
 		switch {
@@ -239,7 +239,7 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait
 	return res, nil
 }
 
-func (e *objectsEval) check(ctx context.Context) wait.Result {
+func (e *objectsEval) check(ctx context.Context) verdict.Result {
 	if e.d.Deleted {
 		return e.checkDeleted()
 	}
@@ -252,7 +252,7 @@ func (e *objectsEval) check(ctx context.Context) wait.Result {
 		if e.t.selector != nil {
 			msg = fmt.Sprintf("%d of at least %d found", len(objs), e.minCount)
 		}
-		return wait.Result{Message: msg, Hint: "is whatever creates it part of the stack, and is the namespace right?"}
+		return verdict.Result{Message: msg, Hint: "is whatever creates it part of the stack, and is the namespace right?"}
 	}
 	var notReady []string
 	for _, o := range objs {
@@ -261,7 +261,7 @@ func (e *objectsEval) check(ctx context.Context) wait.Result {
 			return *pend
 		}
 		if res.Failed {
-			return wait.Result{Failed: fmt.Errorf("%s %s failed: %s", o.GetKind(), objectName(o), res.Message)}
+			return verdict.Result{Failed: fmt.Errorf("%s %s failed: %s", o.GetKind(), objectName(o), res.Message)}
 		}
 		if !res.Ready {
 			notReady = append(notReady, objectName(o)+": "+res.Message)
@@ -269,17 +269,17 @@ func (e *objectsEval) check(ctx context.Context) wait.Result {
 	}
 	if len(notReady) > 0 {
 		sort.Strings(notReady)
-		return wait.Result{Message: strings.Join(notReady, "; "), Hint: e.describeHint()}
+		return verdict.Result{Message: strings.Join(notReady, "; "), Hint: e.describeHint()}
 	}
 	e.matched = objs
-	return wait.Result{Ready: true}
+	return verdict.Result{Ready: true}
 }
 
 // checkDeleted is `deleted`: ready once no object matches. An object is the same at every
 // version of its kind, so the kind is resolved at any version the server serves (a Deployment
 // asked for as apps/v1beta1 is watched as apps/v1). A kind served at no version is an error,
 // not "nothing exists", unless the gate saw the CRD that defined it and then saw it go.
-func (e *objectsEval) checkDeleted() wait.Result {
+func (e *objectsEval) checkDeleted() verdict.Result {
 	t := e.t
 	if _, err := e.r.clients.Mapping(t.gvk); err != nil {
 		var nk *kube.NoKindError
@@ -300,37 +300,37 @@ func (e *objectsEval) checkDeleted() wait.Result {
 	e.sawCRD = ""
 	if len(objs) == 0 {
 		e.matched = nil
-		return wait.Result{Ready: true, Message: "gone"}
+		return verdict.Result{Ready: true, Message: "gone"}
 	}
-	return wait.Result{Message: fmt.Sprintf("%d still present: %s", len(objs), strings.Join(objectNames(objs), ", "))}
+	return verdict.Result{Message: fmt.Sprintf("%d still present: %s", len(objs), strings.Join(objectNames(objs), ", "))}
 }
 
 // kindGone judges `deleted` on a kind the server serves at no version. While a CRD defines it
 // (installing, or terminating) the gate waits; once a CRD it saw is gone, so are its objects.
 // A kind no CRD defines is an error: nothing can prove an object of an unknown kind is gone,
 // and a misspelt kind would otherwise pass forever.
-func (e *objectsEval) kindGone(nk *kube.NoKindError) wait.Result {
+func (e *objectsEval) kindGone(nk *kube.NoKindError) verdict.Result {
 	gk := e.t.gvk.GroupKind()
 	sub := e.r.watch(kube.WatchKey{Resource: crdResource})
 	if terminal, note := watchErr("customresourcedefinitions (kind "+gk.Kind+" is not served, so `deleted` looks for its CRD)", sub); terminal != nil {
-		return wait.Result{Failed: terminal}
+		return verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
-		return wait.Result{Message: note, Unsynced: true}
+		return verdict.Result{Message: note, Unsynced: true}
 	}
 	if !sub.Synced() {
-		return wait.Result{Message: "listing CRDs", Unsynced: true}
+		return verdict.Result{Message: "listing CRDs", Unsynced: true}
 	}
 	for _, c := range sub.List(nil) {
 		if res := status.CRD(c); res.Group == gk.Group && res.Kind == gk.Kind {
 			e.sawCRD = c.GetName()
-			return wait.Result{Message: fmt.Sprintf("kind %s is defined by CRD %s (%s) but not served", gk.Kind, c.GetName(), res.Message), Poll: res.Ready}
+			return verdict.Result{Message: fmt.Sprintf("kind %s is defined by CRD %s (%s) but not served", gk.Kind, c.GetName(), res.Message), Poll: res.Ready}
 		}
 	}
 	if e.sawCRD != "" {
 		e.matched = nil
-		return wait.Result{Ready: true, Message: fmt.Sprintf("CRD %s was deleted, and with it every %s", e.sawCRD, gk.Kind)}
+		return verdict.Result{Ready: true, Message: fmt.Sprintf("CRD %s was deleted, and with it every %s", e.sawCRD, gk.Kind)}
 	}
-	return wait.Result{Failed: fmt.Errorf("%s: %w; `deleted` cannot prove that an object of a kind the API server does not know is gone "+
+	return verdict.Result{Failed: fmt.Errorf("%s: %w; `deleted` cannot prove that an object of a kind the API server does not know is gone "+
 		"(if its CRD was removed on purpose, nothing of it exists and the gate can go)", e.t, nk)}
 }
 

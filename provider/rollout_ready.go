@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // RolloutReady waits like `kubectl rollout status` for a Deployment, StatefulSet or DaemonSet,
@@ -101,20 +101,20 @@ type rolloutEval struct {
 
 func (e *rolloutEval) what() string { return "rollout of " + e.t.String() }
 
-func (e *rolloutEval) check(context.Context) wait.Result {
+func (e *rolloutEval) check(context.Context) verdict.Result {
 	objs, pending := e.r.objects(e.t)
 	if pending != nil {
 		return *pending
 	}
 	if len(objs) == 0 {
-		return wait.Result{Message: "not found (not created yet)"}
+		return verdict.Result{Message: "not found (not created yet)"}
 	}
 	ro := e.eval(objs[0])
 	e.last = ro
 	if ro.Failed {
-		return wait.Result{Failed: fmt.Errorf("%s: %s", e.t, ro.Message)}
+		return verdict.Result{Failed: fmt.Errorf("%s: %s", e.t, ro.Message)}
 	}
-	return wait.Result{Ready: ro.Ready, Message: ro.Message,
+	return verdict.Result{Ready: ro.Ready, Message: ro.Message,
 		Hint: "kubectl describe " + e.t.gvk.Kind + " " + e.t.name + " -n " + e.t.namespace + " (events: image pulls, scheduling, probes)"}
 }
 

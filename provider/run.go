@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -133,7 +134,7 @@ func (r *run) close() {
 }
 
 // wait runs the shared wait loop, reporting progress on the resource's status line.
-func (r *run) wait(ctx context.Context, spec wait.Spec) (wait.Result, error) {
+func (r *run) wait(ctx context.Context, spec wait.Spec) (verdict.Result, error) {
 	defer r.log.InfoStatus("")
 	r.what = spec.What
 	spec.Timeout = wait.EffectiveTimeout(ctx, spec.Timeout)
@@ -158,30 +159,30 @@ const refreshBound = time.Minute
 // caches must have loaded (Unsynced) and a proof under way must finish (Confirming: the first of
 // two good probes says nothing yet). Refresh uses it, so a ready gate is never dropped for
 // lack of patience.
-func (r *run) judge(ctx context.Context, e evaluation) (wait.Result, error) {
+func (r *run) judge(ctx context.Context, e evaluation) (verdict.Result, error) {
 	r.proving = true // every verdict counts here, "not ready" too
 	r.what = e.what()
-	var verdict wait.Result
+	var last verdict.Result
 	_, err := wait.Until(ctx, wait.Spec{
 		What:       e.what(),
 		Timeout:    refreshBound,
 		Wake:       r.wake,
 		MaxBackoff: maxBackoffOf(e),
 		Progress:   func(msg string) { r.log.InfoStatus(msg) },
-		Check: r.checking(func(ctx context.Context) wait.Result {
+		Check: r.checking(func(ctx context.Context) verdict.Result {
 			res := e.check(ctx)
 			if res.Failed != nil || !(res.Unsynced || res.Confirming) {
-				verdict = res
-				return wait.Result{Ready: true}
+				last = res
+				return verdict.Result{Ready: true}
 			}
 			return res
 		}),
 	})
 	r.log.InfoStatus("")
 	if err != nil {
-		return verdict, fmt.Errorf("reading the cluster state: %w", err)
+		return last, fmt.Errorf("reading the cluster state: %w", err)
 	}
-	return verdict, verdict.Failed
+	return last, last.Failed
 }
 
 // eventSubject is implemented by gates that wait on one named object: a timeout then quotes

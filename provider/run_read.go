@@ -18,7 +18,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // coverWait bounds how long a verdict waits for its busy watch to prove it before reading.
@@ -28,8 +28,8 @@ const coverWait = 100 * time.Millisecond
 // end with the gate (its timeout, a cancel) rather than run on after it. A verdict that ends
 // the gate is kept only once what it judged is proven current (see read); if a copy judged was
 // stale, the check runs again at once on consistent reads.
-func (r *run) checking(check func(context.Context) wait.Result) func(context.Context) wait.Result {
-	return func(ctx context.Context) wait.Result {
+func (r *run) checking(check func(context.Context) verdict.Result) func(context.Context) verdict.Result {
+	return func(ctx context.Context) verdict.Result {
 		outer := r.ctx
 		r.ctx = ctx
 		defer func() { r.ctx, r.seen, r.hints = outer, nil, nil }()
@@ -48,7 +48,7 @@ func (r *run) checking(check func(context.Context) wait.Result) func(context.Con
 // prove keeps res, the verdict of check, once what it judged is proven current: a verdict that
 // waits costs nothing now (what a pass will judge is proven meanwhile); one that ends the gate
 // waits for its busy watches, or reads; a stale copy runs check again on consistent reads.
-func (r *run) prove(ctx context.Context, check func(context.Context) wait.Result, res wait.Result) wait.Result {
+func (r *run) prove(ctx context.Context, check func(context.Context) verdict.Result, res verdict.Result) verdict.Result {
 	if !res.Ready && res.Failed == nil {
 		for _, v := range r.seen { // it waits: prove meanwhile what a pass will judge
 			v.Ahead()
@@ -63,7 +63,7 @@ func (r *run) prove(ctx context.Context, check func(context.Context) wait.Result
 	for _, v := range judged {
 		step, err := v.Next(ctx, r.mayAwait())
 		if err != nil { // the gate's time is up: the wait loop says so
-			return wait.Result{Message: "confirming that the state judged is current", Confirming: true}
+			return verdict.Result{Message: "confirming that the state judged is current", Confirming: true}
 		}
 		switch step {
 		case kube.Proven:
@@ -73,7 +73,7 @@ func (r *run) prove(ctx context.Context, check func(context.Context) wait.Result
 			if r.awaited.IsZero() {
 				r.awaited = time.Now()
 			}
-			return wait.Result{Message: "confirming that the state judged is current (its watch is catching up)", Confirming: true, RetryIn: coverWait - time.Since(r.awaited)}
+			return verdict.Result{Message: "confirming that the state judged is current (its watch is catching up)", Confirming: true, RetryIn: coverWait - time.Since(r.awaited)}
 		}
 		reads = append(reads, v)
 	}
@@ -153,7 +153,7 @@ func (r *run) readListInto(sub *kube.Subscription, sel labels.Selector, judged *
 // objects resolves the target's kind and returns what the shared watch holds for it. A kind
 // the API server does not serve yet is waited for (its CRD may be installing); pending is set
 // when the caller should report it and wait.
-func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wait.Result) {
+func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *verdict.Result) {
 	m, err := r.clients.Mapping(t.gvk)
 	if err != nil {
 		var nk *kube.NoKindError
@@ -161,9 +161,9 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 			return nil, r.kindPending(t.gvk, nk)
 		}
 		if terminal := discoveryErr(r.clients, t.gvk, err); terminal != nil {
-			return nil, &wait.Result{Failed: terminal}
+			return nil, &verdict.Result{Failed: terminal}
 		}
-		return nil, &wait.Result{Message: "resolving the kind: " + err.Error(), Poll: true}
+		return nil, &verdict.Result{Message: "resolving the kind: " + err.Error(), Poll: true}
 	}
 	key := kube.WatchKey{Resource: m.Resource}
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -174,12 +174,12 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 	}
 	sub := r.watch(key)
 	if terminal, note := watchErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), sub); terminal != nil {
-		return nil, &wait.Result{Failed: terminal}
+		return nil, &verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
-		return nil, &wait.Result{Message: note, Unsynced: true}
+		return nil, &verdict.Result{Message: note, Unsynced: true}
 	}
 	if !sub.Synced() {
-		return nil, &wait.Result{Message: "listing " + m.Resource.Resource, Unsynced: true}
+		return nil, &verdict.Result{Message: "listing " + m.Resource.Resource, Unsynced: true}
 	}
 	if t.name != "" {
 		o, err := r.read(sub, t.name)
@@ -205,7 +205,7 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *wai
 // objectsOf is objects for each target, their watches all asked for before any is waited on (so
 // that they list at once, not one check after another). pending is the first terminal result,
 // else the first that waits; which is the target's index.
-func (r *run) objectsOf(ts ...target) (objs [][]*unstructured.Unstructured, which int, pending *wait.Result) {
+func (r *run) objectsOf(ts ...target) (objs [][]*unstructured.Unstructured, which int, pending *verdict.Result) {
 	objs = make([][]*unstructured.Unstructured, len(ts))
 	which = -1
 	for i, t := range ts {
@@ -224,42 +224,42 @@ func (r *run) objectsOf(ts ...target) (objs [][]*unstructured.Unstructured, whic
 // readErr turns a failed consistent read (see kube.Subscription.Read) into a result: refused
 // credentials or RBAC fail at once (after the one retry with refreshed credentials), anything
 // else is retried.
-func (r *run) readErr(what string, err error) *wait.Result {
+func (r *run) readErr(what string, err error) *verdict.Result {
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-		return &wait.Result{Failed: fmt.Errorf("cannot read %s: %w", what, err)}
+		return &verdict.Result{Failed: fmt.Errorf("cannot read %s: %w", what, err)}
 	}
-	return &wait.Result{Message: "reading " + what + ": " + err.Error(), Poll: true}
+	return &verdict.Result{Message: "reading " + what + ": " + err.Error(), Poll: true}
 }
 
 // kindPending waits for a kind to be served: it watches CRDs and re-discovers while a CRD
 // defining the kind exists but discovery does not serve it yet. A kind the server serves at
 // other versions only, with no CRD to add the one asked for, fails at once: waiting cannot
 // fix an apiVersion.
-func (r *run) kindPending(gvk schema.GroupVersionKind, nk *kube.NoKindError) *wait.Result {
+func (r *run) kindPending(gvk schema.GroupVersionKind, nk *kube.NoKindError) *verdict.Result {
 	sub := r.watch(kube.WatchKey{Resource: crdResource})
 	if terminal, note := watchErr("customresourcedefinitions (kind "+gvk.Kind+" is not served, so the gate watches for its CRD)", sub); terminal != nil {
-		return &wait.Result{Failed: terminal}
+		return &verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
-		return &wait.Result{Message: note, Unsynced: true}
+		return &verdict.Result{Message: note, Unsynced: true}
 	}
 	if !sub.Synced() {
-		return &wait.Result{Message: "listing CRDs", Unsynced: true}
+		return &verdict.Result{Message: "listing CRDs", Unsynced: true}
 	}
 	for _, c := range sub.List(nil) {
 		res := status.CRD(c)
 		if res.Group == gvk.Group && res.Kind == gvk.Kind {
 			if gvk.Version != "" && len(res.ServedVersions) > 0 && !slices.Contains(res.ServedVersions, gvk.GroupVersion().String()) {
 				// A CRD update may add the version; its watch event wakes the gate.
-				return &wait.Result{Message: fmt.Sprintf("CRD %s serves %s, not %s (%s)", c.GetName(), strings.Join(res.ServedVersions, ", "), gvk.GroupVersion(), res.Message),
+				return &verdict.Result{Message: fmt.Sprintf("CRD %s serves %s, not %s (%s)", c.GetName(), strings.Join(res.ServedVersions, ", "), gvk.GroupVersion(), res.Message),
 					Hint: "fix apiVersion, or install the CRD version that serves it"}
 			}
-			return &wait.Result{Message: fmt.Sprintf("kind %s is defined by CRD %s (%s) but not served yet", gvk.Kind, c.GetName(), res.Message), Poll: res.Ready}
+			return &verdict.Result{Message: fmt.Sprintf("kind %s is defined by CRD %s (%s) but not served yet", gvk.Kind, c.GetName(), res.Message), Poll: res.Ready}
 		}
 	}
 	if len(nk.Served) > 0 {
-		return &wait.Result{Failed: nk}
+		return &verdict.Result{Failed: nk}
 	}
-	return &wait.Result{Message: nk.Error(), Hint: "install the CRD that defines this kind before the gate, or fix apiVersion/kind"}
+	return &verdict.Result{Message: nk.Error(), Hint: "install the CRD that defines this kind before the gate, or fix apiVersion/kind"}
 }
 
 // discoveryErr turns a discovery failure that waiting cannot fix (RBAC, rejected credentials)
@@ -292,7 +292,7 @@ func nsOrCluster(ns string) string {
 // A namespace the gate may not read, or that does not exist, is not an error: nsErr says why
 // the labels are unknown (a webhook is then not taken as called when that must be proven, and
 // as called when it must be ruled out). rv is the Namespace's resourceVersion when read.
-func (r *run) namespaceLabels(ns string, hooks []*admission.Hook) (lbls map[string]string, nsErr, rv string, pending *wait.Result) {
+func (r *run) namespaceLabels(ns string, hooks []*admission.Hook) (lbls map[string]string, nsErr, rv string, pending *verdict.Result) {
 	need := false
 	for _, h := range hooks {
 		need = need || h.Match.NeedsNamespaceLabels()
@@ -305,7 +305,7 @@ func (r *run) namespaceLabels(ns string, hooks []*admission.Hook) (lbls map[stri
 		return nil, fmt.Sprintf("%v; grant verbs list, watch on namespaces with resourceNames [%s]", err, ns), "", nil
 	}
 	if !sub.Synced() {
-		return nil, "", "", &wait.Result{Message: "reading namespace " + ns + " (its labels decide which webhooks intercept the request)", Unsynced: true}
+		return nil, "", "", &verdict.Result{Message: "reading namespace " + ns + " (its labels decide which webhooks intercept the request)", Unsynced: true}
 	}
 	o, err := r.read(sub, ns)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // ServiceReady waits until a Service has ready endpoints in its EndpointSlices: pods that
@@ -110,13 +110,13 @@ func (e *endpointsEval) what() string {
 	return fmt.Sprintf("service %s/%s", e.namespace, e.name)
 }
 
-func (e *endpointsEval) check(context.Context) wait.Result {
+func (e *endpointsEval) check(context.Context) verdict.Result {
 	svc, pending := e.r.objects(target{gvk: serviceGVK, namespace: e.namespace, name: e.name})
 	if pending != nil {
 		return *pending
 	}
 	if len(svc) == 0 {
-		return wait.Result{Message: fmt.Sprintf("service %s/%s not found", e.namespace, e.name),
+		return verdict.Result{Message: fmt.Sprintf("service %s/%s not found", e.namespace, e.name),
 			Hint: "is the chart or manifest that creates the Service part of the stack?"}
 	}
 	sel := labels.SelectorFromSet(labels.Set{"kubernetes.io/service-name": e.name})
@@ -137,7 +137,7 @@ func (e *endpointsEval) check(context.Context) wait.Result {
 	if ports, ok := servicePorts(svc[0]); e.port != "" && !ok(e.port) {
 		hint = fmt.Sprintf("the Service has no port %s (its ports: %s): is `port` right?", e.port, strings.Join(ports, ", "))
 	}
-	return wait.Result{Ready: e.ready >= e.min, Message: msg, Hint: hint}
+	return verdict.Result{Ready: e.ready >= e.min, Message: msg, Hint: hint}
 }
 
 // servicePorts lists a Service's ports (name:port->targetPort) and says whether a port given by

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // The trace: with READINESS_TRACE=FILE in the provider's environment, every gate appends to
@@ -59,7 +59,7 @@ func (r *run) lastEvent() time.Time {
 
 // traceCheck writes one check: how long after the newest watch event it began, how long the
 // check and then its proof took, and the verdict.
-func (r *run) traceCheck(began, checked time.Time, res *wait.Result) {
+func (r *run) traceCheck(began, checked time.Time, res *verdict.Result) {
 	woke := "no watch event yet"
 	if ev := r.lastEvent(); !ev.IsZero() {
 		woke = fmt.Sprintf("newest watch event %dus before", began.Sub(ev).Microseconds())

@@ -20,7 +20,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // WebhookReady waits until an admission webhook really answers: configuration present, CA
@@ -248,7 +248,7 @@ func (e *webhookEval) what() string {
 	}
 }
 
-func (e *webhookEval) check(ctx context.Context) wait.Result {
+func (e *webhookEval) check(ctx context.Context) verdict.Result {
 	e.state.Reset()
 	res := e.checkObjects()
 	if !res.Ready {
@@ -261,7 +261,7 @@ func (e *webhookEval) check(ctx context.Context) wait.Result {
 }
 
 // checkObjects checks what the watch caches show: configuration, webhooks, caBundle, endpoints.
-func (e *webhookEval) checkObjects() wait.Result {
+func (e *webhookEval) checkObjects() verdict.Result {
 	e.policy = "Fail"
 	e.external = map[string]string{}
 	if e.args.Service != nil {
@@ -287,7 +287,7 @@ func (e *webhookEval) checkObjects() wait.Result {
 	c := admission.CheckConfiguration(snap)
 	e.names, e.hooks, e.policy = c.Names, c.Hooks, c.Policy
 	if !c.Result.Ready {
-		return fromAdmission(c.Result)
+		return c.Result
 	}
 	for _, h := range e.hooks {
 		if h.URL == "" {
@@ -298,13 +298,13 @@ func (e *webhookEval) checkObjects() wait.Result {
 		return *res
 	}
 	e.checked(c.CABundles)
-	return wait.Result{Ready: true}
+	return verdict.Result{Ready: true}
 }
 
 // gatherConfiguration reads, from the watch caches, the configuration and the Service of each
 // of its checked webhooks (see admission.CheckConfiguration, which decides over them).
-func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name string) (admission.Configuration, *wait.Result) {
-	snap := admission.Configuration{Kind: gvk.Kind, Name: name, Want: e.args.Webhooks, Services: map[string]admission.Result{}}
+func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name string) (admission.Configuration, *verdict.Result) {
+	snap := admission.Configuration{Kind: gvk.Kind, Name: name, Want: e.args.Webhooks, Services: map[string]verdict.Result{}}
 	objs, pending := e.r.objects(target{gvk: gvk, name: name})
 	if pending != nil {
 		return snap, pending
@@ -323,7 +323,7 @@ func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name stri
 		}
 		key := admission.ServiceKey(h.SvcNamespace, h.SvcName, h.SvcPort)
 		if _, done := snap.Services[key]; !done && len(h.CABundle) > 0 {
-			snap.Services[key] = toAdmission(e.serviceReady(h.SvcNamespace, h.SvcName, h.SvcPort))
+			snap.Services[key] = e.serviceReady(h.SvcNamespace, h.SvcName, h.SvcPort)
 		}
 	}
 	return snap, nil
@@ -341,7 +341,7 @@ func (e *webhookEval) newProber(obj *unstructured.Unstructured) *prober {
 // caBundle and ready endpoints (or a URL) do not show that a webhook answers, only a call does.
 // Namespaced kinds are derived in deriveProbeIn (HelmReleaseReady: the release's namespace), or
 // else the provider's default namespace. Without a kind to derive from, the gate waits for `probe`.
-func (e *webhookEval) deriveIfNeeded() *wait.Result {
+func (e *webhookEval) deriveIfNeeded() *verdict.Result {
 	if e.probe != nil {
 		return nil
 	}
@@ -351,7 +351,7 @@ func (e *webhookEval) deriveIfNeeded() *wait.Result {
 	}
 	obj, why := e.deriveProbe(e.hooks, ns)
 	if obj == nil {
-		return &wait.Result{Message: why, Poll: true,
+		return &verdict.Result{Message: why, Poll: true,
 			Hint: "give `probe`: an object the webhooks intercept (their caBundle and endpoints alone do not show they answer)"}
 	}
 	e.probe = e.newProber(obj)
@@ -445,7 +445,7 @@ func (e *webhookEval) checked(caBundles []string) {
 // Validating- and MutatingWebhookConfiguration (gathered through cluster-wide watches of both
 // kinds; admission.CheckService decides): the probe must prove each of them exactly as for a
 // configuration target (see prober.unproven).
-func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
+func (e *webhookEval) serviceHooks(ns, name string, port int) verdict.Result {
 	snap := admission.ServiceTarget{Namespace: ns, Name: name, Port: port, Want: e.args.Webhooks}
 	kinds := []schema.GroupVersionKind{mwcGVK, vwcGVK}
 	all, which, pending := e.r.objectsOf(target{gvk: kinds[0]}, target{gvk: kinds[1]})
@@ -466,7 +466,7 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 		fmt.Fprintf(&e.state, ";%s", s)
 	}
 	if !c.Result.Ready {
-		return fromAdmission(c.Result)
+		return c.Result
 	}
 	for _, h := range e.hooks {
 		h.ExternalName = e.external[ns+"/"+name]
@@ -475,18 +475,18 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 		return *res
 	}
 	e.checked(c.CABundles)
-	return wait.Result{Ready: true}
+	return verdict.Result{Ready: true}
 }
 
 // serviceReady checks the webhook Service has ready endpoints for the Service port the webhook
 // uses (see admission.SlicePort).
-func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
+func (e *webhookEval) serviceReady(ns, name string, port int) verdict.Result {
 	svcs, pending := e.r.objects(target{gvk: serviceGVK, namespace: ns, name: name})
 	if pending != nil {
 		return *pending
 	}
 	if len(svcs) == 0 {
-		return wait.Result{Message: fmt.Sprintf("service %s/%s not found", ns, name), Hint: "the webhook's Service is not created yet"}
+		return verdict.Result{Message: fmt.Sprintf("service %s/%s not found", ns, name), Hint: "the webhook's Service is not created yet"}
 	}
 	if ext := admission.ExternalNameOf(svcs[0]); ext != "" {
 		// The API server dials the external name at the webhook's port: no endpoints to
@@ -494,11 +494,11 @@ func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
 		e.serviceName, e.endpoints = fmt.Sprintf("%s/%s:%d", ns, name, port), 0
 		e.external[ns+"/"+name] = ext
 		fmt.Fprintf(&e.state, ";%s/%s@%s=external", ns, name, svcs[0].GetResourceVersion())
-		return wait.Result{Ready: true}
+		return verdict.Result{Ready: true}
 	}
 	slicePort, found := admission.SlicePort(svcs[0], port)
 	if !found {
-		return wait.Result{Message: fmt.Sprintf("service %s/%s has no port %d", ns, name, port),
+		return verdict.Result{Message: fmt.Sprintf("service %s/%s has no port %d", ns, name, port),
 			Hint: "the webhook's clientConfig.service.port must be one of the Service's ports"}
 	}
 	ep := &endpointsEval{r: e.r, namespace: ns, name: name, port: slicePort, min: e.minEndpoints}
@@ -508,10 +508,10 @@ func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
 	return res
 }
 
-func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
+func (e *webhookEval) probeStep(ctx context.Context) verdict.Result {
 	if e.probe == nil {
 		// Unreachable (checkObjects derives one or waits): never pass without an answer.
-		return wait.Result{Message: e.what() + ": no probe to show the webhooks answer", Hint: "give `probe`"}
+		return verdict.Result{Message: e.what() + ": no probe to show the webhooks answer", Hint: "give `probe`"}
 	}
 	t := admission.ProbeTarget{What: e.what(), Mutating: e.args.MutatingWebhookConfiguration != nil}
 	t.Webhooks = []string{}
@@ -549,7 +549,7 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 
 // namespaceLabels reads the labels of the probe's namespace when a checked webhook's (or, with
 // expect, any mutating webhook's) namespaceSelector needs them (see run.namespaceLabels).
-func (e *webhookEval) namespaceLabels() *wait.Result {
+func (e *webhookEval) namespaceLabels() *verdict.Result {
 	e.probe.nsLabels, e.probe.nsErr = nil, ""
 	q, err := e.probe.request()
 	if err != nil || q.Namespace == "" {
