@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/issuance"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
@@ -112,7 +113,7 @@ func (g *CertificateReady) Read(ctx context.Context, req infer.ReadRequest[Certi
 }
 
 func certificateBuilder(a CertificateReadyArgs) builder[CertificateReadyState] {
-	return func(r *run) (evaluation, func(*CertificateReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*CertificateReadyState), error) {
 		var minValidity time.Duration
 		if a.MinValidity != nil {
 			var err error
@@ -124,7 +125,7 @@ func certificateBuilder(a CertificateReadyArgs) builder[CertificateReadyState] {
 		if len(keys) == 0 {
 			keys = []string{"tls.crt", "tls.key"}
 		}
-		e := &certificateEval{r: r, namespace: r.defaultNamespace(a.Namespace), name: a.Name, keys: keys, minValidity: minValidity}
+		e := &certificateEval{r: r, namespace: r.DefaultNamespace(a.Namespace), name: a.Name, keys: keys, minValidity: minValidity}
 		return e, e.fill, nil
 	}
 }
@@ -135,7 +136,7 @@ var (
 )
 
 type certificateEval struct {
-	r               *run
+	r               *session.Run
 	namespace, name string
 	keys            []string
 	minValidity     time.Duration
@@ -163,7 +164,7 @@ func (e *certificateEval) check(context.Context) verdict.Result {
 // more: no Certificate, or a Secret read that failed.
 func (e *certificateEval) gather() (issuance.Input, *verdict.Result) {
 	in := issuance.Input{Namespace: e.namespace, Name: e.name, MinValidity: e.minValidity}
-	objs, pending := e.r.objects(target{gvk: certificateGVK, namespace: e.namespace, name: e.name})
+	objs, pending := e.r.Objects(session.Target{GVK: certificateGVK, Namespace: e.namespace, Name: e.name})
 	if pending != nil {
 		return in, pending
 	}
@@ -180,7 +181,7 @@ func (e *certificateEval) gather() (issuance.Input, *verdict.Result) {
 	if in.Secret.Failed != nil {
 		return in, nil
 	}
-	if reqs, pending := e.r.objects(target{gvk: certRequestGVK, namespace: e.namespace, selector: labels.Everything(), hint: true}); pending == nil {
+	if reqs, pending := e.r.Objects(session.Target{GVK: certRequestGVK, Namespace: e.namespace, Selector: labels.Everything(), Hint: true}); pending == nil {
 		in.Requests = reqs
 	}
 	in.Now = time.Now()

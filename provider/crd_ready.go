@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
@@ -138,7 +139,7 @@ func (c *CrdReady) Read(ctx context.Context, req infer.ReadRequest[CrdReadyArgs,
 }
 
 func crdBuilder(args CrdReadyArgs) builder[CrdReadyState] {
-	return func(r *run) (evaluation, func(*CrdReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*CrdReadyState), error) {
 		e := newCrdEval(r, args)
 		return e, e.fill, nil
 	}
@@ -146,7 +147,7 @@ func crdBuilder(args CrdReadyArgs) builder[CrdReadyState] {
 
 // crdEval is one evaluation of a CrdReady gate over the shared CRD watch.
 type crdEval struct {
-	r      *run
+	r      *session.Run
 	args   CrdReadyArgs
 	ready  []status.CRDResult
 	names  []string
@@ -158,7 +159,7 @@ type crdEval struct {
 	noted    map[string]bool
 }
 
-func newCrdEval(r *run, args CrdReadyArgs) *crdEval {
+func newCrdEval(r *session.Run, args CrdReadyArgs) *crdEval {
 	return &crdEval{r: r, args: args, served: map[string]bool{}, proofs: map[string]*conversionProof{},
 		verified: map[string]bool{}, noted: map[string]bool{}}
 }
@@ -176,12 +177,12 @@ func (e *crdEval) what() string {
 
 // crdWatch subscribes to the CRD named name (every CRD when name is ""), or says why it cannot be read yet.
 func (e *crdEval) crdWatch(name string) (*kube.Subscription, *verdict.Result) {
-	sub := e.r.watch(kube.WatchKey{Resource: crdResource, Name: name})
+	sub := e.r.Watch(kube.WatchKey{Resource: session.CRDResource, Name: name})
 	what := "customresourcedefinitions (cluster-wide)"
 	if name != "" {
 		what = "customresourcedefinition " + name
 	}
-	if terminal, note := watchErr(what, sub); terminal != nil {
+	if terminal, note := session.WatchErr(what, sub); terminal != nil {
 		return nil, &verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
 		return nil, &verdict.Result{Message: note, Unsynced: true}
@@ -203,9 +204,9 @@ func (e *crdEval) check(ctx context.Context) verdict.Result {
 		if res != nil {
 			return *res
 		}
-		o, err := e.r.read(sub, n)
+		o, err := e.r.Read(sub, n)
 		if err != nil {
-			return *e.r.readErr("CRD "+n, err)
+			return *e.r.ReadErr("CRD "+n, err)
 		}
 		objs = append(objs, o)
 		names = append(names, n)
@@ -216,9 +217,9 @@ func (e *crdEval) check(ctx context.Context) verdict.Result {
 		if res != nil {
 			return *res
 		}
-		all, err := e.r.readList(sub, nil)
+		all, err := e.r.ReadList(sub, nil)
 		if err != nil {
-			return *e.r.readErr("CRDs", err)
+			return *e.r.ReadErr("CRDs", err)
 		}
 		for _, o := range all {
 			if grp, _, _ := unstructured.NestedString(o.Object, "spec", "group"); grp == g {
@@ -274,7 +275,7 @@ func (e *crdEval) discoveryServes(lists map[string]*metav1.APIResourceList, gv, 
 	list, ok := lists[gv]
 	if !ok {
 		var err error
-		if list, err = e.r.clients.Typed.Discovery().ServerResourcesForGroupVersion(gv); err != nil {
+		if list, err = e.r.Clients.Typed.Discovery().ServerResourcesForGroupVersion(gv); err != nil {
 			return false, fmt.Sprintf("Established, but discovery does not serve %s yet: %v", gv, err)
 		}
 		lists[gv] = list

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
@@ -87,18 +88,18 @@ func (g *HelmReleaseReady) Read(ctx context.Context, req infer.ReadRequest[HelmR
 }
 
 func helmBuilder(a HelmReleaseReadyArgs) builder[HelmReleaseReadyState] {
-	return func(r *run) (evaluation, func(*HelmReleaseReadyState), error) {
-		mc, err := metadata.NewForConfig(r.clients.Config)
+	return func(r *session.Run) (evaluation, func(*HelmReleaseReadyState), error) {
+		mc, err := metadata.NewForConfig(r.Clients.Config)
 		if err != nil {
 			return nil, nil, err
 		}
-		e := &helmEval{r: r, name: a.Name, namespace: r.defaultNamespace(a.Namespace), probe: a.Probe, meta: mc}
+		e := &helmEval{r: r, name: a.Name, namespace: r.DefaultNamespace(a.Namespace), probe: a.Probe, meta: mc}
 		return e, e.fill, nil
 	}
 }
 
 type helmEval struct {
-	r               *run
+	r               *session.Run
 	name, namespace string
 	probe           map[string]any
 	meta            metadata.Interface
@@ -209,7 +210,7 @@ func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *verdi
 	found := false
 	var err error
 	if e.store == configMapsResource {
-		cms := e.r.clients.Typed.CoreV1().ConfigMaps(e.namespace)
+		cms := e.r.Clients.Typed.CoreV1().ConfigMaps(e.namespace)
 		var cm *corev1.ConfigMap
 		if cm, err = cms.Get(ctx, name, metav1.GetOptions{}); err == nil && cm.Labels["owner"] == "helm" {
 			payload, found = []byte(cm.Data["release"]), true // the configmap driver stores the same base64 text
@@ -220,7 +221,7 @@ func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *verdi
 			}
 		}
 	} else {
-		secrets := e.r.clients.Typed.CoreV1().Secrets(e.namespace)
+		secrets := e.r.Clients.Typed.CoreV1().Secrets(e.namespace)
 		var sec *corev1.Secret
 		if sec, err = secrets.Get(ctx, name, metav1.GetOptions{}); err == nil && sec.Labels["owner"] == "helm" {
 			payload, found = sec.Data["release"], true
@@ -265,11 +266,11 @@ func (e *helmEval) load(ctx context.Context) *verdict.Result {
 				}
 			}
 		}
-		next := e.r.watch(kube.WatchKey{Resource: e.store, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest+1)})
+		next := e.r.Watch(kube.WatchKey{Resource: e.store, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest+1)})
 		if res := e.recordWatch(next); res != nil {
 			return res
 		}
-		nextRec, err := e.r.read(next, helmrelease.RecordName(e.name, e.newest+1))
+		nextRec, err := e.r.Read(next, helmrelease.RecordName(e.name, e.newest+1))
 		if err != nil {
 			return e.recordsErr("read", e.store, err)
 		}
@@ -283,11 +284,11 @@ func (e *helmEval) load(ctx context.Context) *verdict.Result {
 		var cur *kube.Subscription
 		var obj *unstructured.Unstructured
 		if e.newest > 0 {
-			cur = e.r.watch(kube.WatchKey{Resource: e.store, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest)})
+			cur = e.r.Watch(kube.WatchKey{Resource: e.store, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest)})
 			if res := e.recordWatch(cur); res != nil {
 				return res
 			}
-			if obj, err = e.r.read(cur, helmrelease.RecordName(e.name, e.newest)); err != nil {
+			if obj, err = e.r.Read(cur, helmrelease.RecordName(e.name, e.newest)); err != nil {
 				return e.recordsErr("read", e.store, err)
 			}
 			moved = moved || obj == nil
@@ -329,7 +330,7 @@ func (e *helmEval) load(ctx context.Context) *verdict.Result {
 
 // recordWatch reports a named watch on a release record that cannot be used yet.
 func (e *helmEval) recordWatch(s *kube.Subscription) *verdict.Result {
-	if terminal, note := watchErr(e.store.Resource+" in namespace "+e.namespace, s); terminal != nil {
+	if terminal, note := session.WatchErr(e.store.Resource+" in namespace "+e.namespace, s); terminal != nil {
 		return &verdict.Result{Failed: fmt.Errorf("%s: %w; grant list and watch on %s in namespace %s", e.what(), terminal, e.store.Resource, e.namespace)}
 	} else if note != "" && !s.Synced() {
 		return &verdict.Result{Message: note, Unsynced: true}

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/httpcheck"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
@@ -148,7 +149,7 @@ func (g *HttpReady) Read(ctx context.Context, req infer.ReadRequest[HttpReadyArg
 }
 
 func httpBuilder(a HttpReadyArgs) builder[HttpReadyState] {
-	return func(r *run) (evaluation, func(*HttpReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*HttpReadyState), error) {
 		accept, err := httpcheck.ParseStatusSet(derefOr(a.ExpectedStatus, "200-399"))
 		if err != nil {
 			return nil, nil, fmt.Errorf("expectedStatus: %v", err)
@@ -177,7 +178,7 @@ func httpBuilder(a HttpReadyArgs) builder[HttpReadyState] {
 }
 
 type httpEval struct {
-	r        *run
+	r        *session.Run
 	args     HttpReadyArgs
 	accept   func(int) bool
 	body     *regexp.Regexp
@@ -270,7 +271,7 @@ func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
 	// made by hand (not ProxyGet().DoRaw()) to keep the exact status code and the body of every
 	// answer, so the API server's own answers can be told from the backend's.
 	s := e.args.Service
-	rc, ok := e.r.clients.Typed.CoreV1().RESTClient().(*rest.RESTClient)
+	rc, ok := e.r.Clients.Typed.CoreV1().RESTClient().(*rest.RESTClient)
 	if !ok || rc.Client == nil {
 		return 0, nil, errors.New("no HTTP client for the Kubernetes API")
 	}

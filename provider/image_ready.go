@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/registry"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
@@ -138,7 +139,7 @@ func (g *ImageReady) Read(ctx context.Context, req infer.ReadRequest[ImageReadyA
 }
 
 func imageBuilder(a ImageReadyArgs, pinnedDigest string) builder[ImageReadyState] {
-	return func(r *run) (evaluation, func(*ImageReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*ImageReadyState), error) {
 		ref, err := registry.ParseReference(a.Image)
 		if err != nil {
 			return nil, nil, fmt.Errorf("image: %v", err)
@@ -155,7 +156,7 @@ func imageBuilder(a ImageReadyArgs, pinnedDigest string) builder[ImageReadyState
 			}
 		}
 		if a.PullSecret != nil {
-			e.secretNS, e.secretName = r.defaultNamespace(a.PullSecret.Namespace), a.PullSecret.Name
+			e.secretNS, e.secretName = r.DefaultNamespace(a.PullSecret.Namespace), a.PullSecret.Name
 		}
 		tlsCfg := &tls.Config{InsecureSkipVerify: deref(a.Insecure)} //nolint:gosec // the user's explicit choice
 		if a.CACertificate != nil {
@@ -191,7 +192,7 @@ const imageBackoff = 2 * time.Second
 const imageRequestTimeout = 15 * time.Second
 
 type imageEval struct {
-	r                    *run
+	r                    *session.Run
 	args                 ImageReadyArgs
 	ref                  name.Reference
 	base                 string
@@ -377,7 +378,7 @@ func (e *imageEval) credentials(ctx context.Context) (authn.Authenticator, *verd
 		return authn.Anonymous, nil
 	}
 	id := e.secretNS + "/" + e.secretName
-	s, err := e.r.clients.Typed.CoreV1().Secrets(e.secretNS).Get(ctx, e.secretName, metav1.GetOptions{})
+	s, err := e.r.Clients.Typed.CoreV1().Secrets(e.secretNS).Get(ctx, e.secretName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, &verdict.Result{Poll: true, Message: fmt.Sprintf("pullSecret %s not found (not created yet)", id),

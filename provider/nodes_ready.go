@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
@@ -80,7 +81,7 @@ func (g *NodesReady) Read(ctx context.Context, req infer.ReadRequest[NodesReadyA
 }
 
 func nodesBuilder(a NodesReadyArgs) builder[NodesReadyState] {
-	return func(r *run) (evaluation, func(*NodesReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*NodesReadyState), error) {
 		sel := labels.Everything()
 		if a.Selector != nil {
 			var err error
@@ -98,7 +99,7 @@ func nodesBuilder(a NodesReadyArgs) builder[NodesReadyState] {
 }
 
 type nodesEval struct {
-	r        *run
+	r        *session.Run
 	sel      labels.Selector
 	min      int
 	tolerate []string
@@ -113,7 +114,7 @@ func (e *nodesEval) what() string {
 }
 
 func (e *nodesEval) check(context.Context) verdict.Result {
-	nodes, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Version: "v1", Kind: "Node"}, selector: e.sel})
+	nodes, pending := e.r.Objects(session.Target{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Node"}, Selector: e.sel})
 	if pending != nil {
 		return *pending
 	}

@@ -45,7 +45,7 @@ func (p *prober) start(ctx context.Context, state string) {
 	// No earlier answer to fall back on: a probe cut short is no answer (judge keeps p.last for
 	// the gate's own end, which a background probe's caller never needs).
 	q.last = verdict.Result{}
-	wake := p.r.wake
+	wake := p.r.Wake
 	go func() {
 		defer cancel()
 		res := q.judge(pctx)

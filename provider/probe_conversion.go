@@ -61,14 +61,14 @@ type conversionProof struct {
 	backoff time.Duration
 	last    verdict.Result
 	proven  bool
-	reached bool // a connect to the webhook's URL succeeded (see run_wake.go)
+	reached bool // a connect to the webhook's URL succeeded (see session.Run.Listening)
 }
 
 // note logs text once per gate under key.
 func (e *crdEval) note(key, text string) {
 	if !e.noted[key] {
 		e.noted[key] = true
-		e.r.log.Infof("%s", text)
+		e.r.Log.Infof("%s", text)
 	}
 }
 
@@ -135,8 +135,8 @@ func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res statu
 	if p.proven {
 		return verdict.Result{Ready: true}
 	}
-	if res.Conversion.URL != "" && !p.reached && e.r.listening(res.Conversion.URL) {
-		// Something listens at the URL now (see run_wake.go): try at once, unless confirming.
+	if res.Conversion.URL != "" && !p.reached && e.r.Listening(res.Conversion.URL) {
+		// Something listens at the URL now (see session.Run.Listening): try at once, unless confirming.
 		p.reached = true
 		if p.good == 0 {
 			p.next, p.backoff = time.Time{}, conversionMinBackoff/2
@@ -191,7 +191,7 @@ func (e *crdEval) conversionRound(ctx context.Context, name string, res status.C
 		return in // nowhere to send a ConversionReview: nothing to read
 	}
 	ri := func(v, ns string) dynamic.ResourceInterface {
-		r := e.r.clients.Dynamic.Resource(schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural})
+		r := e.r.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural})
 		if ns != "" {
 			return r.Namespace(ns)
 		}
@@ -228,7 +228,7 @@ func (e *crdEval) conversionRound(ctx context.Context, name string, res status.C
 		if v == res.StorageVersion {
 			continue
 		}
-		obj := conversion.Probe(res, v, e.args.ConversionProbes, e.r.clients.Namespace)
+		obj := conversion.Probe(res, v, e.args.ConversionProbes, e.r.Clients.Namespace)
 		_, err := ri(v, obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		in.DryRuns = append(in.DryRuns, conversion.Answer{Version: v, Namespace: obj.GetNamespace(), Err: err})
 		if err != nil {

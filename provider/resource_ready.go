@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/expr"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
@@ -143,7 +144,7 @@ func (g *ResourceReady) Read(ctx context.Context, req infer.ReadRequest[Resource
 }
 
 func resourceBuilder(args ResourceReadyArgs) builder[ResourceReadyState] {
-	return func(r *run) (evaluation, func(*ResourceReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*ResourceReadyState), error) {
 		e, err := newObjectsEval(r, args)
 		if err != nil {
 			return nil, nil, err
@@ -154,8 +155,8 @@ func resourceBuilder(args ResourceReadyArgs) builder[ResourceReadyState] {
 
 // objectsEval evaluates a ResourceReady gate over the shared watch of its kind.
 type objectsEval struct {
-	r        *run
-	t        target
+	r        *session.Run
+	t        session.Target
 	d        *objectrule.Rule
 	minCount int
 	pvcMode  func(*unstructured.Unstructured) (string, *verdict.Result)
@@ -163,24 +164,24 @@ type objectsEval struct {
 	sawCRD   string // deleted: the CRD that defined the kind, while the gate saw it
 }
 
-func newObjectsEval(r *run, a ResourceReadyArgs) (*objectsEval, error) {
+func newObjectsEval(r *session.Run, a ResourceReadyArgs) (*objectsEval, error) {
 	d, fails := objectrule.Compile(a.rule(), func(string) bool { return true })
 	if len(fails) > 0 {
 		return nil, fmt.Errorf("%s: %s", fails[0].Property, fails[0].Reason)
 	}
 	gv, _ := schema.ParseGroupVersion(a.APIVersion)
-	t := target{gvk: gv.WithKind(a.Kind), namespace: r.defaultNamespace(a.Namespace), name: deref(a.Name)}
-	if m, err := r.clients.MappingAnyVersion(t.gvk.GroupKind()); err == nil && m.Scope.Name() != meta.RESTScopeNameNamespace {
-		t.namespace = "" // cluster-scoped: no namespace in messages, hints or watches
+	t := session.Target{GVK: gv.WithKind(a.Kind), Namespace: r.DefaultNamespace(a.Namespace), Name: deref(a.Name)}
+	if m, err := r.Clients.MappingAnyVersion(t.GVK.GroupKind()); err == nil && m.Scope.Name() != meta.RESTScopeNameNamespace {
+		t.Namespace = "" // cluster-scoped: no namespace in messages, hints or watches
 	}
 	if a.Selector != nil {
-		t.selector, _ = labels.Parse(*a.Selector)
+		t.Selector, _ = labels.Parse(*a.Selector)
 	}
 	e := &objectsEval{r: r, t: t, d: d, minCount: 1}
 	if a.MinCount != nil {
 		e.minCount = *a.MinCount
 	}
-	if d.Mode == "kstatus" && t.gvk.Group == "" && t.gvk.Kind == "PersistentVolumeClaim" {
+	if d.Mode == "kstatus" && t.GVK.Group == "" && t.GVK.Kind == "PersistentVolumeClaim" {
 		e.pvcMode = e.storageClassMode
 	}
 	return e, nil
@@ -194,8 +195,8 @@ func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, 
 	if sc == "" {
 		return "", nil
 	}
-	sub := e.r.watch(kube.WatchKey{Resource: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}})
-	if terminal, note := watchErr("storageclasses (to read the volumeBindingMode of PVC "+objectName(pvc)+"'s StorageClass "+sc+")", sub); terminal != nil {
+	sub := e.r.Watch(kube.WatchKey{Resource: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}})
+	if terminal, note := session.WatchErr("storageclasses (to read the volumeBindingMode of PVC "+objectName(pvc)+"'s StorageClass "+sc+")", sub); terminal != nil {
 		return "", &verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
 		return "", &verdict.Result{Message: note, Unsynced: true}
@@ -203,9 +204,9 @@ func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, 
 	if !sub.Synced() {
 		return "", &verdict.Result{Message: "listing storage classes", Unsynced: true}
 	}
-	o, err := e.r.read(sub, sc)
+	o, err := e.r.Read(sub, sc)
 	if err != nil {
-		return "", e.r.readErr("StorageClass "+sc, err)
+		return "", e.r.ReadErr("StorageClass "+sc, err)
 	}
 	if o != nil {
 		m, _, _ := unstructured.NestedString(o.Object, "volumeBindingMode")
@@ -243,13 +244,13 @@ func (e *objectsEval) check(ctx context.Context) verdict.Result {
 	if e.d.Deleted {
 		return e.checkDeleted()
 	}
-	objs, pending := e.r.objects(e.t)
+	objs, pending := e.r.Objects(e.t)
 	if pending != nil {
 		return *pending
 	}
 	if len(objs) == 0 || len(objs) < e.minCount {
 		msg := "not found (not created yet)"
-		if e.t.selector != nil {
+		if e.t.Selector != nil {
 			msg = fmt.Sprintf("%d of at least %d found", len(objs), e.minCount)
 		}
 		return verdict.Result{Message: msg, Hint: "is whatever creates it part of the stack, and is the namespace right?"}
@@ -281,19 +282,19 @@ func (e *objectsEval) check(ctx context.Context) verdict.Result {
 // not "nothing exists", unless the gate saw the CRD that defined it and then saw it go.
 func (e *objectsEval) checkDeleted() verdict.Result {
 	t := e.t
-	if _, err := e.r.clients.Mapping(t.gvk); err != nil {
+	if _, err := e.r.Clients.Mapping(t.GVK); err != nil {
 		var nk *kube.NoKindError
 		if !errors.As(err, &nk) {
-			_, pending := e.r.objects(t) // reports discovery errors (RBAC fails at once)
+			_, pending := e.r.Objects(t) // reports discovery errors (RBAC fails at once)
 			return *pending
 		}
 		if len(nk.Served) == 0 {
 			return e.kindGone(nk)
 		}
 		gv, _ := schema.ParseGroupVersion(nk.Served[0])
-		t.gvk = gv.WithKind(t.gvk.Kind)
+		t.GVK = gv.WithKind(t.GVK.Kind)
 	}
-	objs, pending := e.r.objects(t)
+	objs, pending := e.r.Objects(t)
 	if pending != nil {
 		return *pending
 	}
@@ -310,9 +311,9 @@ func (e *objectsEval) checkDeleted() verdict.Result {
 // A kind no CRD defines is an error: nothing can prove an object of an unknown kind is gone,
 // and a misspelt kind would otherwise pass forever.
 func (e *objectsEval) kindGone(nk *kube.NoKindError) verdict.Result {
-	gk := e.t.gvk.GroupKind()
-	sub := e.r.watch(kube.WatchKey{Resource: crdResource})
-	if terminal, note := watchErr("customresourcedefinitions (kind "+gk.Kind+" is not served, so `deleted` looks for its CRD)", sub); terminal != nil {
+	gk := e.t.GVK.GroupKind()
+	sub := e.r.Watch(kube.WatchKey{Resource: session.CRDResource})
+	if terminal, note := session.WatchErr("customresourcedefinitions (kind "+gk.Kind+" is not served, so `deleted` looks for its CRD)", sub); terminal != nil {
 		return verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
 		return verdict.Result{Message: note, Unsynced: true}
@@ -370,25 +371,25 @@ func objectNames(objs []*unstructured.Unstructured) []string {
 // subject is the one named object, for Warning events in timeout errors (none with a selector).
 // Events about cluster-scoped objects are recorded in the default namespace.
 func (e *objectsEval) subject() (string, string) {
-	if e.t.namespace == "" {
-		return metav1.NamespaceDefault, e.t.name
+	if e.t.Namespace == "" {
+		return metav1.NamespaceDefault, e.t.Name
 	}
-	return e.t.namespace, e.t.name
+	return e.t.Namespace, e.t.Name
 }
 
 // describeHint names the kubectl command that shows the object's conditions and events.
 func (e *objectsEval) describeHint() string {
-	kind := strings.ToLower(e.t.gvk.Kind)
-	if e.t.gvk.Group != "" {
-		kind += "." + e.t.gvk.Group
+	kind := strings.ToLower(e.t.GVK.Kind)
+	if e.t.GVK.Group != "" {
+		kind += "." + e.t.GVK.Group
 	}
-	target := e.t.name
+	target := e.t.Name
 	if target == "" {
-		target = "-l '" + e.t.selector.String() + "'"
+		target = "-l '" + e.t.Selector.String() + "'"
 	}
 	ns := ""
-	if e.t.namespace != "" {
-		ns = " -n " + e.t.namespace
+	if e.t.Namespace != "" {
+		ns = " -n " + e.t.Namespace
 	}
 	return "kubectl describe " + kind + " " + target + ns
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
@@ -78,8 +79,8 @@ func (g *SecretReady) Read(ctx context.Context, req infer.ReadRequest[SecretRead
 }
 
 func secretBuilder(a SecretReadyArgs) builder[SecretReadyState] {
-	return func(r *run) (evaluation, func(*SecretReadyState), error) {
-		e := &secretEval{r: r, namespace: r.defaultNamespace(a.Namespace), name: a.Name, required: a.RequiredKeys, typ: deref(a.Type)}
+	return func(r *session.Run) (evaluation, func(*SecretReadyState), error) {
+		e := &secretEval{r: r, namespace: r.DefaultNamespace(a.Namespace), name: a.Name, required: a.RequiredKeys, typ: deref(a.Type)}
 		return e, func(s *SecretReadyState) {
 			s.Keys, s.SecretType, s.ResourceVersion = secretKeys(e.secret), secretType(e.secret), e.secret.GetResourceVersion()
 		}, nil
@@ -88,7 +89,7 @@ func secretBuilder(a SecretReadyArgs) builder[SecretReadyState] {
 
 // secretEval checks one Secret's presence, type and keys; CertificateReady reuses it.
 type secretEval struct {
-	r               *run
+	r               *session.Run
 	namespace, name string
 	required        []string
 	typ             string
@@ -98,7 +99,7 @@ type secretEval struct {
 func (e *secretEval) what() string { return fmt.Sprintf("Secret %s/%s", e.namespace, e.name) }
 
 func (e *secretEval) check(context.Context) verdict.Result {
-	objs, pending := e.r.objects(target{gvk: secretGVK, namespace: e.namespace, name: e.name})
+	objs, pending := e.r.Objects(session.Target{GVK: session.SecretGVK, Namespace: e.namespace, Name: e.name})
 	if pending != nil {
 		return *pending
 	}

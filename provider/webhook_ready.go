@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
@@ -190,7 +191,7 @@ func (g *WebhookReady) Read(ctx context.Context, req infer.ReadRequest[WebhookRe
 }
 
 func webhookBuilder(a WebhookReadyArgs) builder[WebhookReadyState] {
-	return func(r *run) (evaluation, func(*WebhookReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*WebhookReadyState), error) {
 		e := &webhookEval{r: r, args: a, minEndpoints: 1}
 		if a.MinReadyEndpoints != nil {
 			e.minEndpoints = *a.MinReadyEndpoints
@@ -210,7 +211,7 @@ func webhookBuilder(a WebhookReadyArgs) builder[WebhookReadyState] {
 }
 
 type webhookEval struct {
-	r            *run
+	r            *session.Run
 	args         WebhookReadyArgs
 	minEndpoints int
 	probe        *prober
@@ -276,9 +277,9 @@ func (e *webhookEval) checkObjects() verdict.Result {
 		// Service are proven by the probe (derived when not given), as for a configuration.
 		return e.serviceHooks(e.args.Service.Namespace, e.args.Service.Name, port)
 	}
-	gvk, name := vwcGVK, deref(e.args.ValidatingWebhookConfiguration)
+	gvk, name := session.VWCGVK, deref(e.args.ValidatingWebhookConfiguration)
 	if e.args.MutatingWebhookConfiguration != nil {
-		gvk, name = mwcGVK, *e.args.MutatingWebhookConfiguration
+		gvk, name = session.MWCGVK, *e.args.MutatingWebhookConfiguration
 	}
 	snap, pending := e.gatherConfiguration(gvk, name)
 	if pending != nil {
@@ -305,7 +306,7 @@ func (e *webhookEval) checkObjects() verdict.Result {
 // of its checked webhooks (see admission.CheckConfiguration, which decides over them).
 func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name string) (admission.Configuration, *verdict.Result) {
 	snap := admission.Configuration{Kind: gvk.Kind, Name: name, Want: e.args.Webhooks, Services: map[string]verdict.Result{}}
-	objs, pending := e.r.objects(target{gvk: gvk, name: name})
+	objs, pending := e.r.Objects(session.Target{GVK: gvk, Name: name})
 	if pending != nil {
 		return snap, pending
 	}
@@ -317,8 +318,8 @@ func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name stri
 	fmt.Fprintf(&e.state, "%s@%s", name, snap.Object.GetResourceVersion())
 	for _, h := range admission.Selected(admission.WebhooksOf(gvk.Kind, snap.Object), e.args.Webhooks) {
 		if h.URL != "" {
-			// No EndpointSlice tells when it starts serving: a connect does (see run_wake.go).
-			fmt.Fprintf(&e.state, ";reach %s=%t", h.URL, e.r.listening(h.URL))
+			// No EndpointSlice tells when it starts serving: a connect does (see session.Run.Listening).
+			fmt.Fprintf(&e.state, ";reach %s=%t", h.URL, e.r.Listening(h.URL))
 			continue
 		}
 		key := admission.ServiceKey(h.SvcNamespace, h.SvcName, h.SvcPort)
@@ -347,7 +348,7 @@ func (e *webhookEval) deriveIfNeeded() *verdict.Result {
 	}
 	ns := e.deriveProbeIn
 	if ns == "" {
-		ns = e.r.clients.Namespace
+		ns = e.r.Clients.Namespace
 	}
 	obj, why := e.deriveProbe(e.hooks, ns)
 	if obj == nil {
@@ -365,7 +366,7 @@ func (e *webhookEval) deriveIfNeeded() *verdict.Result {
 func servedKinds(groups []*restmapper.APIGroupResources) []admission.ServedKind {
 	var out []admission.ServedKind
 	for _, g := range groups {
-		if g.Group.Name == mwcGVK.Group {
+		if g.Group.Name == session.MWCGVK.Group {
 			continue
 		}
 		versions := []string{g.Group.PreferredVersion.Version}
@@ -394,7 +395,7 @@ const rediscoverEvery = 2 * time.Second
 // deriveProbe builds a minimal object that one of hooks' rules intercepts (see admission.PickProbeKind),
 // in namespace ns when the kind is namespaced. Without one, why says so.
 func (e *webhookEval) deriveProbe(hooks []*admission.Hook, ns string) (obj *unstructured.Unstructured, why string) {
-	groups, err := restmapper.GetAPIGroupResources(e.r.clients.Discovery)
+	groups, err := restmapper.GetAPIGroupResources(e.r.Clients.Discovery)
 	if err != nil && len(groups) == 0 {
 		return nil, "reading the API server's discovery to derive a probe from the webhooks' rules: " + err.Error()
 	}
@@ -402,7 +403,7 @@ func (e *webhookEval) deriveProbe(hooks []*admission.Hook, ns string) (obj *unst
 	if !ok {
 		if time.Since(e.rediscovered) > rediscoverEvery {
 			e.rediscovered = time.Now()
-			e.r.clients.Mapper.Reset() // a kind installed since is served on the next try
+			e.r.Clients.Mapper.Reset() // a kind installed since is served on the next try
 		}
 		var rules []string
 		for _, h := range hooks {
@@ -423,7 +424,7 @@ func (e *webhookEval) customKindSchema(k admission.ServedKind) map[string]any {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	crd, err := e.r.clients.Dynamic.Resource(crdResource).Get(ctx, k.GVR.Resource+"."+k.GVR.Group, metav1.GetOptions{})
+	crd, err := e.r.Clients.Dynamic.Resource(session.CRDResource).Get(ctx, k.GVR.Resource+"."+k.GVR.Group, metav1.GetOptions{})
 	if err != nil {
 		return nil // not a CRD's kind, or unreadable: the probe goes bare, and Invalid says why
 	}
@@ -436,7 +437,7 @@ func (e *webhookEval) checked(caBundles []string) {
 	e.caSum = hex.EncodeToString(sum[:])
 	if e.policy == "Ignore" && !e.warnedIgnore {
 		e.warnedIgnore = true
-		e.r.log.Warningf("%s has failurePolicy: Ignore: the API server admits objects even when it does not answer, so this gate "+
+		e.r.Log.Warningf("%s has failurePolicy: Ignore: the API server admits objects even when it does not answer, so this gate "+
 			"proves it serves with a direct call, and it protects less afterwards", e.what())
 	}
 }
@@ -447,8 +448,8 @@ func (e *webhookEval) checked(caBundles []string) {
 // configuration target (see prober.unproven).
 func (e *webhookEval) serviceHooks(ns, name string, port int) verdict.Result {
 	snap := admission.ServiceTarget{Namespace: ns, Name: name, Port: port, Want: e.args.Webhooks}
-	kinds := []schema.GroupVersionKind{mwcGVK, vwcGVK}
-	all, which, pending := e.r.objectsOf(target{gvk: kinds[0]}, target{gvk: kinds[1]})
+	kinds := []schema.GroupVersionKind{session.MWCGVK, session.VWCGVK}
+	all, which, pending := e.r.ObjectsOf(session.Target{GVK: kinds[0]}, session.Target{GVK: kinds[1]})
 	if pending != nil {
 		if pending.Failed != nil {
 			pending.Failed = fmt.Errorf("%w: with `service`, the gate reads every %s to find the webhooks %s backs; "+
@@ -481,7 +482,7 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) verdict.Result {
 // serviceReady checks the webhook Service has ready endpoints for the Service port the webhook
 // uses (see admission.SlicePort).
 func (e *webhookEval) serviceReady(ns, name string, port int) verdict.Result {
-	svcs, pending := e.r.objects(target{gvk: serviceGVK, namespace: ns, name: name})
+	svcs, pending := e.r.Objects(session.Target{GVK: session.ServiceGVK, Namespace: ns, Name: name})
 	if pending != nil {
 		return *pending
 	}
@@ -526,7 +527,7 @@ func (e *webhookEval) probeStep(ctx context.Context) verdict.Result {
 	e.probe.hooks = e.hooks
 	if e.probe.expect != nil {
 		// Every mutating webhook in the cluster is a candidate for the mutation expect sees.
-		cfgs, pending := e.r.objects(target{gvk: mwcGVK})
+		cfgs, pending := e.r.Objects(session.Target{GVK: session.MWCGVK})
 		if pending != nil {
 			if pending.Failed != nil {
 				pending.Failed = fmt.Errorf("%w: with `expect`, the gate reads every MutatingWebhookConfiguration to tell whose mutation "+
@@ -537,7 +538,7 @@ func (e *webhookEval) probeStep(ctx context.Context) verdict.Result {
 		e.probe.mutators = nil
 		for _, cfg := range cfgs {
 			fmt.Fprintf(&e.state, ";mutating/%s@%s", cfg.GetName(), cfg.GetResourceVersion())
-			e.probe.mutators = append(e.probe.mutators, admission.WebhooksOf(mwcGVK.Kind, cfg)...)
+			e.probe.mutators = append(e.probe.mutators, admission.WebhooksOf(session.MWCGVK.Kind, cfg)...)
 		}
 	}
 	if res := e.namespaceLabels(); res != nil {
@@ -555,7 +556,7 @@ func (e *webhookEval) namespaceLabels() *verdict.Result {
 	if err != nil || q.Namespace == "" {
 		return nil // the probe's own answer says why (kind not served), or it has no namespace
 	}
-	lbls, nsErr, rv, pending := e.r.namespaceLabels(q.Namespace, append(append([]*admission.Hook{}, e.hooks...), e.probe.mutators...))
+	lbls, nsErr, rv, pending := e.r.NamespaceLabels(q.Namespace, append(append([]*admission.Hook{}, e.hooks...), e.probe.mutators...))
 	if pending != nil {
 		return pending
 	}

@@ -1,4 +1,4 @@
-package provider
+package session
 
 import (
 	"context"
@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,112 +20,13 @@ import (
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
-// coverWait bounds how long a verdict waits for its busy watch to prove it before reading.
-const coverWait = 100 * time.Millisecond
-
-// checking runs check with r.ctx set to the check's context, so that the reads a check makes
-// end with the gate (its timeout, a cancel) rather than run on after it. A verdict that ends
-// the gate is kept only once what it judged is proven current (see read); if a copy judged was
-// stale, the check runs again at once on consistent reads.
-func (r *run) checking(check func(context.Context) verdict.Result) func(context.Context) verdict.Result {
-	return func(ctx context.Context) verdict.Result {
-		outer := r.ctx
-		r.ctx = ctx
-		defer func() { r.ctx, r.seen, r.hints = outer, nil, nil }()
-		r.seen, r.hints = nil, nil
-		began := time.Now()
-		res := check(ctx)
-		checked := time.Now()
-		res = r.prove(ctx, check, res)
-		if tracer != nil {
-			r.traceCheck(began, checked, &res)
-		}
-		return res
-	}
-}
-
-// prove keeps res, the verdict of check, once what it judged is proven current: a verdict that
-// waits costs nothing now (what a pass will judge is proven meanwhile); one that ends the gate
-// waits for its busy watches, or reads; a stale copy runs check again on consistent reads.
-func (r *run) prove(ctx context.Context, check func(context.Context) verdict.Result, res verdict.Result) verdict.Result {
-	if !res.Ready && res.Failed == nil {
-		for _, v := range r.seen { // it waits: prove meanwhile what a pass will judge
-			v.Ahead()
-		}
-		return res
-	}
-	judged := r.seen
-	if res.Failed != nil {
-		judged = append(judged, r.hints...)
-	}
-	var reads []kube.Seen
-	for _, v := range judged {
-		step, err := v.Next(ctx, r.mayAwait())
-		if err != nil { // the gate's time is up: the wait loop says so
-			return verdict.Result{Message: "confirming that the state judged is current", Confirming: true}
-		}
-		switch step {
-		case kube.Proven:
-			continue
-		case kube.AwaitWatch:
-			// Its watch is busy: wait for it to pass a list's revision rather than read now.
-			if r.awaited.IsZero() {
-				r.awaited = time.Now()
-			}
-			return verdict.Result{Message: "confirming that the state judged is current (its watch is catching up)", Confirming: true, RetryIn: coverWait - time.Since(r.awaited)}
-		}
-		reads = append(reads, v)
-	}
-	ok, err := proveAll(ctx, reads)
-	if err != nil {
-		return *r.readErr("the state judged", err)
-	}
-	if !ok {
-		r.proving, r.seen, r.hints = true, nil, nil
-		return check(ctx)
-	}
-	r.proven = true
-	return res
-}
-
-// proveAll proves the reads at once (a HelmReleaseReady judges a dozen kinds: their consistent
-// reads one after another cost their sum, under load tens of milliseconds), and reports whether
-// all found what was judged, or the first error.
-func proveAll(ctx context.Context, reads []kube.Seen) (bool, error) {
-	if len(reads) == 1 {
-		return reads[0].Prove(ctx)
-	}
-	oks, errs := make([]bool, len(reads)), make([]error, len(reads))
-	var wg sync.WaitGroup
-	for i, v := range reads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			oks[i], errs[i] = v.Prove(ctx)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return false, err
-		}
-	}
-	return !slices.Contains(oks, false), nil
-}
-
-// mayAwait reports whether a verdict may still wait for its busy watch to prove it (see
-// kube.AwaitWatch): not once the run has proven a verdict, nor for more than coverWait.
-func (r *run) mayAwait() bool {
-	return !r.proven && (r.awaited.IsZero() || time.Since(r.awaited) < coverWait)
-}
-
-// read returns the object name as the check should judge it: the informer's copy, noted to be
-// proven if the verdict ends the gate (see checking), so that gates sharing a watch make one
+// Read returns the object name as the check should judge it: the informer's copy, noted to be
+// proven if the verdict ends the gate (see Checking), so that gates sharing a watch make one
 // read when they pass, not one each when they start. A watch of one named object (a Secret, a
 // Helm record) is read at once instead: no other object's gate shares it, and a read made
 // while the gate waits makes its pass free (the store is the truth once it caught up).
 // Once proving, every read is consistent.
-func (r *run) read(sub *kube.Subscription, name string) (*unstructured.Unstructured, error) {
+func (r *Run) Read(sub *kube.Subscription, name string) (*unstructured.Unstructured, error) {
 	if r.proving || sub.Named() {
 		return sub.Read(r.ctx, name)
 	}
@@ -135,13 +35,13 @@ func (r *run) read(sub *kube.Subscription, name string) (*unstructured.Unstructu
 	return o, nil
 }
 
-// readList is read for every object matching sel (nil: all).
-func (r *run) readList(sub *kube.Subscription, sel labels.Selector) ([]*unstructured.Unstructured, error) {
+// ReadList is Read for every object matching sel (nil: all).
+func (r *Run) ReadList(sub *kube.Subscription, sel labels.Selector) ([]*unstructured.Unstructured, error) {
 	return r.readListInto(sub, sel, &r.seen)
 }
 
 // readListInto is readList noting what it judged in judged (r.seen, or r.hints for a hint).
-func (r *run) readListInto(sub *kube.Subscription, sel labels.Selector, judged *[]kube.Seen) ([]*unstructured.Unstructured, error) {
+func (r *Run) readListInto(sub *kube.Subscription, sel labels.Selector, judged *[]kube.Seen) ([]*unstructured.Unstructured, error) {
 	if r.proving || sub.Named() {
 		return sub.ReadList(r.ctx, sel)
 	}
@@ -150,30 +50,30 @@ func (r *run) readListInto(sub *kube.Subscription, sel labels.Selector, judged *
 	return objs, nil
 }
 
-// objects resolves the target's kind and returns what the shared watch holds for it. A kind
+// Objects resolves the target's kind and returns what the shared watch holds for it. A kind
 // the API server does not serve yet is waited for (its CRD may be installing); pending is set
 // when the caller should report it and wait.
-func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *verdict.Result) {
-	m, err := r.clients.Mapping(t.gvk)
+func (r *Run) Objects(t Target) (objs []*unstructured.Unstructured, pending *verdict.Result) {
+	m, err := r.Clients.Mapping(t.GVK)
 	if err != nil {
 		var nk *kube.NoKindError
 		if errors.As(err, &nk) {
-			return nil, r.kindPending(t.gvk, nk)
+			return nil, r.KindPending(t.GVK, nk)
 		}
-		if terminal := discoveryErr(r.clients, t.gvk, err); terminal != nil {
+		if terminal := discoveryErr(r.Clients, t.GVK, err); terminal != nil {
 			return nil, &verdict.Result{Failed: terminal}
 		}
 		return nil, &verdict.Result{Message: "resolving the kind: " + err.Error(), Poll: true}
 	}
 	key := kube.WatchKey{Resource: m.Resource}
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		key.Namespace = t.namespace
+		key.Namespace = t.Namespace
 	}
-	if m.Resource.Group == "" && m.Resource.Resource == "secrets" && t.name != "" {
-		key.Name = t.name // Secrets: watch the one object, never cache a namespace's Secrets
+	if m.Resource.Group == "" && m.Resource.Resource == "secrets" && t.Name != "" {
+		key.Name = t.Name // Secrets: watch the one object, never cache a namespace's Secrets
 	}
-	sub := r.watch(key)
-	if terminal, note := watchErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), sub); terminal != nil {
+	sub := r.Watch(key)
+	if terminal, note := WatchErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), sub); terminal != nil {
 		return nil, &verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
 		return nil, &verdict.Result{Message: note, Unsynced: true}
@@ -181,10 +81,10 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *ver
 	if !sub.Synced() {
 		return nil, &verdict.Result{Message: "listing " + m.Resource.Resource, Unsynced: true}
 	}
-	if t.name != "" {
-		o, err := r.read(sub, t.name)
+	if t.Name != "" {
+		o, err := r.Read(sub, t.Name)
 		if err != nil {
-			return nil, r.readErr(m.Resource.Resource+" "+t.name, err)
+			return nil, r.ReadErr(m.Resource.Resource+" "+t.Name, err)
 		}
 		if o != nil {
 			return []*unstructured.Unstructured{o}, nil
@@ -192,24 +92,24 @@ func (r *run) objects(t target) (objs []*unstructured.Unstructured, pending *ver
 		return nil, nil
 	}
 	judged := &r.seen
-	if t.hint {
+	if t.Hint {
 		judged = &r.hints // a hint adds to a verdict and may fail it: a failure it leads to is proven too
 	}
-	objs, err = r.readListInto(sub, t.selector, judged)
+	objs, err = r.readListInto(sub, t.Selector, judged)
 	if err != nil {
-		return nil, r.readErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), err)
+		return nil, r.ReadErr(m.Resource.Resource+" in "+nsOrCluster(key.Namespace), err)
 	}
 	return objs, nil
 }
 
-// objectsOf is objects for each target, their watches all asked for before any is waited on (so
+// ObjectsOf is Objects for each target, their watches all asked for before any is waited on (so
 // that they list at once, not one check after another). pending is the first terminal result,
 // else the first that waits; which is the target's index.
-func (r *run) objectsOf(ts ...target) (objs [][]*unstructured.Unstructured, which int, pending *verdict.Result) {
+func (r *Run) ObjectsOf(ts ...Target) (objs [][]*unstructured.Unstructured, which int, pending *verdict.Result) {
 	objs = make([][]*unstructured.Unstructured, len(ts))
 	which = -1
 	for i, t := range ts {
-		o, p := r.objects(t)
+		o, p := r.Objects(t)
 		objs[i] = o
 		switch {
 		case p != nil && p.Failed != nil:
@@ -221,23 +121,23 @@ func (r *run) objectsOf(ts ...target) (objs [][]*unstructured.Unstructured, whic
 	return objs, which, pending
 }
 
-// readErr turns a failed consistent read (see kube.Subscription.Read) into a result: refused
+// ReadErr turns a failed consistent read (see kube.Subscription.Read) into a result: refused
 // credentials or RBAC fail at once (after the one retry with refreshed credentials), anything
 // else is retried.
-func (r *run) readErr(what string, err error) *verdict.Result {
+func (r *Run) ReadErr(what string, err error) *verdict.Result {
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 		return &verdict.Result{Failed: fmt.Errorf("cannot read %s: %w", what, err)}
 	}
 	return &verdict.Result{Message: "reading " + what + ": " + err.Error(), Poll: true}
 }
 
-// kindPending waits for a kind to be served: it watches CRDs and re-discovers while a CRD
+// KindPending waits for a kind to be served: it watches CRDs and re-discovers while a CRD
 // defining the kind exists but discovery does not serve it yet. A kind the server serves at
 // other versions only, with no CRD to add the one asked for, fails at once: waiting cannot
 // fix an apiVersion.
-func (r *run) kindPending(gvk schema.GroupVersionKind, nk *kube.NoKindError) *verdict.Result {
-	sub := r.watch(kube.WatchKey{Resource: crdResource})
-	if terminal, note := watchErr("customresourcedefinitions (kind "+gvk.Kind+" is not served, so the gate watches for its CRD)", sub); terminal != nil {
+func (r *Run) KindPending(gvk schema.GroupVersionKind, nk *kube.NoKindError) *verdict.Result {
+	sub := r.Watch(kube.WatchKey{Resource: CRDResource})
+	if terminal, note := WatchErr("customresourcedefinitions (kind "+gvk.Kind+" is not served, so the gate watches for its CRD)", sub); terminal != nil {
 		return &verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
 		return &verdict.Result{Message: note, Unsynced: true}
@@ -287,12 +187,12 @@ func nsOrCluster(ns string) string {
 	return "namespace " + ns
 }
 
-// namespaceLabels reads the labels of namespace ns through a watch on that one Namespace, when
+// NamespaceLabels reads the labels of namespace ns through a watch on that one Namespace, when
 // one of hooks has a namespaceSelector that needs them to tell whether the API server calls it.
 // A namespace the gate may not read, or that does not exist, is not an error: nsErr says why
 // the labels are unknown (a webhook is then not taken as called when that must be proven, and
 // as called when it must be ruled out). rv is the Namespace's resourceVersion when read.
-func (r *run) namespaceLabels(ns string, hooks []*admission.Hook) (lbls map[string]string, nsErr, rv string, pending *verdict.Result) {
+func (r *Run) NamespaceLabels(ns string, hooks []*admission.Hook) (lbls map[string]string, nsErr, rv string, pending *verdict.Result) {
 	need := false
 	for _, h := range hooks {
 		need = need || h.Match.NeedsNamespaceLabels()
@@ -300,19 +200,41 @@ func (r *run) namespaceLabels(ns string, hooks []*admission.Hook) (lbls map[stri
 	if !need {
 		return nil, "", "", nil
 	}
-	sub := r.watch(kube.WatchKey{Resource: admission.NamespacesResource, Name: ns})
+	sub := r.Watch(kube.WatchKey{Resource: admission.NamespacesResource, Name: ns})
 	if err := sub.Err(); err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
 		return nil, fmt.Sprintf("%v; grant verbs list, watch on namespaces with resourceNames [%s]", err, ns), "", nil
 	}
 	if !sub.Synced() {
 		return nil, "", "", &verdict.Result{Message: "reading namespace " + ns + " (its labels decide which webhooks intercept the request)", Unsynced: true}
 	}
-	o, err := r.read(sub, ns)
+	o, err := r.Read(sub, ns)
 	if err != nil {
-		return nil, "", "", r.readErr("namespace "+ns, err)
+		return nil, "", "", r.ReadErr("namespace "+ns, err)
 	}
 	if o == nil {
 		return nil, "namespace " + ns + " not found", "", nil
 	}
 	return o.GetLabels(), "", o.GetResourceVersion(), nil
+}
+
+// ExternalName reads webhook h's Service once per gate (a GET, for callers that do not watch
+// it) and returns its external name when it is an ExternalName Service; "" otherwise, or when it
+// cannot be read.
+func (r *Run) ExternalName(ctx context.Context, h *admission.Hook) string {
+	key := h.SvcNamespace + "/" + h.SvcName
+	r.namesMu.Lock()
+	defer r.namesMu.Unlock()
+	if ext, ok := r.externalNames[key]; ok {
+		return ext
+	}
+	svc, err := r.Clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).
+		Namespace(h.SvcNamespace).Get(ctx, h.SvcName, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	if r.externalNames == nil {
+		r.externalNames = map[string]string{}
+	}
+	r.externalNames[key] = admission.ExternalNameOf(svc)
+	return r.externalNames[key]
 }

@@ -1,4 +1,4 @@
-package provider
+package session
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
-	"github.com/pulumi/pulumi-go-provider/infer"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -19,24 +18,28 @@ import (
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
-// run is one gate's use of the cluster during a Create: its watches, its wake-up channel and
+// Run is one gate's use of the cluster during a Create: its watches, its wake-up channel and
 // its progress line. Close it when the gate returns, which releases its watches.
-type run struct {
+type Run struct {
 	// ctx bounds the consistent reads of fresh subscriptions: during a check, the check's own
-	// (which ends at the gate's timeout, or when it is cancelled; see checking), else the
+	// (which ends at the gate's timeout, or when it is cancelled; see Checking), else the
 	// Create's or Read's.
-	ctx     context.Context
-	clients *kube.Clients
-	wake    chan struct{}
-	subs    map[kube.WatchKey]*kube.Subscription
-	log     p.Logger
+	ctx context.Context
+	// Clients are the cluster's clients, shared by every gate of the provider.
+	Clients *kube.Clients
+	// Wake is poked by the run's watch subscriptions (and URL dialers) whenever something it
+	// reads changed: the wait loop's Wake.
+	Wake chan struct{}
+	subs map[kube.WatchKey]*kube.Subscription
+	// Log is the resource's logger: its status line and its messages.
+	Log p.Logger
 	// externalNames caches, by namespace/name, what a webhook's Service resolves to when it is
-	// an ExternalName Service (see externalNameFor); dialers are the URL dialers (see run_wake.go).
+	// an ExternalName Service (see ExternalName); dialers are the URL dialers (see wake.go).
 	externalNames map[string]string
-	namesMu       sync.Mutex // externalNames: a composite gate's probes run in the background (probe_async.go)
+	namesMu       sync.Mutex // externalNames: a composite gate's probes run in the background
 	dialers       map[string]*urlDialer
 
-	// seen is what the running check judged from informer copies (see read), proven only
+	// seen is what the running check judged from informer copies (see Read), proven only
 	// when its verdict would end the gate; proving makes every read consistent instead, once
 	// a copy judged turned out stale, and in refresh (a "not ready" there drops the gate).
 	seen    []kube.Seen
@@ -46,47 +49,39 @@ type run struct {
 	// of reading (see kube.AwaitWatch); proven once one verdict of the run was proven.
 	awaited time.Time
 	proven  bool
-	// what is the gate's subject, as its trace names it (trace.go).
-	what string
+	// What is the gate's subject, as its trace names it (trace.go).
+	What string
 }
 
-// newRun gets the shared clients. It does not call the cluster (see reach).
-func newRun(ctx context.Context) (*run, error) {
-	clients, err := infer.GetConfig[Config](ctx).Clients()
-	if err != nil {
-		return nil, err
-	}
-	return runOn(ctx, clients), nil
-}
-
-// runOn is a run on clients already at hand (the autoGate plan's dry run).
-func runOn(ctx context.Context, clients *kube.Clients) *run {
-	return &run{
+// New is a run of one gate (or of the autoGate plan's dry run) on clients, which the caller
+// built from the provider's configuration. It does not call the cluster (see Reach).
+func New(ctx context.Context, clients *kube.Clients) *Run {
+	return &Run{
 		ctx:     ctx,
-		clients: clients,
-		wake:    make(chan struct{}, 1),
+		Clients: clients,
+		Wake:    make(chan struct{}, 1),
 		subs:    map[kube.WatchKey]*kube.Subscription{},
-		log:     p.GetLogger(ctx),
+		Log:     p.GetLogger(ctx),
 	}
 }
 
-// reach waits for the API server to answer within the gate's own budget: the shorter of the
+// Reach waits for the API server to answer within the gate's own budget: the shorter of the
 // provider's clusterReachTimeout and the gate's timeout wins, the status line says what is going
 // on meanwhile, and Ctrl-C gives the same "cancelled while waiting" as any other wait. It
 // returns the time it took, which the gate's wait no longer has.
-func (r *run) reach(ctx context.Context, what string, timeout time.Duration) (time.Duration, error) {
+func (r *Run) Reach(ctx context.Context, what string, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
 	budget := wait.EffectiveTimeout(ctx, timeout)
 	rctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	host := r.clients.Config.Host
-	err := r.clients.EnsureReachable(rctx, func(waited time.Duration) {
-		r.log.InfoStatus(fmt.Sprintf("waiting for %s: cannot reach the Kubernetes API at %s (retrying, %s)", what, host, waited.Round(time.Second)))
+	host := r.Clients.Config.Host
+	err := r.Clients.EnsureReachable(rctx, func(waited time.Duration) {
+		r.Log.InfoStatus(fmt.Sprintf("waiting for %s: cannot reach the Kubernetes API at %s (retrying, %s)", what, host, waited.Round(time.Second)))
 	})
 	if err == nil {
 		return time.Since(start), nil
 	}
-	defer r.log.InfoStatus("")
+	defer r.Log.InfoStatus("")
 	last := fmt.Sprintf("cannot reach the Kubernetes API at %s", host)
 	var ue *kube.UnreachableError
 	if errors.As(err, &ue) && ue.Last != nil {
@@ -102,19 +97,19 @@ func (r *run) reach(ctx context.Context, what string, timeout time.Duration) (ti
 	return 0, err
 }
 
-// watch subscribes the gate to key once and returns the subscription.
-func (r *run) watch(key kube.WatchKey) *kube.Subscription {
+// Watch subscribes the gate to key once and returns the subscription.
+func (r *Run) Watch(key kube.WatchKey) *kube.Subscription {
 	if s, ok := r.subs[key]; ok {
 		return s
 	}
-	s := r.clients.Watches.Subscribe(key, r.wake)
+	s := r.Clients.Watches.Subscribe(key, r.Wake)
 	r.subs[key] = s
 	return s
 }
 
-// watchErr turns a watch error into a terminal failure when waiting cannot fix it (RBAC), and
+// WatchErr turns a watch error into a terminal failure when waiting cannot fix it (RBAC), and
 // into a progress note otherwise (the API server restarting).
-func watchErr(what string, s *kube.Subscription) (terminal error, note string) {
+func WatchErr(what string, s *kube.Subscription) (terminal error, note string) {
 	err := s.Err()
 	if err == nil {
 		return nil, ""
@@ -125,7 +120,8 @@ func watchErr(what string, s *kube.Subscription) (terminal error, note string) {
 	return nil, "watch interrupted, reconnecting: " + err.Error()
 }
 
-func (r *run) close() {
+// Close releases the run's watches and stops its URL dialers.
+func (r *Run) Close() {
 	for _, s := range r.subs {
 		s.Close()
 	}
@@ -133,44 +129,45 @@ func (r *run) close() {
 	r.stopReach()
 }
 
-// wait runs the shared wait loop, reporting progress on the resource's status line.
-func (r *run) wait(ctx context.Context, spec wait.Spec) (verdict.Result, error) {
-	defer r.log.InfoStatus("")
-	r.what = spec.What
+// Wait runs the shared wait loop, reporting progress on the resource's status line.
+func (r *Run) Wait(ctx context.Context, spec wait.Spec) (verdict.Result, error) {
+	defer r.Log.InfoStatus("")
+	r.What = spec.What
 	spec.Timeout = wait.EffectiveTimeout(ctx, spec.Timeout)
-	spec.Wake = r.wake
-	spec.Progress = func(msg string) { r.log.InfoStatus(msg) }
-	spec.Check = r.checking(spec.Check)
+	spec.Wake = r.Wake
+	spec.Progress = func(msg string) { r.Log.InfoStatus(msg) }
+	spec.Check = r.Checking(spec.Check)
 	return wait.Until(ctx, spec)
 }
 
-// defaultNamespace is the gate's namespace input, else the provider's default namespace.
-func (r *run) defaultNamespace(ns *string) string {
+// DefaultNamespace is the gate's namespace input, else the provider's default namespace.
+func (r *Run) DefaultNamespace(ns *string) string {
 	if ns != nil && *ns != "" {
 		return *ns
 	}
-	return r.clients.Namespace
+	return r.Clients.Namespace
 }
 
-// refreshBound bounds how long a refresh runs a gate's proof before judging it.
-const refreshBound = time.Minute
+// RefreshBound bounds how long a refresh runs a gate's proof before judging it.
+const RefreshBound = time.Minute
 
-// judge runs a gate's proof until it reaches a verdict, without waiting for readiness: the watch
-// caches must have loaded (Unsynced) and a proof under way must finish (Confirming: the first of
-// two good probes says nothing yet). Refresh uses it, so a ready gate is never dropped for
-// lack of patience.
-func (r *run) judge(ctx context.Context, e evaluation) (verdict.Result, error) {
+// Judge runs a gate's proof (what, check) until it reaches a verdict, without waiting for
+// readiness: the watch caches must have loaded (Unsynced) and a proof under way must finish
+// (Confirming: the first of two good probes says nothing yet). Refresh uses it, so a ready gate
+// is never dropped for lack of patience. maxBackoff is the check's own probe backoff cap (0:
+// the wait loop's).
+func (r *Run) Judge(ctx context.Context, what string, check func(context.Context) verdict.Result, maxBackoff time.Duration) (verdict.Result, error) {
 	r.proving = true // every verdict counts here, "not ready" too
-	r.what = e.what()
+	r.What = what
 	var last verdict.Result
 	_, err := wait.Until(ctx, wait.Spec{
-		What:       e.what(),
-		Timeout:    refreshBound,
-		Wake:       r.wake,
-		MaxBackoff: maxBackoffOf(e),
-		Progress:   func(msg string) { r.log.InfoStatus(msg) },
-		Check: r.checking(func(ctx context.Context) verdict.Result {
-			res := e.check(ctx)
+		What:       what,
+		Timeout:    RefreshBound,
+		Wake:       r.Wake,
+		MaxBackoff: maxBackoff,
+		Progress:   func(msg string) { r.Log.InfoStatus(msg) },
+		Check: r.Checking(func(ctx context.Context) verdict.Result {
+			res := check(ctx)
 			if res.Failed != nil || !(res.Unsynced || res.Confirming) {
 				last = res
 				return verdict.Result{Ready: true}
@@ -178,22 +175,16 @@ func (r *run) judge(ctx context.Context, e evaluation) (verdict.Result, error) {
 			return res
 		}),
 	})
-	r.log.InfoStatus("")
+	r.Log.InfoStatus("")
 	if err != nil {
 		return last, fmt.Errorf("reading the cluster state: %w", err)
 	}
 	return last, last.Failed
 }
 
-// eventSubject is implemented by gates that wait on one named object: a timeout then quotes
-// that object's most recent Warning events (FailedMount, FailedScheduling, BackOff, ...).
-type eventSubject interface {
-	subject() (namespace, name string)
-}
-
-// recentWarnings lists the newest Warning events about name in namespace, newest last. It is
+// RecentWarnings lists the newest Warning events about name in namespace, newest last. It is
 // called once, when a wait has already timed out, so a plain list (not a watch) is right.
-func (r *run) recentWarnings(ctx context.Context, namespace, name string, max int) []string {
+func (r *Run) RecentWarnings(ctx context.Context, namespace, name string, max int) []string {
 	if name == "" {
 		return nil
 	}
@@ -201,7 +192,7 @@ func (r *run) recentWarnings(ctx context.Context, namespace, name string, max in
 	defer cancel()
 	sel := fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.name", name),
 		fields.OneTermEqualSelector("type", "Warning")).String()
-	list, err := r.clients.Typed.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	list, err := r.Clients.Typed.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil || len(list.Items) == 0 {
 		return nil
 	}
