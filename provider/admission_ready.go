@@ -17,9 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // AdmissionReady proves that exactly the given objects will be admitted: every round
@@ -116,7 +117,7 @@ func (g *AdmissionReady) Read(ctx context.Context, req infer.ReadRequest[Admissi
 }
 
 func admissionBuilder(a AdmissionReadyArgs) builder[AdmissionReadyState] {
-	return func(r *run) (evaluation, func(*AdmissionReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*AdmissionReadyState), error) {
 		e := &admissionEval{r: r, need: defaultConsecutive, deniers: map[string]bool{}}
 		if a.Consecutive != nil {
 			e.need = *a.Consecutive
@@ -143,10 +144,10 @@ func admissionBuilder(a AdmissionReadyArgs) builder[AdmissionReadyState] {
 }
 
 // admissionEval runs the rounds. It has nothing to watch: it keeps its own schedule with
-// wait.Result.RetryIn (a capped backoff while an object is not admitted, confirmDelay between
+// verdict.Result.RetryIn (a capped backoff while an object is not admitted, confirmDelay between
 // good rounds).
 type admissionEval struct {
-	r      *run
+	r      *session.Run
 	objs   []*unstructured.Unstructured
 	expect *admission.Expect
 	need   int
@@ -163,7 +164,7 @@ type admissionEval struct {
 	good    int
 	backoff time.Duration
 	next    time.Time // when the next round is due (kept only while confirming)
-	last    wait.Result
+	last    verdict.Result
 	deniers map[string]bool
 	// Of the last good round.
 	admitted int
@@ -203,7 +204,7 @@ func (e *admissionEval) roundCap() time.Duration {
 
 func (e *admissionEval) maxBackoff() time.Duration { return e.roundCap() }
 
-func (e *admissionEval) check(ctx context.Context) wait.Result {
+func (e *admissionEval) check(ctx context.Context) verdict.Result {
 	if now := time.Now(); e.good > 0 && now.Before(e.next) {
 		// A wake-up while confirming: the confirming round keeps its confirmDelay.
 		r := e.last
@@ -240,7 +241,7 @@ func (e *admissionEval) check(ctx context.Context) wait.Result {
 // round dry-runs every object once (gather) and judges the answers (admission.Decide). Every
 // object is tried in every round, so a verdict on any of them fails the gate at once and the
 // message names everything still pending.
-func (e *admissionEval) round(ctx context.Context) wait.Result {
+func (e *admissionEval) round(ctx context.Context) verdict.Result {
 	if res := e.webhooks(); res != nil {
 		return *res
 	}
@@ -267,7 +268,7 @@ func (e *admissionEval) round(ctx context.Context) wait.Result {
 	if d.Good > 0 {
 		e.admitted, e.mutated = len(e.objs), d.Mutated
 	}
-	return fromAdmission(d.Result)
+	return d.Result
 }
 
 func (e *admissionEval) fill(s *AdmissionReadyState) {
@@ -284,10 +285,10 @@ func (e *admissionEval) fill(s *AdmissionReadyState) {
 // update the program will make). The result is compared and evaluated here and then dropped:
 // it is never kept, so a Secret's data never outlives this call. pending: the answer cannot be
 // judged yet (a watch cache loading).
-func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured) (a admission.Answer, pending *wait.Result) {
+func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured) (a admission.Answer, pending *verdict.Result) {
 	red := admission.SecretRedactor(in)
 	obj := in.DeepCopy()
-	m, err := e.r.clients.Mapping(obj.GroupVersionKind())
+	m, err := e.r.Clients.Mapping(obj.GroupVersionKind())
 	if err != nil {
 		var nk *kube.NoKindError
 		if errors.As(err, &nk) && len(nk.Served) > 0 && !strings.Contains(nk.GVK.Group, ".") {
@@ -300,13 +301,13 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 		if nk != nil {
 			// Watch CRDs, so the CRD's creation and its Established condition start a round at
 			// once; without the RBAC to watch them, the backoff alone notices.
-			if res := e.r.kindPending(nk.GVK, nk); res != nil && res.Failed == nil && !res.Unsynced && res.Message != "" {
+			if res := e.r.KindPending(nk.GVK, nk); res != nil && res.Failed == nil && !res.Unsynced && res.Message != "" {
 				why = res.Message
 			}
 		}
 		return verdictOnly(admission.Verdict{Why: red(why), Hint: "is the CRD that defines the kind installed (or installing)?"})
 	}
-	ri := e.r.clients.Dynamic.Resource(m.Resource)
+	ri := e.r.Clients.Dynamic.Resource(m.Resource)
 	var client interface {
 		Create(context.Context, *unstructured.Unstructured, metav1.CreateOptions, ...string) (*unstructured.Unstructured, error)
 		Apply(context.Context, string, *unstructured.Unstructured, metav1.ApplyOptions, ...string) (*unstructured.Unstructured, error)
@@ -314,7 +315,7 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 	where := ""
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		if obj.GetNamespace() == "" {
-			obj.SetNamespace(e.r.clients.Namespace)
+			obj.SetNamespace(e.r.Clients.Namespace)
 		}
 		client = ri.Namespace(obj.GetNamespace())
 		where = " in namespace " + obj.GetNamespace()
@@ -357,17 +358,17 @@ func (e *admissionEval) admit(ctx context.Context, in *unstructured.Unstructured
 }
 
 // verdictOnly is an object's answer that is only a verdict.
-func verdictOnly(v admission.Verdict) (admission.Answer, *wait.Result) {
+func verdictOnly(v admission.Verdict) (admission.Answer, *verdict.Result) {
 	return admission.Answer{Verdict: v}, nil
 }
 
 // webhooks reads every webhook in the cluster for this round, through cluster-wide watches of
 // both configuration kinds; non-nil while they load or when the gate may not read them.
-func (e *admissionEval) webhooks() *wait.Result {
+func (e *admissionEval) webhooks() *verdict.Result {
 	e.hooks = nil
 	var fp strings.Builder
-	kinds := []schema.GroupVersionKind{mwcGVK, vwcGVK}
-	all, which, pending := e.r.objectsOf(target{gvk: kinds[0]}, target{gvk: kinds[1]})
+	kinds := []schema.GroupVersionKind{session.MWCGVK, session.VWCGVK}
+	all, which, pending := e.r.ObjectsOf(session.Target{GVK: kinds[0]}, session.Target{GVK: kinds[1]})
 	if pending != nil {
 		if pending.Failed != nil {
 			pending.Failed = fmt.Errorf("%w: AdmissionReady reads every %s to find the failurePolicy Ignore webhooks that intercept "+
@@ -384,8 +385,8 @@ func (e *admissionEval) webhooks() *wait.Result {
 	}
 	for _, h := range e.hooks {
 		if h.URL != "" && e.mayIntercept(h) {
-			// No EndpointSlice tells when it starts serving: a connect does (see run_wake.go).
-			fmt.Fprintf(&fp, "reach %s=%t;", h.URL, e.r.listening(h.URL))
+			// No EndpointSlice tells when it starts serving: a connect does (see session.Run.Listening).
+			fmt.Fprintf(&fp, "reach %s=%t;", h.URL, e.r.Listening(h.URL))
 		}
 	}
 	if fp.String() != e.configs {
@@ -404,13 +405,13 @@ func (e *admissionEval) webhooks() *wait.Result {
 // the webhooks worth a wake-up when they start listening.
 func (e *admissionEval) mayIntercept(h *admission.Hook) bool {
 	for _, o := range e.objs {
-		m, err := e.r.clients.Mapping(o.GroupVersionKind())
+		m, err := e.r.Clients.Mapping(o.GroupVersionKind())
 		if err != nil {
 			continue
 		}
 		q := admission.Request{GVR: m.Resource, Namespace: o.GetNamespace()}
 		if m.Scope.Name() == meta.RESTScopeNameNamespace && q.Namespace == "" {
-			q.Namespace = e.r.clients.Namespace
+			q.Namespace = e.r.Clients.Namespace
 		}
 		if h.Match.RulesMatch(q) || h.Match.RulesMatch(admission.Request{GVR: m.Resource, Namespace: q.Namespace, Update: true}) {
 			return true
@@ -422,12 +423,12 @@ func (e *admissionEval) mayIntercept(h *admission.Hook) bool {
 // ignoreWebhooks requires, of an admitted object, an answer from every failurePolicy Ignore
 // webhook that may intercept it (see admission.NeedDirect): each is called directly, one
 // AdmissionReview per round whatever the number of objects it intercepts.
-func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, in, obj *unstructured.Unstructured, m *meta.RESTMapping, update bool) (admission.Answer, *wait.Result) {
+func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, in, obj *unstructured.Unstructured, m *meta.RESTMapping, update bool) (admission.Answer, *verdict.Result) {
 	q := requestFor(e.r, obj, m, update)
 	if q.GVR == admission.NamespacesResource {
 		q.NSLabels = obj.GetLabels()
 	} else if q.Namespace != "" {
-		lbls, nsErr, _, pending := e.r.namespaceLabels(q.Namespace, e.hooks)
+		lbls, nsErr, _, pending := e.r.NamespaceLabels(q.Namespace, e.hooks)
 		if pending != nil {
 			return a, pending
 		}

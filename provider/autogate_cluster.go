@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/autogate"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -71,9 +73,9 @@ func (c discoveryCluster) Webhooks() ([]autogate.WebhookConfig, bool) {
 	defer cancel()
 	var configs []autogate.WebhookConfig
 	for _, gvk := range []struct{ kind, resource string }{
-		{vwcGVK.Kind, "validatingwebhookconfigurations"}, {mwcGVK.Kind, "mutatingwebhookconfigurations"},
+		{session.VWCGVK.Kind, "validatingwebhookconfigurations"}, {session.MWCGVK.Kind, "mutatingwebhookconfigurations"},
 	} {
-		list, err := c.clients.Dynamic.Resource(vwcGVK.GroupVersion().WithResource(gvk.resource)).List(ctx, metav1.ListOptions{})
+		list, err := c.clients.Dynamic.Resource(session.VWCGVK.GroupVersion().WithResource(gvk.resource)).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			m.listed, m.configs, m.known = time.Now(), nil, false
 			return nil, false
@@ -133,29 +135,29 @@ func (c discoveryCluster) Admits(key string, obj map[string]any) bool {
 // every webhook; failurePolicy Ignore ones called directly), judged once within admitsBound.
 func admitsNow(ctx context.Context, clients *kube.Clients, obj map[string]any) bool {
 	one := 1
-	r := runOn(ctx, clients)
-	defer r.close()
+	r := session.New(ctx, clients)
+	defer r.Close()
 	e, _, err := admissionBuilder(AdmissionReadyArgs{Objects: []map[string]any{obj}, Consecutive: &one})(r)
 	if err != nil {
 		return false
 	}
-	r.what = "autoGate plan: " + e.what()
+	r.What = "autoGate plan: " + e.what()
 	// One verdict, not a wait: a round that does not admit it ends the proof (the gate waits,
 	// not the plan); only the watch caches loading and a proof under way are waited for.
-	once := func(ctx context.Context) wait.Result {
+	once := func(ctx context.Context) verdict.Result {
 		res := e.check(ctx)
 		if res.Ready || res.Failed != nil || res.Unsynced || res.Confirming {
 			return res
 		}
-		return wait.Result{Failed: errors.New(res.Message)}
+		return verdict.Result{Failed: errors.New(res.Message)}
 	}
-	_, err = wait.Until(ctx, wait.Spec{What: e.what(), Timeout: admitsBound, Wake: r.wake, MaxBackoff: maxBackoffOf(e),
-		Progress: func(string) {}, Check: r.checking(once)})
+	_, err = wait.Until(ctx, wait.Spec{What: e.what(), Timeout: admitsBound, Wake: r.Wake, MaxBackoff: maxBackoffOf(e),
+		Progress: func(string) {}, Check: r.Checking(once)})
 	if err != nil {
 		first, _, _ := strings.Cut(err.Error(), "\n")
-		trace(r.what, "not admitted at plan time: %s", first)
+		session.Trace(r.What, "not admitted at plan time: %s", first)
 	} else {
-		trace(r.what, "admitted at plan time")
+		session.Trace(r.What, "admitted at plan time")
 	}
 	return err == nil
 }

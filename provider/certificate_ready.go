@@ -14,9 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/issuance"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // CertificateReady waits until cert-manager has issued a Certificate and its Secret holds
@@ -112,7 +113,7 @@ func (g *CertificateReady) Read(ctx context.Context, req infer.ReadRequest[Certi
 }
 
 func certificateBuilder(a CertificateReadyArgs) builder[CertificateReadyState] {
-	return func(r *run) (evaluation, func(*CertificateReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*CertificateReadyState), error) {
 		var minValidity time.Duration
 		if a.MinValidity != nil {
 			var err error
@@ -124,7 +125,7 @@ func certificateBuilder(a CertificateReadyArgs) builder[CertificateReadyState] {
 		if len(keys) == 0 {
 			keys = []string{"tls.crt", "tls.key"}
 		}
-		e := &certificateEval{r: r, namespace: r.defaultNamespace(a.Namespace), name: a.Name, keys: keys, minValidity: minValidity}
+		e := &certificateEval{r: r, namespace: r.DefaultNamespace(a.Namespace), name: a.Name, keys: keys, minValidity: minValidity}
 		return e, e.fill, nil
 	}
 }
@@ -135,7 +136,7 @@ var (
 )
 
 type certificateEval struct {
-	r               *run
+	r               *session.Run
 	namespace, name string
 	keys            []string
 	minValidity     time.Duration
@@ -146,42 +147,45 @@ type certificateEval struct {
 
 func (e *certificateEval) what() string { return fmt.Sprintf("Certificate %s/%s", e.namespace, e.name) }
 
-func (e *certificateEval) check(context.Context) wait.Result {
-	v := issuance.Decide(e.gather())
+func (e *certificateEval) check(context.Context) verdict.Result {
+	in, unread := e.gather()
+	if unread != nil {
+		return issuance.Unread(*unread)
+	}
+	v := issuance.Decide(in)
 	if v.Result.Ready {
 		e.cert, e.secret = v.Certificate, v.Secret
 	}
-	return fromIssuance(v.Result)
+	return v.Result
 }
 
-// gather reads what issuance.Decide needs. It stops reading where the verdict no longer
-// depends on more: no Certificate (pending or not found), or a Secret read that failed.
-func (e *certificateEval) gather() issuance.Input {
+// gather reads what issuance.Decide needs, or returns the Certificate's read when it gave no
+// answer (Decide is not called then). It stops reading where the verdict no longer depends on
+// more: no Certificate, or a Secret read that failed.
+func (e *certificateEval) gather() (issuance.Input, *verdict.Result) {
 	in := issuance.Input{Namespace: e.namespace, Name: e.name, MinValidity: e.minValidity}
-	objs, pending := e.r.objects(target{gvk: certificateGVK, namespace: e.namespace, name: e.name})
+	objs, pending := e.r.Objects(session.Target{GVK: certificateGVK, Namespace: e.namespace, Name: e.name})
 	if pending != nil {
-		p := toIssuance(*pending)
-		in.Pending = &p
-		return in
+		return in, pending
 	}
 	if len(objs) == 0 {
-		return in
+		return in, nil
 	}
 	in.Certificate = objs[0]
 	secretName, _, _ := unstructured.NestedString(in.Certificate.Object, "spec", "secretName")
 	// Watch the Secret from now on, not from Ready=True: cert-manager writes it just before the
 	// condition, and a watch opened late would add a list round trip to the detection time.
 	sec := &secretEval{r: e.r, namespace: e.namespace, name: secretName, required: e.keys}
-	in.Secret = toIssuance(sec.check(context.Background()))
+	in.Secret = sec.check(context.Background())
 	in.SecretObject = sec.secret
 	if in.Secret.Failed != nil {
-		return in
+		return in, nil
 	}
-	if reqs, pending := e.r.objects(target{gvk: certRequestGVK, namespace: e.namespace, selector: labels.Everything(), hint: true}); pending == nil {
+	if reqs, pending := e.r.Objects(session.Target{GVK: certRequestGVK, Namespace: e.namespace, Selector: labels.Everything(), Hint: true}); pending == nil {
 		in.Requests = reqs
 	}
 	in.Now = time.Now()
-	return in
+	return in, nil
 }
 
 func (e *certificateEval) fill(s *CertificateReadyState) {

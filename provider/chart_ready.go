@@ -13,8 +13,9 @@ import (
 	presource "github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // ChartReady is HelmReleaseReady for a pulumi-kubernetes helm.sh/v4:Chart, which writes no
@@ -210,14 +211,14 @@ func (g *ChartReady) Read(ctx context.Context, req infer.ReadRequest[ChartReadyA
 }
 
 func chartBuilder(a ChartReadyArgs) builder[ChartReadyState] {
-	return func(r *run) (evaluation, func(*ChartReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*ChartReadyState), error) {
 		refs, err := chartObjects(a.Resources)
 		if err != nil {
 			return nil, nil, err
 		}
 		ns := mostCommonNamespace(refs)
 		if ns == "" {
-			ns = r.defaultNamespace(nil)
+			ns = r.DefaultNamespace(nil)
 		}
 		e := &chartEval{refs: refs, objs: newRenderedObjects(r, ns, a.Probe, refs)}
 		return e, e.fill, nil
@@ -249,7 +250,7 @@ type chartEval struct {
 
 func (e *chartEval) what() string { return fmt.Sprintf("the chart's %d objects", len(e.refs)) }
 
-func (e *chartEval) check(ctx context.Context) wait.Result {
+func (e *chartEval) check(ctx context.Context) verdict.Result {
 	return e.objs.judge(ctx, e.what(), 0)
 }
 
@@ -259,7 +260,7 @@ func (e *chartEval) maxBackoff() time.Duration { return probeMaxBackoff }
 func (e *chartEval) fill(s *ChartReadyState) {
 	s.Objects, s.Webhooks = len(e.refs), []string{}
 	for _, r := range e.refs {
-		if r.Kind == vwcGVK.Kind || r.Kind == mwcGVK.Kind {
+		if r.Kind == session.VWCGVK.Kind || r.Kind == session.MWCGVK.Kind {
 			s.Webhooks = append(s.Webhooks, r.Name)
 		}
 	}

@@ -15,9 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // CrdReady waits until CustomResourceDefinitions are Established and their kinds are served,
@@ -138,7 +139,7 @@ func (c *CrdReady) Read(ctx context.Context, req infer.ReadRequest[CrdReadyArgs,
 }
 
 func crdBuilder(args CrdReadyArgs) builder[CrdReadyState] {
-	return func(r *run) (evaluation, func(*CrdReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*CrdReadyState), error) {
 		e := newCrdEval(r, args)
 		return e, e.fill, nil
 	}
@@ -146,7 +147,7 @@ func crdBuilder(args CrdReadyArgs) builder[CrdReadyState] {
 
 // crdEval is one evaluation of a CrdReady gate over the shared CRD watch.
 type crdEval struct {
-	r      *run
+	r      *session.Run
 	args   CrdReadyArgs
 	ready  []status.CRDResult
 	names  []string
@@ -158,7 +159,7 @@ type crdEval struct {
 	noted    map[string]bool
 }
 
-func newCrdEval(r *run, args CrdReadyArgs) *crdEval {
+func newCrdEval(r *session.Run, args CrdReadyArgs) *crdEval {
 	return &crdEval{r: r, args: args, served: map[string]bool{}, proofs: map[string]*conversionProof{},
 		verified: map[string]bool{}, noted: map[string]bool{}}
 }
@@ -175,24 +176,24 @@ func (e *crdEval) what() string {
 }
 
 // crdWatch subscribes to the CRD named name (every CRD when name is ""), or says why it cannot be read yet.
-func (e *crdEval) crdWatch(name string) (*kube.Subscription, *wait.Result) {
-	sub := e.r.watch(kube.WatchKey{Resource: crdResource, Name: name})
+func (e *crdEval) crdWatch(name string) (*kube.Subscription, *verdict.Result) {
+	sub := e.r.Watch(kube.WatchKey{Resource: session.CRDResource, Name: name})
 	what := "customresourcedefinitions (cluster-wide)"
 	if name != "" {
 		what = "customresourcedefinition " + name
 	}
-	if terminal, note := watchErr(what, sub); terminal != nil {
-		return nil, &wait.Result{Failed: terminal}
+	if terminal, note := session.WatchErr(what, sub); terminal != nil {
+		return nil, &verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
-		return nil, &wait.Result{Message: note, Unsynced: true}
+		return nil, &verdict.Result{Message: note, Unsynced: true}
 	}
 	if !sub.Synced() {
-		return nil, &wait.Result{Message: "listing CRDs", Unsynced: true}
+		return nil, &verdict.Result{Message: "listing CRDs", Unsynced: true}
 	}
 	return sub, nil
 }
 
-func (e *crdEval) check(ctx context.Context) wait.Result {
+func (e *crdEval) check(ctx context.Context) verdict.Result {
 	var objs []*unstructured.Unstructured
 	var names []string
 	var pending []string
@@ -203,9 +204,9 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 		if res != nil {
 			return *res
 		}
-		o, err := e.r.read(sub, n)
+		o, err := e.r.Read(sub, n)
 		if err != nil {
-			return *e.r.readErr("CRD "+n, err)
+			return *e.r.ReadErr("CRD "+n, err)
 		}
 		objs = append(objs, o)
 		names = append(names, n)
@@ -216,9 +217,9 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 		if res != nil {
 			return *res
 		}
-		all, err := e.r.readList(sub, nil)
+		all, err := e.r.ReadList(sub, nil)
 		if err != nil {
-			return *e.r.readErr("CRDs", err)
+			return *e.r.ReadErr("CRDs", err)
 		}
 		for _, o := range all {
 			if grp, _, _ := unstructured.NestedString(o.Object, "spec", "group"); grp == g {
@@ -245,7 +246,7 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 		results = append(results, res)
 	}
 	if len(pending) > 0 {
-		return wait.Result{Message: strings.Join(pending, "; "),
+		return verdict.Result{Message: strings.Join(pending, "; "),
 			Hint: "is the chart or manifest that installs these CRDs part of the stack, and did it apply? `kubectl get crd` lists what is installed"}
 	}
 	// Established means the API server is about to serve the kind; discovery confirms it does.
@@ -258,7 +259,7 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 				continue
 			}
 			if ok, msg := e.discoveryServes(lists, gv, res.Plural); !ok {
-				return wait.Result{Message: msg, Poll: true}
+				return verdict.Result{Message: msg, Poll: true}
 			}
 			e.served[gv+"/"+res.Plural] = true
 		}
@@ -267,14 +268,14 @@ func (e *crdEval) check(ctx context.Context) wait.Result {
 		return res
 	}
 	e.ready, e.names = results, names
-	return wait.Result{Ready: true, Message: "Established"}
+	return verdict.Result{Ready: true, Message: "Established"}
 }
 
 func (e *crdEval) discoveryServes(lists map[string]*metav1.APIResourceList, gv, plural string) (bool, string) {
 	list, ok := lists[gv]
 	if !ok {
 		var err error
-		if list, err = e.r.clients.Typed.Discovery().ServerResourcesForGroupVersion(gv); err != nil {
+		if list, err = e.r.Clients.Typed.Discovery().ServerResourcesForGroupVersion(gv); err != nil {
 			return false, fmt.Sprintf("Established, but discovery does not serve %s yet: %v", gv, err)
 		}
 		lists[gv] = list

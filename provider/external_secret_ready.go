@@ -11,9 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // ExternalSecretReady waits until an ExternalSecret has synced for its current generation and
@@ -74,14 +75,14 @@ func (g *ExternalSecretReady) Read(ctx context.Context, req infer.ReadRequest[Ex
 }
 
 func externalSecretBuilder(a ExternalSecretReadyArgs) builder[ExternalSecretReadyState] {
-	return func(r *run) (evaluation, func(*ExternalSecretReadyState), error) {
-		e := &externalSecretEval{r: r, namespace: r.defaultNamespace(a.Namespace), name: a.Name}
+	return func(r *session.Run) (evaluation, func(*ExternalSecretReadyState), error) {
+		e := &externalSecretEval{r: r, namespace: r.DefaultNamespace(a.Namespace), name: a.Name}
 		return e, e.fill, nil
 	}
 }
 
 type externalSecretEval struct {
-	r               *run
+	r               *session.Run
 	namespace, name string
 	es              *unstructured.Unstructured
 	secretName      string
@@ -95,12 +96,12 @@ func (e *externalSecretEval) what() string {
 // v1beta1 on older ones): the fields read here are the same in both.
 var externalSecretGK = schema.GroupKind{Group: "external-secrets.io", Kind: "ExternalSecret"}
 
-func (e *externalSecretEval) check(context.Context) wait.Result {
-	m, err := e.r.clients.MappingAnyVersion(externalSecretGK)
+func (e *externalSecretEval) check(context.Context) verdict.Result {
+	m, err := e.r.Clients.MappingAnyVersion(externalSecretGK)
 	if err != nil {
 		var nk *kube.NoKindError
 		if errors.As(err, &nk) {
-			p := e.r.kindPending(externalSecretGK.WithVersion(""), nk)
+			p := e.r.KindPending(externalSecretGK.WithVersion(""), nk)
 			if p.Failed == nil {
 				p.Message = "External Secrets' CRDs are not installed: " + p.Message
 			}
@@ -111,52 +112,52 @@ func (e *externalSecretEval) check(context.Context) wait.Result {
 	if m != nil {
 		gvk = m.GroupVersionKind
 	}
-	objs, pending := e.r.objects(target{gvk: gvk, namespace: e.namespace, name: e.name})
+	objs, pending := e.r.Objects(session.Target{GVK: gvk, Namespace: e.namespace, Name: e.name})
 	if pending != nil {
 		return *pending
 	}
 	if len(objs) == 0 {
-		return wait.Result{Message: "ExternalSecret not found (not created yet)"}
+		return verdict.Result{Message: "ExternalSecret not found (not created yet)"}
 	}
 	es := objs[0]
 	tgt, none := externalSecretTarget(es)
 	// Watch the target before the sync is reported, so its arrival is seen without a late list.
 	var sec []*unstructured.Unstructured
-	var secPending *wait.Result
+	var secPending *verdict.Result
 	if !none {
-		sec, secPending = e.r.objects(tgt)
+		sec, secPending = e.r.Objects(tgt)
 		if secPending != nil && secPending.Failed != nil {
 			return *secPending // RBAC on the target fails at once, not after the sync
 		}
 	}
 	ok, msg := status.ExternalSecretSynced(es)
 	if !ok {
-		return wait.Result{Message: msg, Hint: "kubectl describe externalsecret " + e.name + " -n " + e.namespace +
+		return verdict.Result{Message: msg, Hint: "kubectl describe externalsecret " + e.name + " -n " + e.namespace +
 			" (is the SecretStore ready, does the remote key exist?)"}
 	}
 	if secPending != nil {
 		return *secPending
 	}
 	if !none && len(sec) == 0 {
-		return wait.Result{Message: fmt.Sprintf("%s, but target %s does not exist yet", msg, tgt)}
+		return verdict.Result{Message: fmt.Sprintf("%s, but target %s does not exist yet", msg, tgt)}
 	}
-	e.es, e.secretName = es, tgt.name
-	return wait.Result{Ready: true, Message: msg}
+	e.es, e.secretName = es, tgt.Name
+	return verdict.Result{Ready: true, Message: msg}
 }
 
 // externalSecretTarget is the object an ExternalSecret writes: the Secret spec.target.name (else
 // the ExternalSecret's own name), or the kind spec.target.manifest names; none is true with
 // creationPolicy None, where ESO writes nothing the gate could check.
-func externalSecretTarget(es *unstructured.Unstructured) (t target, none bool) {
+func externalSecretTarget(es *unstructured.Unstructured) (t session.Target, none bool) {
 	name, _, _ := unstructured.NestedString(es.Object, "spec", "target", "name")
 	if name == "" {
 		name = es.GetName()
 	}
-	t = target{gvk: secretGVK, namespace: es.GetNamespace(), name: name}
+	t = session.Target{GVK: session.SecretGVK, Namespace: es.GetNamespace(), Name: name}
 	if av, _, _ := unstructured.NestedString(es.Object, "spec", "target", "manifest", "apiVersion"); av != "" {
 		kind, _, _ := unstructured.NestedString(es.Object, "spec", "target", "manifest", "kind")
 		if gv, err := schema.ParseGroupVersion(av); err == nil && kind != "" {
-			t.gvk = gv.WithKind(kind)
+			t.GVK = gv.WithKind(kind)
 		}
 	}
 	policy, _, _ := unstructured.NestedString(es.Object, "spec", "target", "creationPolicy")

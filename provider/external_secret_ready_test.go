@@ -111,3 +111,56 @@ stringData: {password: x}`, ns))[0]
 		t.Fatal(r.err)
 	}
 }
+
+const externalSecretCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: externalsecrets.external-secrets.io}
+spec:
+  group: external-secrets.io
+  scope: Namespaced
+  names: {kind: ExternalSecret, plural: externalsecrets, singular: externalsecret, listKind: ExternalSecretList, shortNames: [es]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}`
+
+func TestExternalSecretReadyNeedsConditionAndTargetSecret(t *testing.T) {
+	ns := testenv.Namespace(t, "eso")
+	s := newServer(t)
+	ch := createAsync(t, s, "ExternalSecretReady", props("name", "ghcr", "namespace", ns, "timeout", "90s"))
+	mustNotReturn(t, ch, 500*time.Millisecond) // ESO's CRDs are not even installed
+	if _, err := testenv.Dynamic(t).Resource(crdResource).Get(context.Background(), "externalsecrets.external-secrets.io", metav1.GetOptions{}); err != nil {
+		testenv.Apply(t, externalSecretCRD)
+	}
+	waitServed(t, "external-secrets.io")
+	es := testenv.Apply(t, fmt.Sprintf(`apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: ghcr, namespace: %s}
+spec:
+  secretStoreRef: {name: vault, kind: ClusterSecretStore}
+  target: {name: ghcr-pull-secret}
+  data: [{secretKey: token, remoteRef: {key: ghcr}}]`, ns))[0]
+	setStatus(t, es, map[string]any{"conditions": []any{
+		map[string]any{"type": "Ready", "status": "False", "reason": "SecretSyncedError", "message": "could not get secret data from provider"}}})
+	mustNotReturn(t, ch, time.Second)
+	setStatus(t, es, map[string]any{"refreshTime": time.Now().UTC().Format(time.RFC3339), "syncedResourceVersion": "1-abc",
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "SecretSynced", "message": "Secret was synced"}}})
+	mustNotReturn(t, ch, time.Second) // Ready=True, but the target Secret is not there yet
+	const marker = "MARKER-s3cr3t-VALUE"
+	testenv.Apply(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: ghcr-pull-secret, namespace: %s}\nstringData: {token: %s}", ns, marker))
+	r := await(t, ch, 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := r.resp.Properties.Get("secretName").AsString(); got != "ghcr-pull-secret" {
+		t.Errorf("secretName = %q", got)
+	}
+	if got := r.resp.Properties.Get("syncedResourceVersion").AsString(); got != "1-abc" {
+		t.Errorf("syncedResourceVersion = %q", got)
+	}
+	if strings.Contains(fmt.Sprint(r.resp.Properties), marker) {
+		t.Error("outputs contain the Secret's value")
+	}
+}

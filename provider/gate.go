@@ -14,7 +14,9 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/inputdiff"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -151,11 +153,27 @@ func maxBackoffOf(e evaluation) time.Duration {
 // evaluation is one gate's decision logic over the cluster.
 type evaluation interface {
 	what() string
-	check(ctx context.Context) wait.Result
+	check(ctx context.Context) verdict.Result
+}
+
+// eventSubject is implemented by gates that wait on one named object: a timeout then quotes
+// that object's most recent Warning events (FailedMount, FailedScheduling, BackOff, ...).
+type eventSubject interface {
+	subject() (namespace, name string)
+}
+
+// newRun is a session on the provider's shared clients. It does not call the cluster (see
+// session.Run.Reach).
+func newRun(ctx context.Context) (*session.Run, error) {
+	clients, err := infer.GetConfig[Config](ctx).Clients()
+	if err != nil {
+		return nil, err
+	}
+	return session.New(ctx, clients), nil
 }
 
 // builder makes a gate's evaluation for one run, and the function that writes its outputs.
-type builder[O any] func(r *run) (evaluation, func(*O), error)
+type builder[O any] func(r *session.Run) (evaluation, func(*O), error)
 
 // createGate is Create for every gate (name: the resource's): preview returns at once with
 // unknown outputs; otherwise wait until ready, then fill the outputs.
@@ -176,25 +194,25 @@ func createGate[O any](ctx context.Context, name string, dryRun bool, args GateA
 	if err != nil {
 		return infer.CreateResponse[O]{}, err
 	}
-	defer r.close()
+	defer r.Close()
 	e, fill, err := build(r)
 	if err != nil {
 		return infer.CreateResponse[O]{}, err
 	}
-	took, err := r.reach(ctx, e.what(), timeout)
+	took, err := r.Reach(ctx, e.what(), timeout)
 	if err != nil {
 		return infer.CreateResponse[O]{}, err
 	}
-	trace(e.what(), "create of %s began %dus ago (reaching the cluster %dus)", name, time.Since(began).Microseconds(), took.Microseconds())
+	session.Trace(e.what(), "create of %s began %dus ago (reaching the cluster %dus)", name, time.Since(began).Microseconds(), took.Microseconds())
 	spec := wait.Spec{What: e.what(), Timeout: max(timeout-took, time.Millisecond), Check: e.check, MaxBackoff: maxBackoffOf(e),
 		StableFor: stableFor, FailureGrace: failureGrace, Recheck: maxBackoffOf(e)}
-	if _, err := r.wait(ctx, spec); err != nil {
+	if _, err := r.Wait(ctx, spec); err != nil {
 		var te *wait.TimeoutError
 		if errors.As(err, &te) {
 			te.Waited += took // the gate's timeout covers reaching the cluster too: say the whole wait
 			if es, ok := e.(eventSubject); ok {
 				ns, name := es.subject()
-				if warnings := r.recentWarnings(ctx, ns, name, 3); len(warnings) > 0 {
+				if warnings := r.RecentWarnings(ctx, ns, name, 3); len(warnings) > 0 {
 					te.Context = append(te.Context, "recent Warning events: "+strings.Join(warnings, " | "))
 				}
 			}
@@ -202,7 +220,7 @@ func createGate[O any](ctx context.Context, name string, dryRun bool, args GateA
 		return infer.CreateResponse[O]{}, err
 	}
 	fill(&state)
-	trace(e.what(), "created %s", name)
+	session.Trace(e.what(), "created %s", name)
 	target := e.what()
 	if t, ok := e.(interface{ idTarget() string }); ok {
 		target = t.idTarget()
@@ -221,20 +239,20 @@ func readGate[I, O any](ctx context.Context, req infer.ReadRequest[I, O], build 
 	if err != nil {
 		return infer.ReadResponse[I, O]{}, err
 	}
-	defer r.close()
+	defer r.Close()
 	e, fill, err := build(r)
 	if err != nil {
 		return infer.ReadResponse[I, O]{}, err
 	}
-	if _, err := r.reach(ctx, e.what(), refreshBound); err != nil {
+	if _, err := r.Reach(ctx, e.what(), session.RefreshBound); err != nil {
 		return infer.ReadResponse[I, O]{}, err
 	}
-	res, err := r.judge(ctx, e)
+	res, err := r.Judge(ctx, e.what(), e.check, maxBackoffOf(e))
 	if err != nil {
 		return infer.ReadResponse[I, O]{}, err
 	}
 	if !res.Ready {
-		r.log.Warningf("%s is no longer ready (%s); the next update waits for it again", e.what(), res.Message)
+		r.Log.Warningf("%s is no longer ready (%s); the next update waits for it again", e.what(), res.Message)
 		return infer.ReadResponse[I, O]{}, nil
 	}
 	state := req.State
@@ -302,7 +320,7 @@ func (g GateArgs) gateArgs() GateArgs { return g }
 // then the gate's own (validate appends to failures and returns them; it sees req via closure).
 func checkGate[A interface{ gateArgs() GateArgs }](ctx context.Context, req infer.CheckRequest,
 	validate func(args A, failures []p.CheckFailure) []p.CheckFailure) (infer.CheckResponse[A], error) {
-	trace(req.Name, "inputs checked")
+	session.Trace(req.Name, "inputs checked")
 	args, failures, err := infer.DefaultCheck[A](ctx, req.NewInputs)
 	if err != nil || len(failures) > 0 {
 		return infer.CheckResponse[A]{Inputs: args, Failures: hideValues(req.NewInputs, typeFailures(failures))}, err

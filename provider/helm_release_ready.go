@@ -15,9 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // HelmReleaseReady is `helm --wait` that also waits for webhooks: it reads a release's stored
@@ -87,18 +88,18 @@ func (g *HelmReleaseReady) Read(ctx context.Context, req infer.ReadRequest[HelmR
 }
 
 func helmBuilder(a HelmReleaseReadyArgs) builder[HelmReleaseReadyState] {
-	return func(r *run) (evaluation, func(*HelmReleaseReadyState), error) {
-		mc, err := metadata.NewForConfig(r.clients.Config)
+	return func(r *session.Run) (evaluation, func(*HelmReleaseReadyState), error) {
+		mc, err := metadata.NewForConfig(r.Clients.Config)
 		if err != nil {
 			return nil, nil, err
 		}
-		e := &helmEval{r: r, name: a.Name, namespace: r.defaultNamespace(a.Namespace), probe: a.Probe, meta: mc}
+		e := &helmEval{r: r, name: a.Name, namespace: r.DefaultNamespace(a.Namespace), probe: a.Probe, meta: mc}
 		return e, e.fill, nil
 	}
 }
 
 type helmEval struct {
-	r               *run
+	r               *session.Run
 	name, namespace string
 	probe           map[string]any
 	meta            metadata.Interface
@@ -131,12 +132,12 @@ var recordStores = []schema.GroupVersionResource{secretsResource, configMapsReso
 // recordsErr turns a failed read of the release's records into a result: RBAC fails at once
 // (naming verb, resource, namespace and user, as the API server's message does), anything else
 // is retried.
-func (e *helmEval) recordsErr(verb string, store schema.GroupVersionResource, err error) *wait.Result {
+func (e *helmEval) recordsErr(verb string, store schema.GroupVersionResource, err error) *verdict.Result {
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-		return &wait.Result{Failed: fmt.Errorf("%s: cannot %s its release records (%s labelled owner=helm,name=%s in namespace %s): %w; "+
+		return &verdict.Result{Failed: fmt.Errorf("%s: cannot %s its release records (%s labelled owner=helm,name=%s in namespace %s): %w; "+
 			"grant list and watch on %s in namespace %s", e.what(), verb, store.Resource, e.name, e.namespace, err, store.Resource, e.namespace)}
 	}
-	return &wait.Result{Message: fmt.Sprintf("%s the release's records: %v", verb, err), Poll: true}
+	return &verdict.Result{Message: fmt.Sprintf("%s the release's records: %v", verb, err), Poll: true}
 }
 
 // listRecords finds the release's newest revision from its records' metadata, in Secrets and
@@ -147,9 +148,9 @@ func (e *helmEval) recordsErr(verb string, store schema.GroupVersionResource, er
 // A quick list (consistent false) is answered from the API server's watch cache at once and
 // may lag: it is a hint, which load confirms by reading the next records by name (fresh GETs).
 // A consistent list waits for the watch cache to catch up with etcd.
-func (e *helmEval) listRecords(ctx context.Context, consistent bool) *wait.Result {
+func (e *helmEval) listRecords(ctx context.Context, consistent bool) *verdict.Result {
 	newest, store := 0, secretsResource
-	var refused *wait.Result
+	var refused *verdict.Result
 	rv := "0"
 	if consistent {
 		rv = ""
@@ -200,7 +201,7 @@ func (e *helmEval) firstRecord(ctx context.Context) bool {
 // readNewest reads and decodes the newest record. Records are read directly, never through the
 // shared Secret cache (which drops values), and decoded only to chart metadata and object
 // references.
-func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *wait.Result) {
+func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *verdict.Result) {
 	name := helmrelease.RecordName(e.name, e.newest)
 	// A GET reads etcd at once; without `get` (the README's minimal role has list and watch),
 	// a list narrowed to the name.
@@ -209,7 +210,7 @@ func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *wait.
 	found := false
 	var err error
 	if e.store == configMapsResource {
-		cms := e.r.clients.Typed.CoreV1().ConfigMaps(e.namespace)
+		cms := e.r.Clients.Typed.CoreV1().ConfigMaps(e.namespace)
 		var cm *corev1.ConfigMap
 		if cm, err = cms.Get(ctx, name, metav1.GetOptions{}); err == nil && cm.Labels["owner"] == "helm" {
 			payload, found = []byte(cm.Data["release"]), true // the configmap driver stores the same base64 text
@@ -220,7 +221,7 @@ func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *wait.
 			}
 		}
 	} else {
-		secrets := e.r.clients.Typed.CoreV1().Secrets(e.namespace)
+		secrets := e.r.Clients.Typed.CoreV1().Secrets(e.namespace)
 		var sec *corev1.Secret
 		if sec, err = secrets.Get(ctx, name, metav1.GetOptions{}); err == nil && sec.Labels["owner"] == "helm" {
 			payload, found = sec.Data["release"], true
@@ -239,18 +240,18 @@ func (e *helmEval) readNewest(ctx context.Context) (*helmrelease.Release, *wait.
 	}
 	if !found {
 		e.listed = false // gone meanwhile (uninstalled): find the newest again
-		return nil, &wait.Result{Message: "release record " + name + " disappeared; listing again", Poll: true}
+		return nil, &verdict.Result{Message: "release record " + name + " disappeared; listing again", Poll: true}
 	}
 	rel, err := helmrelease.Decode(payload)
 	if err != nil {
-		return nil, &wait.Result{Failed: fmt.Errorf("%s: record %s: %v", e.what(), name, err)}
+		return nil, &verdict.Result{Failed: fmt.Errorf("%s: record %s: %v", e.what(), name, err)}
 	}
 	return rel, nil
 }
 
 // load brings the newest revision up to date and decides (helmrelease.JudgeRevision) whether
 // its objects can be checked: only a deployed newest revision is.
-func (e *helmEval) load(ctx context.Context) *wait.Result {
+func (e *helmEval) load(ctx context.Context) *verdict.Result {
 	for attempt := 0; ; attempt++ {
 		if !e.listed {
 			// The quick list first; a consistent one when it found nothing (a record written
@@ -265,11 +266,11 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 				}
 			}
 		}
-		next := e.r.watch(kube.WatchKey{Resource: e.store, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest+1)})
+		next := e.r.Watch(kube.WatchKey{Resource: e.store, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest+1)})
 		if res := e.recordWatch(next); res != nil {
 			return res
 		}
-		nextRec, err := e.r.read(next, helmrelease.RecordName(e.name, e.newest+1))
+		nextRec, err := e.r.Read(next, helmrelease.RecordName(e.name, e.newest+1))
 		if err != nil {
 			return e.recordsErr("read", e.store, err)
 		}
@@ -283,11 +284,11 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 		var cur *kube.Subscription
 		var obj *unstructured.Unstructured
 		if e.newest > 0 {
-			cur = e.r.watch(kube.WatchKey{Resource: e.store, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest)})
+			cur = e.r.Watch(kube.WatchKey{Resource: e.store, Namespace: e.namespace, Name: helmrelease.RecordName(e.name, e.newest)})
 			if res := e.recordWatch(cur); res != nil {
 				return res
 			}
-			if obj, err = e.r.read(cur, helmrelease.RecordName(e.name, e.newest)); err != nil {
+			if obj, err = e.r.Read(cur, helmrelease.RecordName(e.name, e.newest)); err != nil {
 				return e.recordsErr("read", e.store, err)
 			}
 			moved = moved || obj == nil
@@ -299,14 +300,14 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 		if moved {
 			// Still moving after every attempt: never judge a revision known to be superseded.
 			e.listed = false
-			return &wait.Result{Message: "release records are changing; reading again", Poll: true}
+			return &verdict.Result{Message: "release records are changing; reading again", Poll: true}
 		}
 		if e.newest == 0 || cur == nil {
-			return &wait.Result{Message: fmt.Sprintf("no release record of %q yet (looked in Secrets and ConfigMaps, where Helm's secret and configmap drivers keep them)", e.name),
+			return &verdict.Result{Message: fmt.Sprintf("no release record of %q yet (looked in Secrets and ConfigMaps, where Helm's secret and configmap drivers keep them)", e.name),
 				Hint: "is the release installed in this namespace (helm list -n " + e.namespace + ")? A release installed with HELM_DRIVER=sql keeps its records in a database outside the cluster, which this gate cannot read: gate its objects with ResourceReady, RolloutReady and WebhookReady instead"}
 		}
 		if obj == nil {
-			return &wait.Result{Message: "release records are changing; reading again", Poll: true}
+			return &verdict.Result{Message: "release records are changing; reading again", Poll: true}
 		}
 		if e.latest == nil || obj.GetResourceVersion() != e.newestRV {
 			rel, res := e.readNewest(ctx)
@@ -319,8 +320,7 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 	}
 	rel := e.latest
 	if ok, res := helmrelease.JudgeRevision(rel, e.namespace, e.name); !ok {
-		w := fromHelmRelease(res)
-		return &w
+		return &res
 	}
 	if e.rel == nil || e.rel.Revision != rel.Revision {
 		e.rel, e.objs = rel, newRenderedObjects(e.r, e.namespace, e.probe, rel.Objects)
@@ -329,20 +329,20 @@ func (e *helmEval) load(ctx context.Context) *wait.Result {
 }
 
 // recordWatch reports a named watch on a release record that cannot be used yet.
-func (e *helmEval) recordWatch(s *kube.Subscription) *wait.Result {
-	if terminal, note := watchErr(e.store.Resource+" in namespace "+e.namespace, s); terminal != nil {
-		return &wait.Result{Failed: fmt.Errorf("%s: %w; grant list and watch on %s in namespace %s", e.what(), terminal, e.store.Resource, e.namespace)}
+func (e *helmEval) recordWatch(s *kube.Subscription) *verdict.Result {
+	if terminal, note := session.WatchErr(e.store.Resource+" in namespace "+e.namespace, s); terminal != nil {
+		return &verdict.Result{Failed: fmt.Errorf("%s: %w; grant list and watch on %s in namespace %s", e.what(), terminal, e.store.Resource, e.namespace)}
 	} else if note != "" && !s.Synced() {
-		return &wait.Result{Message: note, Unsynced: true}
+		return &verdict.Result{Message: note, Unsynced: true}
 	}
 	if !s.Synced() {
-		return &wait.Result{Message: "reading the release's records", Unsynced: true}
+		return &verdict.Result{Message: "reading the release's records", Unsynced: true}
 	}
 	return nil
 }
 
 // check gathers the newest record (load), then judges its objects (renderedObjects.judge).
-func (e *helmEval) check(ctx context.Context) wait.Result {
+func (e *helmEval) check(ctx context.Context) verdict.Result {
 	if res := e.load(ctx); res != nil {
 		return *res
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
 )
@@ -515,5 +516,61 @@ func TestHelmReleaseReadyDoesNotWaitOnAHeldProbe(t *testing.T) {
 	}
 	if calls := wh.Calls.Load(); calls < 1+probesNeeded {
 		t.Errorf("%d calls to the webhook: the held one and %d answered ones expected", calls, probesNeeded)
+	}
+}
+
+func TestHelmReleaseReadyWaitsForWorkloadsAndWebhooks(t *testing.T) {
+	ns := testenv.Namespace(t, "helm")
+	group := widgetCRD(t)
+	wh := testenv.NewWebhook(t)
+	cfg := "app-webhook-" + strings.Split(group, ".")[0]
+	manifest := strings.Join([]string{
+		fmt.Sprintf("# Source: app/templates/configmap.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config, namespace: %s}\ndata: {a: b}", ns),
+		fmt.Sprintf("# Source: app/templates/secret.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: app-creds, namespace: %s}\nstringData: {password: MARKER-helm-s3cret}", ns),
+		strings.Replace(deployment(ns, "app", "registry.local/app:1", 2), "    metadata: {labels: {app: app}}",
+			"    metadata: {labels: {app: app}, annotations: {"+controlplane.PodReadyDelayAnnotation+": 6s}}", 1),
+		wh.Configuration(cfg, group),
+	}, "\n---\n")
+	// Helm applies the objects, then records the release.
+	testenv.Apply(t, manifest)
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+	})
+	rec, err := helmrelease.Encode("app", ns, 1, "deployed", "app", "1.2.3", "4.5.6", "---\n"+manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := testenv.Object(t, fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: sh.helm.release.v1.app.v1
+  namespace: %s
+  labels: {owner: helm, name: app, status: deployed, version: "1"}
+type: helm.sh/release.v1`, ns))
+	sec.Object["stringData"] = map[string]any{"release": rec}
+	s := newServer(t)
+	ch := createAsync(t, s, "HelmReleaseReady", props("name", "app", "namespace", ns, "timeout", "90s"))
+	mustNotReturn(t, ch, 500*time.Millisecond) // no release record yet
+	if _, err := testenv.Resource(t, sec).Create(context.Background(), sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustNotReturn(t, ch, 3*time.Second) // pods become ready after 6 s, and the webhook does not serve
+	time.Sleep(4 * time.Second)         // now the pods are ready; only the webhook is missing
+	mustNotReturn(t, ch, time.Second)
+	wh.Start(t)
+	r := await(t, ch, 60*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	out := r.resp.Properties
+	if out.Get("revision").AsNumber() != 1 || out.Get("chart").AsString() != "app-1.2.3" || out.Get("appVersion").AsString() != "4.5.6" ||
+		out.Get("objects").AsNumber() != 4 {
+		t.Errorf("outputs = %v", out)
+	}
+	if got := outStrings(t, out, "webhooks"); len(got) != 1 || got[0] != cfg {
+		t.Errorf("webhooks = %v", got)
+	}
+	if strings.Contains(fmt.Sprint(out), "MARKER-helm-s3cret") {
+		t.Error("outputs contain a value from the release's manifest")
 	}
 }

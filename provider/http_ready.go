@@ -21,8 +21,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/httpcheck"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // HttpReady waits until an HTTP(S) endpoint answers as expected, several times in a row: the
@@ -148,7 +149,7 @@ func (g *HttpReady) Read(ctx context.Context, req infer.ReadRequest[HttpReadyArg
 }
 
 func httpBuilder(a HttpReadyArgs) builder[HttpReadyState] {
-	return func(r *run) (evaluation, func(*HttpReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*HttpReadyState), error) {
 		accept, err := httpcheck.ParseStatusSet(derefOr(a.ExpectedStatus, "200-399"))
 		if err != nil {
 			return nil, nil, fmt.Errorf("expectedStatus: %v", err)
@@ -177,7 +178,7 @@ func httpBuilder(a HttpReadyArgs) builder[HttpReadyState] {
 }
 
 type httpEval struct {
-	r        *run
+	r        *session.Run
 	args     HttpReadyArgs
 	accept   func(int) bool
 	body     *regexp.Regexp
@@ -212,7 +213,7 @@ func (e *httpEval) idTarget() string {
 	return fmt.Sprintf("HTTP %s://%s (url sha256 %x)", u.Scheme, u.Host, sum[:6])
 }
 
-func (e *httpEval) check(ctx context.Context) wait.Result {
+func (e *httpEval) check(ctx context.Context) verdict.Result {
 	e.attempts++
 	code, body, err := e.request(ctx)
 	e.code = code
@@ -221,9 +222,9 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 		// The API server answered in the backend's place: never the backend's answer.
 		e.good, e.code = 0, 0
 		if pe.terminal() {
-			return wait.Result{Failed: fmt.Errorf("%s: %s", e.what(), pe.rbacMessage(e.args.Service.Namespace))}
+			return verdict.Result{Failed: fmt.Errorf("%s: %s", e.what(), pe.rbacMessage(e.args.Service.Namespace))}
 		}
-		return wait.Result{Message: pe.Error(), Poll: true, Hint: pe.hint()}
+		return verdict.Result{Message: pe.Error(), Poll: true, Hint: pe.hint()}
 	}
 	ok := err == nil && e.accept(code) && (e.body == nil || e.body.Match(body))
 	if !ok {
@@ -237,16 +238,16 @@ func (e *httpEval) check(ctx context.Context) wait.Result {
 		default:
 			msg = fmt.Sprintf("HTTP %d, but the body does not match /%s/", code, e.body)
 		}
-		return wait.Result{Message: msg, Poll: true, Hint: "is the backend running, and is the URL/Service right?"}
+		return verdict.Result{Message: msg, Poll: true, Hint: "is the backend running, and is the URL/Service right?"}
 	}
 	e.good++
 	if e.good < e.need {
 		// One good answer of several: a proof under way, not a verdict (refresh keeps going).
 		// The next answer is asked for after confirmDelay, as WebhookReady confirms, not after a
 		// backoff step: an endpoint that already answers passes in ~10 ms.
-		return wait.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), RetryIn: confirmDelay, Confirming: true}
+		return verdict.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), RetryIn: confirmDelay, Confirming: true}
 	}
-	return wait.Result{Ready: true, Message: fmt.Sprintf("HTTP %d", code)}
+	return verdict.Result{Ready: true, Message: fmt.Sprintf("HTTP %d", code)}
 }
 
 func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
@@ -270,7 +271,7 @@ func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
 	// made by hand (not ProxyGet().DoRaw()) to keep the exact status code and the body of every
 	// answer, so the API server's own answers can be told from the backend's.
 	s := e.args.Service
-	rc, ok := e.r.clients.Typed.CoreV1().RESTClient().(*rest.RESTClient)
+	rc, ok := e.r.Clients.Typed.CoreV1().RESTClient().(*rest.RESTClient)
 	if !ok || rc.Client == nil {
 		return 0, nil, errors.New("no HTTP client for the Kubernetes API")
 	}

@@ -209,3 +209,36 @@ func TestHttpReadyDoesNotFollowRedirects(t *testing.T) {
 		t.Fatalf("a 302 within expectedStatus is an answer: %v", r.err)
 	}
 }
+
+func TestHttpReadyNeedsConsecutiveGoodAnswers(t *testing.T) {
+	var calls atomic.Int64
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) <= 3 {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, `{"status":"ok"}`)
+	})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+	url := "http://" + l.Addr().String() + "/healthz"
+	s := newServer(t)
+	r := await(t, createAsync(t, s, "HttpReady", props("url", url, "bodyRegex", `"status":"ok"`, "consecutiveSuccesses", 2, "timeout", "60s")), 60*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := r.resp.Properties.Get("statusCode").AsNumber(); got != 200 {
+		t.Errorf("statusCode = %v", got)
+	}
+	if calls.Load() < 5 {
+		t.Errorf("passed after %d requests: 3 answered 503, and 2 good ones in a row are needed", calls.Load())
+	}
+	r = await(t, createAsync(t, s, "HttpReady", props("url", url, "expectedStatus", "204", "timeout", "2s")), 30*time.Second)
+	if r.err == nil || !strings.Contains(r.err.Error(), "HTTP 200 (want 204)") {
+		t.Fatalf("want a timeout naming the status, got %v", r.err)
+	}
+}

@@ -22,8 +22,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/registry"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // ImageReady waits until an image reference resolves in an OCI registry (field report 003:
@@ -138,7 +139,7 @@ func (g *ImageReady) Read(ctx context.Context, req infer.ReadRequest[ImageReadyA
 }
 
 func imageBuilder(a ImageReadyArgs, pinnedDigest string) builder[ImageReadyState] {
-	return func(r *run) (evaluation, func(*ImageReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*ImageReadyState), error) {
 		ref, err := registry.ParseReference(a.Image)
 		if err != nil {
 			return nil, nil, fmt.Errorf("image: %v", err)
@@ -155,7 +156,7 @@ func imageBuilder(a ImageReadyArgs, pinnedDigest string) builder[ImageReadyState
 			}
 		}
 		if a.PullSecret != nil {
-			e.secretNS, e.secretName = r.defaultNamespace(a.PullSecret.Namespace), a.PullSecret.Name
+			e.secretNS, e.secretName = r.DefaultNamespace(a.PullSecret.Namespace), a.PullSecret.Name
 		}
 		tlsCfg := &tls.Config{InsecureSkipVerify: deref(a.Insecure)} //nolint:gosec // the user's explicit choice
 		if a.CACertificate != nil {
@@ -191,7 +192,7 @@ const imageBackoff = 2 * time.Second
 const imageRequestTimeout = 15 * time.Second
 
 type imageEval struct {
-	r                    *run
+	r                    *session.Run
 	args                 ImageReadyArgs
 	ref                  name.Reference
 	base                 string
@@ -213,7 +214,7 @@ func (e *imageEval) what() string {
 
 func (e *imageEval) maxBackoff() time.Duration { return imageBackoff }
 
-func (e *imageEval) check(ctx context.Context) wait.Result {
+func (e *imageEval) check(ctx context.Context) verdict.Result {
 	ctx, cancel := context.WithTimeout(ctx, imageRequestTimeout)
 	defer cancel()
 	auth, pending := e.credentials(ctx)
@@ -259,7 +260,7 @@ func (e *imageEval) check(ctx context.Context) wait.Result {
 }
 
 // judge decides on a resolved descriptor: only an image manifest or index is proof.
-func (e *imageEval) judge(desc *remote.Descriptor, opts []remote.Option, rc registry.Attempt) wait.Result {
+func (e *imageEval) judge(desc *remote.Descriptor, opts []remote.Option, rc registry.Attempt) verdict.Result {
 	mt := registry.BaseMediaType(desc.MediaType)
 	switch {
 	case mt.IsIndex():
@@ -274,10 +275,10 @@ func (e *imageEval) judge(desc *remote.Descriptor, opts []remote.Option, rc regi
 		platforms, chosen := registry.IndexPlatforms(im, e.platform)
 		e.digest, e.mediaType, e.platforms = desc.Digest.String(), string(mt), platforms
 		if e.platform == nil {
-			return wait.Result{Ready: true, Message: fmt.Sprintf("%s resolves to index %s (%s)", rc.Reference, e.digest, strings.Join(platforms, ", "))}
+			return verdict.Result{Ready: true, Message: fmt.Sprintf("%s resolves to index %s (%s)", rc.Reference, e.digest, strings.Join(platforms, ", "))}
 		}
 		if chosen == nil {
-			return wait.Result{Failed: fmt.Errorf("%s resolves to index %s, which has no %s image (it has: %s). An index is pushed whole, "+
+			return verdict.Result{Failed: fmt.Errorf("%s resolves to index %s, which has no %s image (it has: %s). An index is pushed whole, "+
 				"so this tag will not gain that platform: build and push one that includes it (docker buildx build --platform ...), "+
 				"or change platform", rc.Reference, e.digest, e.platform, registry.OrNone(platforms))}
 		}
@@ -291,7 +292,7 @@ func (e *imageEval) judge(desc *remote.Descriptor, opts []remote.Option, rc regi
 			return *res
 		}
 		e.platformDigest = child.Digest.String()
-		return wait.Result{Ready: true, Message: fmt.Sprintf("%s resolves to index %s, %s image %s", rc.Reference, e.digest, e.platform, e.platformDigest)}
+		return verdict.Result{Ready: true, Message: fmt.Sprintf("%s resolves to index %s, %s image %s", rc.Reference, e.digest, e.platform, e.platformDigest)}
 	case mt.IsImage():
 		cf, res := imageConfig(desc, rc)
 		if res != nil {
@@ -304,20 +305,20 @@ func (e *imageEval) judge(desc *remote.Descriptor, opts []remote.Option, rc regi
 		}
 		if e.platform != nil {
 			if pl == nil || !pl.Satisfies(*e.platform) {
-				return wait.Result{Failed: fmt.Errorf("%s resolves to a single-platform image %s for %s, not %s: "+
+				return verdict.Result{Failed: fmt.Errorf("%s resolves to a single-platform image %s for %s, not %s: "+
 					"push a multi-platform image (an index) or one built for %s, or change platform",
 					rc.Reference, e.digest, registry.OrNone(e.platforms), e.platform, e.platform)}
 			}
 			e.platformDigest = e.digest
 		}
-		return wait.Result{Ready: true, Message: fmt.Sprintf("%s resolves to image %s (%s)", rc.Reference, e.digest, registry.OrNone(e.platforms))}
+		return verdict.Result{Ready: true, Message: fmt.Sprintf("%s resolves to image %s (%s)", rc.Reference, e.digest, registry.OrNone(e.platforms))}
 	}
 	return notAManifest(rc, desc, nil)
 }
 
 // imageConfig reads an image's config blob: an image whose config cannot be read cannot run,
 // and an artifact that is not a container image (a Helm chart, a signature) has another config.
-func imageConfig(desc *remote.Descriptor, rc registry.Attempt) (*v1.ConfigFile, *wait.Result) {
+func imageConfig(desc *remote.Descriptor, rc registry.Attempt) (*v1.ConfigFile, *verdict.Result) {
 	if !registry.BaseMediaType(desc.MediaType).IsImage() {
 		r := notAManifest(rc, desc, nil)
 		return nil, &r
@@ -333,7 +334,7 @@ func imageConfig(desc *remote.Descriptor, rc registry.Attempt) (*v1.ConfigFile, 
 		return nil, &r
 	}
 	if ct := registry.BaseMediaType(m.Config.MediaType); !ct.IsConfig() {
-		return nil, &wait.Result{Failed: fmt.Errorf("%s (%s) is not a container image: its config has media type %q "+
+		return nil, &verdict.Result{Failed: fmt.Errorf("%s (%s) is not a container image: its config has media type %q "+
 			"(an OCI artifact such as a Helm chart or a signature), which no kubelet runs", rc.Reference, desc.Digest, ct)}
 	}
 	cf, err := img.ConfigFile()
@@ -348,49 +349,49 @@ func imageConfig(desc *remote.Descriptor, rc registry.Attempt) (*v1.ConfigFile, 
 // notAManifest: something answered 200 at the manifest URL with a body that is no image
 // manifest or index (another HTTP server on that port, a login page). Not proof; it may be a
 // proxy in front of a registry that is still starting, so the gate keeps asking.
-func notAManifest(rc registry.Attempt, desc *remote.Descriptor, err error) wait.Result {
+func notAManifest(rc registry.Attempt, desc *remote.Descriptor, err error) verdict.Result {
 	why := fmt.Sprintf("Content-Type %q", desc.MediaType)
 	if err != nil {
 		why += fmt.Sprintf(", body not parseable: %v", err)
 	}
-	return wait.Result{Poll: true,
+	return verdict.Result{Poll: true,
 		Message: fmt.Sprintf("%s answered HTTP 200 with no image manifest or index (%s)", rc.Registry, why),
 		Hint:    fmt.Sprintf("is %s an OCI registry? Something else answers at its manifest URL", rc.Registry)}
 }
 
 // registryResult turns a registry error into a wait result: transient states wait (Poll),
 // states that waiting cannot fix fail at once, saying which input to set.
-func registryResult(a registry.Attempt, err error) wait.Result {
+func registryResult(a registry.Attempt, err error) verdict.Result {
 	msg, terminal, hint := a.Classify(err)
 	if terminal {
-		return wait.Result{Failed: errors.New(msg)}
+		return verdict.Result{Failed: errors.New(msg)}
 	}
-	return wait.Result{Poll: true, Message: msg, Hint: hint}
+	return verdict.Result{Poll: true, Message: msg, Hint: hint}
 }
 
 // credentials reads the pull Secret each check (it may be created or rotated meanwhile) and
 // keeps only the one registry's entry, for this check. A GET, not the shared watch: the watch
 // cache trims Secret values by design, and credentials are values. Its contents never reach a
 // message.
-func (e *imageEval) credentials(ctx context.Context) (authn.Authenticator, *wait.Result) {
+func (e *imageEval) credentials(ctx context.Context) (authn.Authenticator, *verdict.Result) {
 	if e.secretName == "" {
 		return authn.Anonymous, nil
 	}
 	id := e.secretNS + "/" + e.secretName
-	s, err := e.r.clients.Typed.CoreV1().Secrets(e.secretNS).Get(ctx, e.secretName, metav1.GetOptions{})
+	s, err := e.r.Clients.Typed.CoreV1().Secrets(e.secretNS).Get(ctx, e.secretName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, &wait.Result{Poll: true, Message: fmt.Sprintf("pullSecret %s not found (not created yet)", id),
+		return nil, &verdict.Result{Poll: true, Message: fmt.Sprintf("pullSecret %s not found (not created yet)", id),
 			Hint: "is whatever writes the pull Secret (External Secrets, a CI job) running?"}
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-		return nil, &wait.Result{Failed: fmt.Errorf("cannot read pullSecret %s: %v; grant verb \"get\" on that Secret "+
+		return nil, &verdict.Result{Failed: fmt.Errorf("cannot read pullSecret %s: %v; grant verb \"get\" on that Secret "+
 			"(a Role rule with resourceNames: [%s]) to the provider's user", id, err, e.secretName)}
 	case err != nil:
-		return nil, &wait.Result{Poll: true, Message: fmt.Sprintf("reading pullSecret %s: %v", id, err)}
+		return nil, &verdict.Result{Poll: true, Message: fmt.Sprintf("reading pullSecret %s: %v", id, err)}
 	}
 	cfg, err := registry.Auth(s, e.ref.Context())
 	if err != nil {
-		return nil, &wait.Result{Failed: fmt.Errorf("pullSecret %s: %v", id, err)}
+		return nil, &verdict.Result{Failed: fmt.Errorf("pullSecret %s: %v", id, err)}
 	}
 	return authn.FromConfig(cfg), nil
 }

@@ -11,8 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // NodesReady waits until enough nodes are Ready: the first gate of a cluster rebuild.
@@ -80,7 +81,7 @@ func (g *NodesReady) Read(ctx context.Context, req infer.ReadRequest[NodesReadyA
 }
 
 func nodesBuilder(a NodesReadyArgs) builder[NodesReadyState] {
-	return func(r *run) (evaluation, func(*NodesReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*NodesReadyState), error) {
 		sel := labels.Everything()
 		if a.Selector != nil {
 			var err error
@@ -98,7 +99,7 @@ func nodesBuilder(a NodesReadyArgs) builder[NodesReadyState] {
 }
 
 type nodesEval struct {
-	r        *run
+	r        *session.Run
 	sel      labels.Selector
 	min      int
 	tolerate []string
@@ -112,8 +113,8 @@ func (e *nodesEval) what() string {
 	return fmt.Sprintf("%d Ready node(s) matching %q", e.min, e.sel)
 }
 
-func (e *nodesEval) check(context.Context) wait.Result {
-	nodes, pending := e.r.objects(target{gvk: schema.GroupVersionKind{Version: "v1", Kind: "Node"}, selector: e.sel})
+func (e *nodesEval) check(context.Context) verdict.Result {
+	nodes, pending := e.r.Objects(session.Target{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Node"}, Selector: e.sel})
 	if pending != nil {
 		return *pending
 	}
@@ -133,5 +134,5 @@ func (e *nodesEval) check(context.Context) wait.Result {
 	if len(notReady) > 0 {
 		msg += "; not ready: " + strings.Join(notReady, ", ")
 	}
-	return wait.Result{Ready: len(ready) >= e.min, Message: msg, Hint: "kubectl get nodes; are the kubelets joining?"}
+	return verdict.Result{Ready: len(ready) >= e.min, Message: msg, Hint: "kubectl get nodes; are the kubelets joining?"}
 }

@@ -131,3 +131,24 @@ func TestNodesReadyTaints(t *testing.T) {
 		mustPass(t, nodes(pool, "60s"))
 	})
 }
+
+func TestNodesReadyWaitsForALateNode(t *testing.T) {
+	s := newServer(t)
+	nodes, err := testenv.CP.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(nodes.Items) + 1
+	ch := createAsync(t, s, "NodesReady", props("minCount", want, "selector", "type=kwok", "timeout", "90s"))
+	mustNotReturn(t, ch, time.Second)
+	if err := testenv.CP.AddNode(context.Background(), fmt.Sprintf("late-node-%d", time.Now().UnixNano()%100000)); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, ch, 60*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := r.resp.Properties.Get("readyNodes").AsNumber(); int(got) < want {
+		t.Errorf("readyNodes = %v, want %d", got, want)
+	}
+}

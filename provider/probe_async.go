@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // A composite gate (HelmReleaseReady, ChartReady) checks all its objects in one check, at every
@@ -31,7 +31,7 @@ type probeRun struct {
 
 // probeDone is a background probe's verdict and the count of good probes after it.
 type probeDone struct {
-	res  wait.Result
+	res  verdict.Result
 	good int
 }
 
@@ -44,8 +44,8 @@ func (p *prober) start(ctx context.Context, state string) {
 	q.runs = nil
 	// No earlier answer to fall back on: a probe cut short is no answer (judge keeps p.last for
 	// the gate's own end, which a background probe's caller never needs).
-	q.last = wait.Result{}
-	wake := p.r.wake
+	q.last = verdict.Result{}
+	wake := p.r.Wake
 	go func() {
 		defer cancel()
 		res := q.judge(pctx)
@@ -61,7 +61,7 @@ func (p *prober) start(ctx context.Context, state string) {
 // collect takes a background probe's answer, given in state (the state the gate sees now), and
 // when it began. Probes begun in another state are cancelled: their answers would not count.
 // An answer that the webhook answered wins; one that it did not waits while another probe runs.
-func (p *prober) collect(state string) (wait.Result, time.Time, bool) {
+func (p *prober) collect(state string) (verdict.Result, time.Time, bool) {
 	var keep []*probeRun
 	var got *probeDone
 	var began time.Time
@@ -81,7 +81,7 @@ func (p *prober) collect(state string) (wait.Result, time.Time, bool) {
 	}
 	if got == nil || (!answered(*got) && len(keep) > 0) {
 		p.runs = keep
-		return wait.Result{}, time.Time{}, false
+		return verdict.Result{}, time.Time{}, false
 	}
 	for _, run := range keep {
 		run.cancel()
@@ -99,10 +99,10 @@ func answered(d probeDone) bool {
 // probing is the verdict while a background probe runs: the last answer, never ready, with a
 // proof under way (Confirming: a refresh waits for it), checked again when a second probe would
 // be sent (the answer wakes the gate sooner).
-func (p *prober) probing(now time.Time) wait.Result {
+func (p *prober) probing(now time.Time) verdict.Result {
 	r := p.last
 	if r.Ready || r.Message == "" {
-		r = wait.Result{Message: "dry-run probe: under way"}
+		r = verdict.Result{Message: "dry-run probe: under way"}
 	}
 	r.Poll, r.Confirming = true, true
 	r.RetryIn = max(p.runs[0].began.Add(probeHedge).Sub(now), time.Millisecond)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/conversion"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // Proving a CRD's conversion webhook (CrdReady's `conversion`).
@@ -59,31 +59,31 @@ type conversionProof struct {
 	good    int
 	next    time.Time
 	backoff time.Duration
-	last    wait.Result
+	last    verdict.Result
 	proven  bool
-	reached bool // a connect to the webhook's URL succeeded (see run_wake.go)
+	reached bool // a connect to the webhook's URL succeeded (see session.Run.Listening)
 }
 
 // note logs text once per gate under key.
 func (e *crdEval) note(key, text string) {
 	if !e.noted[key] {
 		e.noted[key] = true
-		e.r.log.Infof("%s", text)
+		e.r.Log.Infof("%s", text)
 	}
 }
 
 // checkConversion proves the conversion webhook of every checked CRD that declares one; results
 // and objs are the Established CRDs, in the gate's order.
-func (e *crdEval) checkConversion(ctx context.Context, objs []*unstructured.Unstructured, results []status.CRDResult) wait.Result {
+func (e *crdEval) checkConversion(ctx context.Context, objs []*unstructured.Unstructured, results []status.CRDResult) verdict.Result {
 	if e.args.Conversion != nil && !*e.args.Conversion {
-		return wait.Result{Ready: true}
+		return verdict.Result{Ready: true}
 	}
 	notes, err := conversion.MatchProbes(e.args.ConversionProbes, results)
 	for _, n := range notes {
 		e.note(n.Key, n.Text)
 	}
 	if err != nil {
-		return wait.Result{Failed: err}
+		return verdict.Result{Failed: err}
 	}
 	var pending []string
 	var hint string
@@ -115,13 +115,13 @@ func (e *crdEval) checkConversion(ctx context.Context, objs []*unstructured.Unst
 		confirming = confirming && r.Confirming
 	}
 	if len(pending) > 0 {
-		return wait.Result{Message: strings.Join(pending, "; "), Hint: hint, RetryIn: retry, Confirming: confirming}
+		return verdict.Result{Message: strings.Join(pending, "; "), Hint: hint, RetryIn: retry, Confirming: confirming}
 	}
-	return wait.Result{Ready: true}
+	return verdict.Result{Ready: true}
 }
 
 // conversionStep runs a round for one CRD when due, has it decided, and schedules the next.
-func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res status.CRDResult) wait.Result {
+func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res status.CRDResult) verdict.Result {
 	p := e.proofs[name]
 	if p == nil {
 		p = &conversionProof{}
@@ -133,10 +133,10 @@ func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res statu
 		delete(e.verified, name)
 	}
 	if p.proven {
-		return wait.Result{Ready: true}
+		return verdict.Result{Ready: true}
 	}
-	if res.Conversion.URL != "" && !p.reached && e.r.listening(res.Conversion.URL) {
-		// Something listens at the URL now (see run_wake.go): try at once, unless confirming.
+	if res.Conversion.URL != "" && !p.reached && e.r.Listening(res.Conversion.URL) {
+		// Something listens at the URL now (see session.Run.Listening): try at once, unless confirming.
 		p.reached = true
 		if p.good == 0 {
 			p.next, p.backoff = time.Time{}, conversionMinBackoff/2
@@ -154,28 +154,28 @@ func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res statu
 		e.note(name, v.Note)
 	}
 	p.good = v.Good
-	var r wait.Result
+	var r verdict.Result
 	switch v.Outcome {
 	case conversion.Interrupted:
 		// What the last finished round said stands, with its schedule.
 		if p.last.Message != "" {
 			return p.last
 		}
-		return wait.Result{Message: v.Message, Hint: v.Hint}
+		return verdict.Result{Message: v.Message, Hint: v.Hint}
 	case conversion.Failed:
-		return wait.Result{Failed: v.Err}
+		return verdict.Result{Failed: v.Err}
 	case conversion.NothingToConvert:
 		p.proven = true // not a proven webhook: not listed in conversionVerified
-		return wait.Result{Ready: true}
+		return verdict.Result{Ready: true}
 	case conversion.Proven:
 		p.proven = true
 		e.verified[name] = true
-		return wait.Result{Ready: true}
+		return verdict.Result{Ready: true}
 	case conversion.Confirming:
-		r = wait.Result{Message: v.Message, Confirming: true, RetryIn: confirmDelay}
+		r = verdict.Result{Message: v.Message, Confirming: true, RetryIn: confirmDelay}
 	default:
 		p.backoff = min(p.backoff*2, conversionMaxBackoff)
-		r = wait.Result{Message: v.Message, Hint: v.Hint, RetryIn: p.backoff}
+		r = verdict.Result{Message: v.Message, Hint: v.Hint, RetryIn: p.backoff}
 	}
 	p.next = time.Now().Add(r.RetryIn)
 	p.last = r
@@ -191,7 +191,7 @@ func (e *crdEval) conversionRound(ctx context.Context, name string, res status.C
 		return in // nowhere to send a ConversionReview: nothing to read
 	}
 	ri := func(v, ns string) dynamic.ResourceInterface {
-		r := e.r.clients.Dynamic.Resource(schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural})
+		r := e.r.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural})
 		if ns != "" {
 			return r.Namespace(ns)
 		}
@@ -228,7 +228,7 @@ func (e *crdEval) conversionRound(ctx context.Context, name string, res status.C
 		if v == res.StorageVersion {
 			continue
 		}
-		obj := conversion.Probe(res, v, e.args.ConversionProbes, e.r.clients.Namespace)
+		obj := conversion.Probe(res, v, e.args.ConversionProbes, e.r.Clients.Namespace)
 		_, err := ri(v, obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		in.DryRuns = append(in.DryRuns, conversion.Answer{Version: v, Namespace: obj.GetNamespace(), Err: err})
 		if err != nil {

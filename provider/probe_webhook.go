@@ -16,11 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -28,13 +29,13 @@ import (
 // for webhooks the API server may skip (failurePolicy Ignore), with a direct call. Two
 // consecutive answers are required so a flapping webhook does not pass.
 //
-// It keeps its own schedule (wait.Result.RetryIn): a change of what the gate watches (an
+// It keeps its own schedule (verdict.Result.RetryIn): a change of what the gate watches (an
 // EndpointSlice turning ready, a caBundle injected, the configuration changing) probes at once
 // and restarts the backoff; any other wake-up before the next probe is due reuses the last
 // answer, so unrelated events in a busy namespace cost the API server nothing; the confirming
 // probe follows the first good one after confirmDelay, not after a backoff step.
 type prober struct {
-	r   *run
+	r   *session.Run
 	obj *unstructured.Unstructured
 	// derived says the probe was derived from the configuration's rules, not given by the user.
 	derived bool
@@ -59,7 +60,7 @@ type prober struct {
 	next     time.Time
 	backoff  time.Duration
 	hotUntil time.Time // the end of the hot window the last change of seen opened (not its first value)
-	last     wait.Result
+	last     verdict.Result
 
 	// reuse is how long a proof stands while the state it was proven in holds (0: every step
 	// probes again). A composite gate (HelmReleaseReady, ChartReady) checks all its objects at
@@ -117,7 +118,7 @@ func (p *prober) reset() { p.good = 0 }
 
 // step probes when due (state is a fingerprint of what the gate watches) and judges the answer.
 // An async prober takes the answer of its background probe here, and starts the next one.
-func (p *prober) step(ctx context.Context, state string) wait.Result {
+func (p *prober) step(ctx context.Context, state string) verdict.Result {
 	now := time.Now()
 	if res, began, ok := p.collect(state); ok {
 		return p.settle(res, began)
@@ -162,7 +163,7 @@ func (p *prober) step(ctx context.Context, state string) wait.Result {
 
 // settle schedules the next probe after res, the answer of a probe begun at now, and keeps res
 // as the last answer (a proof stands from when its probe began).
-func (p *prober) settle(res wait.Result, now time.Time) wait.Result {
+func (p *prober) settle(res verdict.Result, now time.Time) verdict.Result {
 	if res.Failed == nil && !res.Ready {
 		delay := confirmDelay
 		if !res.Confirming {
@@ -186,7 +187,7 @@ func endedByDeadline(ctx context.Context, msg string) bool {
 	return ctx.Err() != nil || wait.RefusedByRateLimiter(msg)
 }
 
-func (p *prober) judge(ctx context.Context) wait.Result {
+func (p *prober) judge(ctx context.Context) verdict.Result {
 	o := p.once(ctx)
 	// The wait ended during this probe (or client-go's rate limiter refused to start one that
 	// could not finish before the deadline): its own deadline is not the webhook's answer.
@@ -194,7 +195,7 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 		return p.last
 	}
 	if o.Terminal != nil {
-		return wait.Result{Failed: o.Terminal}
+		return verdict.Result{Failed: o.Terminal}
 	}
 	if o.Blocked {
 		if res := p.proveBlocked(ctx, &o); res != nil {
@@ -215,7 +216,7 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 				return p.last
 			}
 			if terminal != nil {
-				return wait.Result{Failed: terminal}
+				return verdict.Result{Failed: terminal}
 			}
 			if !ok {
 				o.Answered = false
@@ -231,13 +232,13 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 		if o.Hint != "" {
 			hint = o.Hint + "; " + hint
 		}
-		return wait.Result{Message: "dry-run probe: " + o.Why, Hint: hint}
+		return verdict.Result{Message: "dry-run probe: " + o.Why, Hint: hint}
 	}
 	p.good++
 	if p.good < probesNeeded {
-		return wait.Result{Message: fmt.Sprintf("dry-run probe answered (%s); confirming", o.Why), Confirming: true}
+		return verdict.Result{Message: fmt.Sprintf("dry-run probe answered (%s); confirming", o.Why), Confirming: true}
 	}
-	return wait.Result{Ready: true, Message: "dry-run probe answered: " + o.Why}
+	return verdict.Result{Ready: true, Message: "dry-run probe answered: " + o.Why}
 }
 
 // proveBlocked: a policy that denies the probe before the target (a policy engine's mutating
@@ -246,7 +247,7 @@ func (p *prober) judge(ctx context.Context) wait.Result {
 // becomes answered when all do; it stays unanswered, saying which did not, otherwise. With
 // `expect`, no direct answer shows the mutation, so the gate keeps waiting for an admitted probe.
 // Non-nil: the wait ended during a call, or a call may not be made (terminal).
-func (p *prober) proveBlocked(ctx context.Context, o *admission.ProbeOutcome) *wait.Result {
+func (p *prober) proveBlocked(ctx context.Context, o *admission.ProbeOutcome) *verdict.Result {
 	if len(p.hooks) == 0 || p.expect != nil {
 		return nil
 	}
@@ -258,7 +259,7 @@ func (p *prober) proveBlocked(ctx context.Context, o *admission.ProbeOutcome) *w
 			return &p.last
 		}
 		if terminal != nil {
-			return &wait.Result{Failed: terminal}
+			return &verdict.Result{Failed: terminal}
 		}
 		if !ok {
 			o.Why += fmt.Sprintf("; calling webhook %s directly instead: %s", h.Name, why)
@@ -342,7 +343,7 @@ func (p *prober) unproven(o admission.ProbeOutcome) (needs []directNeed, credite
 
 // request is the probe's dry-run create as the API server matches webhooks against it.
 func (p *prober) request() (admission.Request, error) {
-	m, err := p.r.clients.Mapping(p.obj.GroupVersionKind())
+	m, err := p.r.Clients.Mapping(p.obj.GroupVersionKind())
 	if err != nil {
 		return admission.Request{}, err
 	}
@@ -351,15 +352,15 @@ func (p *prober) request() (admission.Request, error) {
 
 // requestFor is the request of a dry-run create (or, with update, apply) of obj, as the API
 // server matches webhooks against it: its resource at every served version, namespace, labels.
-func requestFor(r *run, obj *unstructured.Unstructured, m *meta.RESTMapping, update bool) admission.Request {
+func requestFor(r *session.Run, obj *unstructured.Unstructured, m *meta.RESTMapping, update bool) admission.Request {
 	q := admission.Request{GVR: m.Resource, Labels: obj.GetLabels(), Update: update}
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		q.Namespace = obj.GetNamespace()
 		if q.Namespace == "" {
-			q.Namespace = r.clients.Namespace
+			q.Namespace = r.Clients.Namespace
 		}
 	}
-	if all, err := r.clients.Mapper.RESTMappings(obj.GroupVersionKind().GroupKind()); err == nil {
+	if all, err := r.Clients.Mapper.RESTMappings(obj.GroupVersionKind().GroupKind()); err == nil {
 		for _, o := range all {
 			if o.Resource != q.GVR && o.Resource.Group == q.GVR.Group && o.Resource.Resource == q.GVR.Resource {
 				q.Equivalents = append(q.Equivalents, o.Resource)
@@ -372,7 +373,7 @@ func requestFor(r *run, obj *unstructured.Unstructured, m *meta.RESTMapping, upd
 // once dry-run creates the probe and says whether the target webhooks answered.
 func (p *prober) once(ctx context.Context) admission.ProbeOutcome {
 	obj := p.obj.DeepCopy()
-	m, err := p.r.clients.Mapping(obj.GroupVersionKind())
+	m, err := p.r.Clients.Mapping(obj.GroupVersionKind())
 	if err != nil {
 		var nk *kube.NoKindError
 		if errors.As(err, &nk) {
@@ -383,13 +384,13 @@ func (p *prober) once(ctx context.Context) admission.ProbeOutcome {
 	if obj.GetName() == "" && obj.GetGenerateName() == "" {
 		obj.SetGenerateName("readiness-probe-")
 	}
-	ri := p.r.clients.Dynamic.Resource(m.Resource)
+	ri := p.r.Clients.Dynamic.Resource(m.Resource)
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	where := ""
 	var out *unstructured.Unstructured
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		if obj.GetNamespace() == "" {
-			obj.SetNamespace(p.r.clients.Namespace)
+			obj.SetNamespace(p.r.Clients.Namespace)
 		}
 		where = " in namespace " + obj.GetNamespace()
 		out, err = ri.Namespace(obj.GetNamespace()).Create(ctx, obj, dryRun)
@@ -455,19 +456,19 @@ func (p *prober) callDirect(ctx context.Context, h *admission.Hook, need, remedy
 
 // callDirect sends webhook h an AdmissionReview for a dry-run create of obj (see
 // prober.callDirect): WebhookReady's probe, or one of AdmissionReady's objects.
-func callDirect(ctx context.Context, r *run, in *unstructured.Unstructured, h *admission.Hook, need, remedy string) (ok bool, why string, terminal error) {
+func callDirect(ctx context.Context, r *session.Run, in *unstructured.Unstructured, h *admission.Hook, need, remedy string) (ok bool, why string, terminal error) {
 	obj := in.DeepCopy()
 	if obj.GetName() == "" && obj.GetGenerateName() == "" {
 		obj.SetGenerateName("readiness-probe-")
 	}
-	m, err := r.clients.Mapping(obj.GroupVersionKind())
+	m, err := r.Clients.Mapping(obj.GroupVersionKind())
 	if err != nil {
 		return false, err.Error(), nil
 	}
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
 		obj.SetNamespace("")
 	} else if obj.GetNamespace() == "" {
-		obj.SetNamespace(r.clients.Namespace)
+		obj.SetNamespace(r.Clients.Namespace)
 	}
 	body, uid, err := admission.Review(obj, m.Resource, h.Versions)
 	if err != nil {
@@ -485,7 +486,7 @@ func callDirect(ctx context.Context, r *run, in *unstructured.Unstructured, h *a
 	} else {
 		// Made by hand (as HttpReady's): the exact status and body tell the API server's own
 		// answers (Forbidden, no endpoints) from the webhook's.
-		rc, ok := r.clients.Typed.CoreV1().RESTClient().(*rest.RESTClient)
+		rc, ok := r.Clients.Typed.CoreV1().RESTClient().(*rest.RESTClient)
 		if !ok || rc.Client == nil {
 			return false, "", errors.New("no HTTP client for the Kubernetes API")
 		}
@@ -510,7 +511,7 @@ func callDirect(ctx context.Context, r *run, in *unstructured.Unstructured, h *a
 			if st.Code == http.StatusServiceUnavailable || st.Code == http.StatusNotFound {
 				// No endpoints (or no Endpoints object): an ExternalName Service has none, and the
 				// proxy cannot reach it.
-				if ext := externalNameFor(ctx, r, h); ext != "" {
+				if ext := r.ExternalName(ctx, h); ext != "" {
 					eh := *h
 					eh.ExternalName = ext
 					return callDirect(ctx, r, in, &eh, need, remedy)
@@ -520,28 +521,6 @@ func callDirect(ctx context.Context, r *run, in *unstructured.Unstructured, h *a
 		}
 	}
 	return admission.CheckReview(answer, status, uid)
-}
-
-// externalNameFor reads webhook h's Service once per gate (a GET, for callers that do not watch
-// it) and returns its external name when it is an ExternalName Service; "" otherwise, or when it
-// cannot be read.
-func externalNameFor(ctx context.Context, r *run, h *admission.Hook) string {
-	key := h.SvcNamespace + "/" + h.SvcName
-	r.namesMu.Lock()
-	defer r.namesMu.Unlock()
-	if ext, ok := r.externalNames[key]; ok {
-		return ext
-	}
-	svc, err := r.clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).
-		Namespace(h.SvcNamespace).Get(ctx, h.SvcName, metav1.GetOptions{})
-	if err != nil {
-		return ""
-	}
-	if r.externalNames == nil {
-		r.externalNames = map[string]string{}
-	}
-	r.externalNames[key] = admission.ExternalNameOf(svc)
-	return r.externalNames[key]
 }
 
 // postURL posts body to a webhook URL the way the API server does: TLS trusting only the

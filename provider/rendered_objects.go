@@ -11,9 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // renderedObjects checks the objects a chart rendered, by the rules of `helm --wait` plus
@@ -32,7 +33,7 @@ type objectCheck struct {
 // newRenderedObjects makes one check per object. namespace is where objects that name none are
 // (a release's namespace) and where probes derived from webhook rules are dry-run created; probe,
 // when set, is the object every webhook configuration is probed with instead.
-func newRenderedObjects(r *run, namespace string, probe map[string]any, refs []helmrelease.ObjectRef) *renderedObjects {
+func newRenderedObjects(r *session.Run, namespace string, probe map[string]any, refs []helmrelease.ObjectRef) *renderedObjects {
 	o := &renderedObjects{}
 	for _, ref := range refs {
 		o.checks = append(o.checks, objectCheck{ref: ref, eval: checkFor(r, namespace, probe, ref)})
@@ -41,7 +42,7 @@ func newRenderedObjects(r *run, namespace string, probe map[string]any, refs []h
 }
 
 // checkFor is the check of one rendered object.
-func checkFor(r *run, namespace string, probe map[string]any, ref helmrelease.ObjectRef) evaluation {
+func checkFor(r *session.Run, namespace string, probe map[string]any, ref helmrelease.ObjectRef) evaluation {
 	ns := ref.Namespace
 	if ns == "" {
 		ns = namespace
@@ -55,10 +56,10 @@ func checkFor(r *run, namespace string, probe map[string]any, ref helmrelease.Ob
 		return newCrdEval(r, CrdReadyArgs{Names: []string{ref.Name}, Conversion: &off})
 	case gv.Group == "apps" && (ref.Kind == "Deployment" || ref.Kind == "StatefulSet" || ref.Kind == "DaemonSet"):
 		k := rolloutKinds[ref.Kind]
-		return &rolloutEval{r: r, eval: k.eval, t: target{gvk: gv.WithKind(ref.Kind), namespace: ns, name: ref.Name}}
-	case gv.Group == vwcGVK.Group && (ref.Kind == vwcGVK.Kind || ref.Kind == mwcGVK.Kind):
+		return &rolloutEval{r: r, eval: k.eval, t: session.Target{GVK: gv.WithKind(ref.Kind), Namespace: ns, Name: ref.Name}}
+	case gv.Group == session.VWCGVK.Group && (ref.Kind == session.VWCGVK.Kind || ref.Kind == session.MWCGVK.Kind):
 		a := WebhookReadyArgs{Probe: probe}
-		if ref.Kind == vwcGVK.Kind {
+		if ref.Kind == session.VWCGVK.Kind {
 			a.ValidatingWebhookConfiguration = &ref.Name
 		} else {
 			a.MutatingWebhookConfiguration = &ref.Name
@@ -82,28 +83,28 @@ func checkFor(r *run, namespace string, probe map[string]any, ref helmrelease.Ob
 // judge gathers each object's state, then decides (helmrelease.JudgeObjects). Gathering stops at
 // the first verdict: the whole fails on it. what names the whole in errors; revision is the
 // release revision (0: none, a Chart v4's objects).
-func (o *renderedObjects) judge(ctx context.Context, what string, revision int) wait.Result {
+func (o *renderedObjects) judge(ctx context.Context, what string, revision int) verdict.Result {
 	objs := helmrelease.Objects{What: what, Revision: revision, Total: len(o.checks)}
 	var slow []string // for the trace: the objects whose check took a while
-	if tracer != nil {
+	if session.Tracing() {
 		defer func() {
 			if len(slow) > 0 {
-				trace(what, "of the check, slow objects: %s", strings.Join(slow, ", "))
+				session.Trace(what, "of the check, slow objects: %s", strings.Join(slow, ", "))
 			}
 		}()
 	}
 	for _, c := range o.checks {
 		began := time.Now()
 		res := c.eval.check(ctx)
-		if took := time.Since(began); tracer != nil && took > 2*time.Millisecond {
+		if took := time.Since(began); session.Tracing() && took > 2*time.Millisecond {
 			slow = append(slow, fmt.Sprintf("%s %dus", c.ref, took.Microseconds()))
 		}
-		objs.States = append(objs.States, helmrelease.ObjectState{Ref: c.ref, Result: toHelmRelease(res)})
+		objs.States = append(objs.States, helmrelease.ObjectState{Ref: c.ref, Result: res})
 		if res.Failed != nil {
 			break
 		}
 	}
-	return fromHelmRelease(helmrelease.JudgeObjects(objs))
+	return helmrelease.JudgeObjects(objs)
 }
 
 // probeFailures validates the `probe` input that every webhook configuration is proven with.
@@ -123,5 +124,5 @@ type failedEval struct {
 	err  error
 }
 
-func (f failedEval) what() string                      { return f.name }
-func (f failedEval) check(context.Context) wait.Result { return wait.Result{Failed: f.err} }
+func (f failedEval) what() string                         { return f.name }
+func (f failedEval) check(context.Context) verdict.Result { return verdict.Result{Failed: f.err} }

@@ -16,12 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/expr"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/objectrule"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // ResourceReady is the generic gate: any kind, decided by a condition, a JSONPath, a CEL
@@ -143,7 +144,7 @@ func (g *ResourceReady) Read(ctx context.Context, req infer.ReadRequest[Resource
 }
 
 func resourceBuilder(args ResourceReadyArgs) builder[ResourceReadyState] {
-	return func(r *run) (evaluation, func(*ResourceReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*ResourceReadyState), error) {
 		e, err := newObjectsEval(r, args)
 		if err != nil {
 			return nil, nil, err
@@ -154,33 +155,33 @@ func resourceBuilder(args ResourceReadyArgs) builder[ResourceReadyState] {
 
 // objectsEval evaluates a ResourceReady gate over the shared watch of its kind.
 type objectsEval struct {
-	r        *run
-	t        target
+	r        *session.Run
+	t        session.Target
 	d        *objectrule.Rule
 	minCount int
-	pvcMode  func(*unstructured.Unstructured) (string, *wait.Result)
+	pvcMode  func(*unstructured.Unstructured) (string, *verdict.Result)
 	matched  []*unstructured.Unstructured
 	sawCRD   string // deleted: the CRD that defined the kind, while the gate saw it
 }
 
-func newObjectsEval(r *run, a ResourceReadyArgs) (*objectsEval, error) {
+func newObjectsEval(r *session.Run, a ResourceReadyArgs) (*objectsEval, error) {
 	d, fails := objectrule.Compile(a.rule(), func(string) bool { return true })
 	if len(fails) > 0 {
 		return nil, fmt.Errorf("%s: %s", fails[0].Property, fails[0].Reason)
 	}
 	gv, _ := schema.ParseGroupVersion(a.APIVersion)
-	t := target{gvk: gv.WithKind(a.Kind), namespace: r.defaultNamespace(a.Namespace), name: deref(a.Name)}
-	if m, err := r.clients.MappingAnyVersion(t.gvk.GroupKind()); err == nil && m.Scope.Name() != meta.RESTScopeNameNamespace {
-		t.namespace = "" // cluster-scoped: no namespace in messages, hints or watches
+	t := session.Target{GVK: gv.WithKind(a.Kind), Namespace: r.DefaultNamespace(a.Namespace), Name: deref(a.Name)}
+	if m, err := r.Clients.MappingAnyVersion(t.GVK.GroupKind()); err == nil && m.Scope.Name() != meta.RESTScopeNameNamespace {
+		t.Namespace = "" // cluster-scoped: no namespace in messages, hints or watches
 	}
 	if a.Selector != nil {
-		t.selector, _ = labels.Parse(*a.Selector)
+		t.Selector, _ = labels.Parse(*a.Selector)
 	}
 	e := &objectsEval{r: r, t: t, d: d, minCount: 1}
 	if a.MinCount != nil {
 		e.minCount = *a.MinCount
 	}
-	if d.Mode == "kstatus" && t.gvk.Group == "" && t.gvk.Kind == "PersistentVolumeClaim" {
+	if d.Mode == "kstatus" && t.GVK.Group == "" && t.GVK.Kind == "PersistentVolumeClaim" {
 		e.pvcMode = e.storageClassMode
 	}
 	return e, nil
@@ -189,23 +190,23 @@ func newObjectsEval(r *run, a ResourceReadyArgs) (*objectsEval, error) {
 func (e *objectsEval) what() string { return e.t.String() + " (" + e.d.Mode + ")" }
 
 // storageClassMode reads the volumeBindingMode of a PVC's StorageClass from a shared watch.
-func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, *wait.Result) {
+func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, *verdict.Result) {
 	sc, _, _ := unstructured.NestedString(pvc.Object, "spec", "storageClassName")
 	if sc == "" {
 		return "", nil
 	}
-	sub := e.r.watch(kube.WatchKey{Resource: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}})
-	if terminal, note := watchErr("storageclasses (to read the volumeBindingMode of PVC "+objectName(pvc)+"'s StorageClass "+sc+")", sub); terminal != nil {
-		return "", &wait.Result{Failed: terminal}
+	sub := e.r.Watch(kube.WatchKey{Resource: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}})
+	if terminal, note := session.WatchErr("storageclasses (to read the volumeBindingMode of PVC "+objectName(pvc)+"'s StorageClass "+sc+")", sub); terminal != nil {
+		return "", &verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
-		return "", &wait.Result{Message: note, Unsynced: true}
+		return "", &verdict.Result{Message: note, Unsynced: true}
 	}
 	if !sub.Synced() {
-		return "", &wait.Result{Message: "listing storage classes", Unsynced: true}
+		return "", &verdict.Result{Message: "listing storage classes", Unsynced: true}
 	}
-	o, err := e.r.read(sub, sc)
+	o, err := e.r.Read(sub, sc)
 	if err != nil {
-		return "", e.r.readErr("StorageClass "+sc, err)
+		return "", e.r.ReadErr("StorageClass "+sc, err)
 	}
 	if o != nil {
 		m, _, _ := unstructured.NestedString(o.Object, "volumeBindingMode")
@@ -214,7 +215,7 @@ func (e *objectsEval) storageClassMode(pvc *unstructured.Unstructured) (string, 
 	return "", nil
 }
 
-func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait.Result) {
+func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *verdict.Result) {
 	if e.d.FailedCel != nil {
 		bad, msg, err := e.d.FailedCel.Eval(o.Object)
 		switch {
@@ -239,20 +240,20 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *wait
 	return res, nil
 }
 
-func (e *objectsEval) check(ctx context.Context) wait.Result {
+func (e *objectsEval) check(ctx context.Context) verdict.Result {
 	if e.d.Deleted {
 		return e.checkDeleted()
 	}
-	objs, pending := e.r.objects(e.t)
+	objs, pending := e.r.Objects(e.t)
 	if pending != nil {
 		return *pending
 	}
 	if len(objs) == 0 || len(objs) < e.minCount {
 		msg := "not found (not created yet)"
-		if e.t.selector != nil {
+		if e.t.Selector != nil {
 			msg = fmt.Sprintf("%d of at least %d found", len(objs), e.minCount)
 		}
-		return wait.Result{Message: msg, Hint: "is whatever creates it part of the stack, and is the namespace right?"}
+		return verdict.Result{Message: msg, Hint: "is whatever creates it part of the stack, and is the namespace right?"}
 	}
 	var notReady []string
 	for _, o := range objs {
@@ -261,7 +262,7 @@ func (e *objectsEval) check(ctx context.Context) wait.Result {
 			return *pend
 		}
 		if res.Failed {
-			return wait.Result{Failed: fmt.Errorf("%s %s failed: %s", o.GetKind(), objectName(o), res.Message)}
+			return verdict.Result{Failed: fmt.Errorf("%s %s failed: %s", o.GetKind(), objectName(o), res.Message)}
 		}
 		if !res.Ready {
 			notReady = append(notReady, objectName(o)+": "+res.Message)
@@ -269,68 +270,68 @@ func (e *objectsEval) check(ctx context.Context) wait.Result {
 	}
 	if len(notReady) > 0 {
 		sort.Strings(notReady)
-		return wait.Result{Message: strings.Join(notReady, "; "), Hint: e.describeHint()}
+		return verdict.Result{Message: strings.Join(notReady, "; "), Hint: e.describeHint()}
 	}
 	e.matched = objs
-	return wait.Result{Ready: true}
+	return verdict.Result{Ready: true}
 }
 
 // checkDeleted is `deleted`: ready once no object matches. An object is the same at every
 // version of its kind, so the kind is resolved at any version the server serves (a Deployment
 // asked for as apps/v1beta1 is watched as apps/v1). A kind served at no version is an error,
 // not "nothing exists", unless the gate saw the CRD that defined it and then saw it go.
-func (e *objectsEval) checkDeleted() wait.Result {
+func (e *objectsEval) checkDeleted() verdict.Result {
 	t := e.t
-	if _, err := e.r.clients.Mapping(t.gvk); err != nil {
+	if _, err := e.r.Clients.Mapping(t.GVK); err != nil {
 		var nk *kube.NoKindError
 		if !errors.As(err, &nk) {
-			_, pending := e.r.objects(t) // reports discovery errors (RBAC fails at once)
+			_, pending := e.r.Objects(t) // reports discovery errors (RBAC fails at once)
 			return *pending
 		}
 		if len(nk.Served) == 0 {
 			return e.kindGone(nk)
 		}
 		gv, _ := schema.ParseGroupVersion(nk.Served[0])
-		t.gvk = gv.WithKind(t.gvk.Kind)
+		t.GVK = gv.WithKind(t.GVK.Kind)
 	}
-	objs, pending := e.r.objects(t)
+	objs, pending := e.r.Objects(t)
 	if pending != nil {
 		return *pending
 	}
 	e.sawCRD = ""
 	if len(objs) == 0 {
 		e.matched = nil
-		return wait.Result{Ready: true, Message: "gone"}
+		return verdict.Result{Ready: true, Message: "gone"}
 	}
-	return wait.Result{Message: fmt.Sprintf("%d still present: %s", len(objs), strings.Join(objectNames(objs), ", "))}
+	return verdict.Result{Message: fmt.Sprintf("%d still present: %s", len(objs), strings.Join(objectNames(objs), ", "))}
 }
 
 // kindGone judges `deleted` on a kind the server serves at no version. While a CRD defines it
 // (installing, or terminating) the gate waits; once a CRD it saw is gone, so are its objects.
 // A kind no CRD defines is an error: nothing can prove an object of an unknown kind is gone,
 // and a misspelt kind would otherwise pass forever.
-func (e *objectsEval) kindGone(nk *kube.NoKindError) wait.Result {
-	gk := e.t.gvk.GroupKind()
-	sub := e.r.watch(kube.WatchKey{Resource: crdResource})
-	if terminal, note := watchErr("customresourcedefinitions (kind "+gk.Kind+" is not served, so `deleted` looks for its CRD)", sub); terminal != nil {
-		return wait.Result{Failed: terminal}
+func (e *objectsEval) kindGone(nk *kube.NoKindError) verdict.Result {
+	gk := e.t.GVK.GroupKind()
+	sub := e.r.Watch(kube.WatchKey{Resource: session.CRDResource})
+	if terminal, note := session.WatchErr("customresourcedefinitions (kind "+gk.Kind+" is not served, so `deleted` looks for its CRD)", sub); terminal != nil {
+		return verdict.Result{Failed: terminal}
 	} else if note != "" && !sub.Synced() {
-		return wait.Result{Message: note, Unsynced: true}
+		return verdict.Result{Message: note, Unsynced: true}
 	}
 	if !sub.Synced() {
-		return wait.Result{Message: "listing CRDs", Unsynced: true}
+		return verdict.Result{Message: "listing CRDs", Unsynced: true}
 	}
 	for _, c := range sub.List(nil) {
 		if res := status.CRD(c); res.Group == gk.Group && res.Kind == gk.Kind {
 			e.sawCRD = c.GetName()
-			return wait.Result{Message: fmt.Sprintf("kind %s is defined by CRD %s (%s) but not served", gk.Kind, c.GetName(), res.Message), Poll: res.Ready}
+			return verdict.Result{Message: fmt.Sprintf("kind %s is defined by CRD %s (%s) but not served", gk.Kind, c.GetName(), res.Message), Poll: res.Ready}
 		}
 	}
 	if e.sawCRD != "" {
 		e.matched = nil
-		return wait.Result{Ready: true, Message: fmt.Sprintf("CRD %s was deleted, and with it every %s", e.sawCRD, gk.Kind)}
+		return verdict.Result{Ready: true, Message: fmt.Sprintf("CRD %s was deleted, and with it every %s", e.sawCRD, gk.Kind)}
 	}
-	return wait.Result{Failed: fmt.Errorf("%s: %w; `deleted` cannot prove that an object of a kind the API server does not know is gone "+
+	return verdict.Result{Failed: fmt.Errorf("%s: %w; `deleted` cannot prove that an object of a kind the API server does not know is gone "+
 		"(if its CRD was removed on purpose, nothing of it exists and the gate can go)", e.t, nk)}
 }
 
@@ -370,25 +371,25 @@ func objectNames(objs []*unstructured.Unstructured) []string {
 // subject is the one named object, for Warning events in timeout errors (none with a selector).
 // Events about cluster-scoped objects are recorded in the default namespace.
 func (e *objectsEval) subject() (string, string) {
-	if e.t.namespace == "" {
-		return metav1.NamespaceDefault, e.t.name
+	if e.t.Namespace == "" {
+		return metav1.NamespaceDefault, e.t.Name
 	}
-	return e.t.namespace, e.t.name
+	return e.t.Namespace, e.t.Name
 }
 
 // describeHint names the kubectl command that shows the object's conditions and events.
 func (e *objectsEval) describeHint() string {
-	kind := strings.ToLower(e.t.gvk.Kind)
-	if e.t.gvk.Group != "" {
-		kind += "." + e.t.gvk.Group
+	kind := strings.ToLower(e.t.GVK.Kind)
+	if e.t.GVK.Group != "" {
+		kind += "." + e.t.GVK.Group
 	}
-	target := e.t.name
+	target := e.t.Name
 	if target == "" {
-		target = "-l '" + e.t.selector.String() + "'"
+		target = "-l '" + e.t.Selector.String() + "'"
 	}
 	ns := ""
-	if e.t.namespace != "" {
-		ns = " -n " + e.t.namespace
+	if e.t.Namespace != "" {
+		ns = " -n " + e.t.Namespace
 	}
 	return "kubectl describe " + kind + " " + target + ns
 }

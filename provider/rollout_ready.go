@@ -8,9 +8,11 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // RolloutReady waits like `kubectl rollout status` for a Deployment, StatefulSet or DaemonSet,
@@ -81,41 +83,41 @@ func (g *RolloutReady) Read(ctx context.Context, req infer.ReadRequest[RolloutRe
 }
 
 func rolloutBuilder(a RolloutReadyArgs) builder[RolloutReadyState] {
-	return func(r *run) (evaluation, func(*RolloutReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*RolloutReadyState), error) {
 		k, ok := rolloutKinds[a.Kind]
 		if !ok {
 			return nil, nil, fmt.Errorf("kind: %q is not Deployment, StatefulSet, DaemonSet or Job", a.Kind)
 		}
 		e := &rolloutEval{r: r, eval: k.eval,
-			t: target{gvk: k.gv.WithKind(a.Kind), namespace: r.defaultNamespace(a.Namespace), name: a.Name}}
+			t: session.Target{GVK: k.gv.WithKind(a.Kind), Namespace: r.DefaultNamespace(a.Namespace), Name: a.Name}}
 		return e, e.fill, nil
 	}
 }
 
 type rolloutEval struct {
-	r    *run
-	t    target
+	r    *session.Run
+	t    session.Target
 	eval func(*unstructured.Unstructured) status.Rollout
 	last status.Rollout
 }
 
 func (e *rolloutEval) what() string { return "rollout of " + e.t.String() }
 
-func (e *rolloutEval) check(context.Context) wait.Result {
-	objs, pending := e.r.objects(e.t)
+func (e *rolloutEval) check(context.Context) verdict.Result {
+	objs, pending := e.r.Objects(e.t)
 	if pending != nil {
 		return *pending
 	}
 	if len(objs) == 0 {
-		return wait.Result{Message: "not found (not created yet)"}
+		return verdict.Result{Message: "not found (not created yet)"}
 	}
 	ro := e.eval(objs[0])
 	e.last = ro
 	if ro.Failed {
-		return wait.Result{Failed: fmt.Errorf("%s: %s", e.t, ro.Message)}
+		return verdict.Result{Failed: fmt.Errorf("%s: %s", e.t, ro.Message)}
 	}
-	return wait.Result{Ready: ro.Ready, Message: ro.Message,
-		Hint: "kubectl describe " + e.t.gvk.Kind + " " + e.t.name + " -n " + e.t.namespace + " (events: image pulls, scheduling, probes)"}
+	return verdict.Result{Ready: ro.Ready, Message: ro.Message,
+		Hint: "kubectl describe " + e.t.GVK.Kind + " " + e.t.Name + " -n " + e.t.Namespace + " (events: image pulls, scheduling, probes)"}
 }
 
 func (e *rolloutEval) fill(s *RolloutReadyState) {
@@ -123,4 +125,15 @@ func (e *rolloutEval) fill(s *RolloutReadyState) {
 	s.ReadyReplicas, s.AvailableReplicas, s.Revision = int(e.last.ReadyReplicas), int(e.last.AvailableReplicas), e.last.Revision
 }
 
-func (e *rolloutEval) subject() (string, string) { return e.t.namespace, e.t.name }
+func (e *rolloutEval) subject() (string, string) { return e.t.Namespace, e.t.Name }
+
+// rolloutKinds: the kinds RolloutReady (and HelmReleaseReady's rollouts) judge, and how each one's rollout is read.
+var rolloutKinds = map[string]struct {
+	gv   schema.GroupVersion
+	eval func(*unstructured.Unstructured) status.Rollout
+}{
+	"Deployment":  {schema.GroupVersion{Group: "apps", Version: "v1"}, status.DeploymentRollout},
+	"StatefulSet": {schema.GroupVersion{Group: "apps", Version: "v1"}, status.StatefulSetRollout},
+	"DaemonSet":   {schema.GroupVersion{Group: "apps", Version: "v1"}, status.DaemonSetRollout},
+	"Job":         {schema.GroupVersion{Group: "batch", Version: "v1"}, status.JobDone},
+}

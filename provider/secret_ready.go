@@ -12,7 +12,8 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // SecretReady waits until a Secret exists with every required key non-empty. It watches that
@@ -78,8 +79,8 @@ func (g *SecretReady) Read(ctx context.Context, req infer.ReadRequest[SecretRead
 }
 
 func secretBuilder(a SecretReadyArgs) builder[SecretReadyState] {
-	return func(r *run) (evaluation, func(*SecretReadyState), error) {
-		e := &secretEval{r: r, namespace: r.defaultNamespace(a.Namespace), name: a.Name, required: a.RequiredKeys, typ: deref(a.Type)}
+	return func(r *session.Run) (evaluation, func(*SecretReadyState), error) {
+		e := &secretEval{r: r, namespace: r.DefaultNamespace(a.Namespace), name: a.Name, required: a.RequiredKeys, typ: deref(a.Type)}
 		return e, func(s *SecretReadyState) {
 			s.Keys, s.SecretType, s.ResourceVersion = secretKeys(e.secret), secretType(e.secret), e.secret.GetResourceVersion()
 		}, nil
@@ -88,7 +89,7 @@ func secretBuilder(a SecretReadyArgs) builder[SecretReadyState] {
 
 // secretEval checks one Secret's presence, type and keys; CertificateReady reuses it.
 type secretEval struct {
-	r               *run
+	r               *session.Run
 	namespace, name string
 	required        []string
 	typ             string
@@ -97,18 +98,18 @@ type secretEval struct {
 
 func (e *secretEval) what() string { return fmt.Sprintf("Secret %s/%s", e.namespace, e.name) }
 
-func (e *secretEval) check(context.Context) wait.Result {
-	objs, pending := e.r.objects(target{gvk: secretGVK, namespace: e.namespace, name: e.name})
+func (e *secretEval) check(context.Context) verdict.Result {
+	objs, pending := e.r.Objects(session.Target{GVK: session.SecretGVK, Namespace: e.namespace, Name: e.name})
 	if pending != nil {
 		return *pending
 	}
 	if len(objs) == 0 {
-		return wait.Result{Message: fmt.Sprintf("secret %q not found (not created yet)", e.name),
+		return verdict.Result{Message: fmt.Sprintf("secret %q not found (not created yet)", e.name),
 			Hint: "is whatever writes this Secret (cert-manager, External Secrets, a chart) running and pointed at it?"}
 	}
 	s := objs[0]
 	if e.typ != "" && secretType(s) != e.typ {
-		return wait.Result{Message: fmt.Sprintf("secret %q has type %s, want %s", e.name, secretType(s), e.typ)}
+		return verdict.Result{Message: fmt.Sprintf("secret %q has type %s, want %s", e.name, secretType(s), e.typ)}
 	}
 	data, _, _ := unstructured.NestedMap(s.Object, "data")
 	var missing []string
@@ -118,14 +119,14 @@ func (e *secretEval) check(context.Context) wait.Result {
 		}
 	}
 	if len(e.required) == 0 && len(data) == 0 {
-		return wait.Result{Message: fmt.Sprintf("secret %q has no keys yet", e.name)}
+		return verdict.Result{Message: fmt.Sprintf("secret %q has no keys yet", e.name)}
 	}
 	if len(missing) > 0 {
-		return wait.Result{Message: fmt.Sprintf("secret %q lacks non-empty %s (has: %s)", e.name,
+		return verdict.Result{Message: fmt.Sprintf("secret %q lacks non-empty %s (has: %s)", e.name,
 			strings.Join(missing, ", "), strings.Join(secretKeys(s), ", "))}
 	}
 	e.secret = s
-	return wait.Result{Ready: true, Message: fmt.Sprintf("secret %q has %s", e.name, strings.Join(secretKeys(s), ", "))}
+	return verdict.Result{Ready: true, Message: fmt.Sprintf("secret %q has %s", e.name, strings.Join(secretKeys(s), ", "))}
 }
 
 func secretKeys(s *unstructured.Unstructured) []string {

@@ -12,8 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // ServiceReady waits until a Service has ready endpoints in its EndpointSlices: pods that
@@ -84,19 +85,19 @@ func (g *ServiceReady) Read(ctx context.Context, req infer.ReadRequest[ServiceRe
 }
 
 func serviceBuilder(a ServiceReadyArgs) builder[ServiceReadyState] {
-	return func(r *run) (evaluation, func(*ServiceReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*ServiceReadyState), error) {
 		min := 1
 		if a.MinReadyEndpoints != nil {
 			min = *a.MinReadyEndpoints
 		}
-		e := &endpointsEval{r: r, namespace: r.defaultNamespace(a.Namespace), name: a.Name, port: deref(a.Port), min: min}
+		e := &endpointsEval{r: r, namespace: r.DefaultNamespace(a.Namespace), name: a.Name, port: deref(a.Port), min: min}
 		return e, func(s *ServiceReadyState) { s.ReadyEndpoints, s.Ports = e.ready, e.ports }, nil
 	}
 }
 
 // endpointsEval counts a Service's ready endpoints; WebhookReady uses it too.
 type endpointsEval struct {
-	r               *run
+	r               *session.Run
 	namespace, name string
 	port            string
 	min             int
@@ -110,17 +111,17 @@ func (e *endpointsEval) what() string {
 	return fmt.Sprintf("service %s/%s", e.namespace, e.name)
 }
 
-func (e *endpointsEval) check(context.Context) wait.Result {
-	svc, pending := e.r.objects(target{gvk: serviceGVK, namespace: e.namespace, name: e.name})
+func (e *endpointsEval) check(context.Context) verdict.Result {
+	svc, pending := e.r.Objects(session.Target{GVK: session.ServiceGVK, Namespace: e.namespace, Name: e.name})
 	if pending != nil {
 		return *pending
 	}
 	if len(svc) == 0 {
-		return wait.Result{Message: fmt.Sprintf("service %s/%s not found", e.namespace, e.name),
+		return verdict.Result{Message: fmt.Sprintf("service %s/%s not found", e.namespace, e.name),
 			Hint: "is the chart or manifest that creates the Service part of the stack?"}
 	}
 	sel := labels.SelectorFromSet(labels.Set{"kubernetes.io/service-name": e.name})
-	slices, pending := e.r.objects(target{gvk: endpointSliceGVK, namespace: e.namespace, selector: sel})
+	slices, pending := e.r.Objects(session.Target{GVK: endpointSliceGVK, Namespace: e.namespace, Selector: sel})
 	if pending != nil {
 		return *pending
 	}
@@ -137,7 +138,7 @@ func (e *endpointsEval) check(context.Context) wait.Result {
 	if ports, ok := servicePorts(svc[0]); e.port != "" && !ok(e.port) {
 		hint = fmt.Sprintf("the Service has no port %s (its ports: %s): is `port` right?", e.port, strings.Join(ports, ", "))
 	}
-	return wait.Result{Ready: e.ready >= e.min, Message: msg, Hint: hint}
+	return verdict.Result{Ready: e.ready >= e.min, Message: msg, Hint: hint}
 }
 
 // servicePorts lists a Service's ports (name:port->targetPort) and says whether a port given by

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,4 +71,25 @@ spec:
 	// configuration pointing at the Service, nothing can show a webhook serves, so it waits.
 	mustFailWith(t, createAsync(t, s, "WebhookReady", props("service", svc, "timeout", "3s")),
 		fmt.Sprintf("no webhook configuration points at Service %s/vault:8200 yet", ns))
+}
+
+func TestServiceReadyWaitsForReadyEndpoints(t *testing.T) {
+	ns := testenv.Namespace(t, "svc")
+	s := newServer(t)
+	ch := createAsync(t, s, "ServiceReady", props("name", "web", "namespace", ns, "port", "https", "timeout", "90s"))
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: %s}
+spec:
+  selector: {app: web}
+  ports: [{name: https, port: 443, targetPort: https}]`, ns))
+	mustNotReturn(t, ch, time.Second) // a Service with no pods behind it
+	testenv.Apply(t, deployment(ns, "web", "registry.local/web:1", 1))
+	r := await(t, ch, 90*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := r.resp.Properties.Get("readyEndpoints").AsNumber(); got != 1 {
+		t.Errorf("readyEndpoints = %v", got)
+	}
 }

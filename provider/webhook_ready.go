@@ -18,9 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // WebhookReady waits until an admission webhook really answers: configuration present, CA
@@ -190,7 +191,7 @@ func (g *WebhookReady) Read(ctx context.Context, req infer.ReadRequest[WebhookRe
 }
 
 func webhookBuilder(a WebhookReadyArgs) builder[WebhookReadyState] {
-	return func(r *run) (evaluation, func(*WebhookReadyState), error) {
+	return func(r *session.Run) (evaluation, func(*WebhookReadyState), error) {
 		e := &webhookEval{r: r, args: a, minEndpoints: 1}
 		if a.MinReadyEndpoints != nil {
 			e.minEndpoints = *a.MinReadyEndpoints
@@ -210,7 +211,7 @@ func webhookBuilder(a WebhookReadyArgs) builder[WebhookReadyState] {
 }
 
 type webhookEval struct {
-	r            *run
+	r            *session.Run
 	args         WebhookReadyArgs
 	minEndpoints int
 	probe        *prober
@@ -248,7 +249,7 @@ func (e *webhookEval) what() string {
 	}
 }
 
-func (e *webhookEval) check(ctx context.Context) wait.Result {
+func (e *webhookEval) check(ctx context.Context) verdict.Result {
 	e.state.Reset()
 	res := e.checkObjects()
 	if !res.Ready {
@@ -261,7 +262,7 @@ func (e *webhookEval) check(ctx context.Context) wait.Result {
 }
 
 // checkObjects checks what the watch caches show: configuration, webhooks, caBundle, endpoints.
-func (e *webhookEval) checkObjects() wait.Result {
+func (e *webhookEval) checkObjects() verdict.Result {
 	e.policy = "Fail"
 	e.external = map[string]string{}
 	if e.args.Service != nil {
@@ -276,9 +277,9 @@ func (e *webhookEval) checkObjects() wait.Result {
 		// Service are proven by the probe (derived when not given), as for a configuration.
 		return e.serviceHooks(e.args.Service.Namespace, e.args.Service.Name, port)
 	}
-	gvk, name := vwcGVK, deref(e.args.ValidatingWebhookConfiguration)
+	gvk, name := session.VWCGVK, deref(e.args.ValidatingWebhookConfiguration)
 	if e.args.MutatingWebhookConfiguration != nil {
-		gvk, name = mwcGVK, *e.args.MutatingWebhookConfiguration
+		gvk, name = session.MWCGVK, *e.args.MutatingWebhookConfiguration
 	}
 	snap, pending := e.gatherConfiguration(gvk, name)
 	if pending != nil {
@@ -287,7 +288,7 @@ func (e *webhookEval) checkObjects() wait.Result {
 	c := admission.CheckConfiguration(snap)
 	e.names, e.hooks, e.policy = c.Names, c.Hooks, c.Policy
 	if !c.Result.Ready {
-		return fromAdmission(c.Result)
+		return c.Result
 	}
 	for _, h := range e.hooks {
 		if h.URL == "" {
@@ -298,14 +299,14 @@ func (e *webhookEval) checkObjects() wait.Result {
 		return *res
 	}
 	e.checked(c.CABundles)
-	return wait.Result{Ready: true}
+	return verdict.Result{Ready: true}
 }
 
 // gatherConfiguration reads, from the watch caches, the configuration and the Service of each
 // of its checked webhooks (see admission.CheckConfiguration, which decides over them).
-func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name string) (admission.Configuration, *wait.Result) {
-	snap := admission.Configuration{Kind: gvk.Kind, Name: name, Want: e.args.Webhooks, Services: map[string]admission.Result{}}
-	objs, pending := e.r.objects(target{gvk: gvk, name: name})
+func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name string) (admission.Configuration, *verdict.Result) {
+	snap := admission.Configuration{Kind: gvk.Kind, Name: name, Want: e.args.Webhooks, Services: map[string]verdict.Result{}}
+	objs, pending := e.r.Objects(session.Target{GVK: gvk, Name: name})
 	if pending != nil {
 		return snap, pending
 	}
@@ -317,13 +318,13 @@ func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name stri
 	fmt.Fprintf(&e.state, "%s@%s", name, snap.Object.GetResourceVersion())
 	for _, h := range admission.Selected(admission.WebhooksOf(gvk.Kind, snap.Object), e.args.Webhooks) {
 		if h.URL != "" {
-			// No EndpointSlice tells when it starts serving: a connect does (see run_wake.go).
-			fmt.Fprintf(&e.state, ";reach %s=%t", h.URL, e.r.listening(h.URL))
+			// No EndpointSlice tells when it starts serving: a connect does (see session.Run.Listening).
+			fmt.Fprintf(&e.state, ";reach %s=%t", h.URL, e.r.Listening(h.URL))
 			continue
 		}
 		key := admission.ServiceKey(h.SvcNamespace, h.SvcName, h.SvcPort)
 		if _, done := snap.Services[key]; !done && len(h.CABundle) > 0 {
-			snap.Services[key] = toAdmission(e.serviceReady(h.SvcNamespace, h.SvcName, h.SvcPort))
+			snap.Services[key] = e.serviceReady(h.SvcNamespace, h.SvcName, h.SvcPort)
 		}
 	}
 	return snap, nil
@@ -341,17 +342,17 @@ func (e *webhookEval) newProber(obj *unstructured.Unstructured) *prober {
 // caBundle and ready endpoints (or a URL) do not show that a webhook answers, only a call does.
 // Namespaced kinds are derived in deriveProbeIn (HelmReleaseReady: the release's namespace), or
 // else the provider's default namespace. Without a kind to derive from, the gate waits for `probe`.
-func (e *webhookEval) deriveIfNeeded() *wait.Result {
+func (e *webhookEval) deriveIfNeeded() *verdict.Result {
 	if e.probe != nil {
 		return nil
 	}
 	ns := e.deriveProbeIn
 	if ns == "" {
-		ns = e.r.clients.Namespace
+		ns = e.r.Clients.Namespace
 	}
 	obj, why := e.deriveProbe(e.hooks, ns)
 	if obj == nil {
-		return &wait.Result{Message: why, Poll: true,
+		return &verdict.Result{Message: why, Poll: true,
 			Hint: "give `probe`: an object the webhooks intercept (their caBundle and endpoints alone do not show they answer)"}
 	}
 	e.probe = e.newProber(obj)
@@ -365,7 +366,7 @@ func (e *webhookEval) deriveIfNeeded() *wait.Result {
 func servedKinds(groups []*restmapper.APIGroupResources) []admission.ServedKind {
 	var out []admission.ServedKind
 	for _, g := range groups {
-		if g.Group.Name == mwcGVK.Group {
+		if g.Group.Name == session.MWCGVK.Group {
 			continue
 		}
 		versions := []string{g.Group.PreferredVersion.Version}
@@ -394,7 +395,7 @@ const rediscoverEvery = 2 * time.Second
 // deriveProbe builds a minimal object that one of hooks' rules intercepts (see admission.PickProbeKind),
 // in namespace ns when the kind is namespaced. Without one, why says so.
 func (e *webhookEval) deriveProbe(hooks []*admission.Hook, ns string) (obj *unstructured.Unstructured, why string) {
-	groups, err := restmapper.GetAPIGroupResources(e.r.clients.Discovery)
+	groups, err := restmapper.GetAPIGroupResources(e.r.Clients.Discovery)
 	if err != nil && len(groups) == 0 {
 		return nil, "reading the API server's discovery to derive a probe from the webhooks' rules: " + err.Error()
 	}
@@ -402,7 +403,7 @@ func (e *webhookEval) deriveProbe(hooks []*admission.Hook, ns string) (obj *unst
 	if !ok {
 		if time.Since(e.rediscovered) > rediscoverEvery {
 			e.rediscovered = time.Now()
-			e.r.clients.Mapper.Reset() // a kind installed since is served on the next try
+			e.r.Clients.Mapper.Reset() // a kind installed since is served on the next try
 		}
 		var rules []string
 		for _, h := range hooks {
@@ -423,7 +424,7 @@ func (e *webhookEval) customKindSchema(k admission.ServedKind) map[string]any {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	crd, err := e.r.clients.Dynamic.Resource(crdResource).Get(ctx, k.GVR.Resource+"."+k.GVR.Group, metav1.GetOptions{})
+	crd, err := e.r.Clients.Dynamic.Resource(session.CRDResource).Get(ctx, k.GVR.Resource+"."+k.GVR.Group, metav1.GetOptions{})
 	if err != nil {
 		return nil // not a CRD's kind, or unreadable: the probe goes bare, and Invalid says why
 	}
@@ -436,7 +437,7 @@ func (e *webhookEval) checked(caBundles []string) {
 	e.caSum = hex.EncodeToString(sum[:])
 	if e.policy == "Ignore" && !e.warnedIgnore {
 		e.warnedIgnore = true
-		e.r.log.Warningf("%s has failurePolicy: Ignore: the API server admits objects even when it does not answer, so this gate "+
+		e.r.Log.Warningf("%s has failurePolicy: Ignore: the API server admits objects even when it does not answer, so this gate "+
 			"proves it serves with a direct call, and it protects less afterwards", e.what())
 	}
 }
@@ -445,10 +446,10 @@ func (e *webhookEval) checked(caBundles []string) {
 // Validating- and MutatingWebhookConfiguration (gathered through cluster-wide watches of both
 // kinds; admission.CheckService decides): the probe must prove each of them exactly as for a
 // configuration target (see prober.unproven).
-func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
+func (e *webhookEval) serviceHooks(ns, name string, port int) verdict.Result {
 	snap := admission.ServiceTarget{Namespace: ns, Name: name, Port: port, Want: e.args.Webhooks}
-	kinds := []schema.GroupVersionKind{mwcGVK, vwcGVK}
-	all, which, pending := e.r.objectsOf(target{gvk: kinds[0]}, target{gvk: kinds[1]})
+	kinds := []schema.GroupVersionKind{session.MWCGVK, session.VWCGVK}
+	all, which, pending := e.r.ObjectsOf(session.Target{GVK: kinds[0]}, session.Target{GVK: kinds[1]})
 	if pending != nil {
 		if pending.Failed != nil {
 			pending.Failed = fmt.Errorf("%w: with `service`, the gate reads every %s to find the webhooks %s backs; "+
@@ -466,7 +467,7 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 		fmt.Fprintf(&e.state, ";%s", s)
 	}
 	if !c.Result.Ready {
-		return fromAdmission(c.Result)
+		return c.Result
 	}
 	for _, h := range e.hooks {
 		h.ExternalName = e.external[ns+"/"+name]
@@ -475,18 +476,18 @@ func (e *webhookEval) serviceHooks(ns, name string, port int) wait.Result {
 		return *res
 	}
 	e.checked(c.CABundles)
-	return wait.Result{Ready: true}
+	return verdict.Result{Ready: true}
 }
 
 // serviceReady checks the webhook Service has ready endpoints for the Service port the webhook
 // uses (see admission.SlicePort).
-func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
-	svcs, pending := e.r.objects(target{gvk: serviceGVK, namespace: ns, name: name})
+func (e *webhookEval) serviceReady(ns, name string, port int) verdict.Result {
+	svcs, pending := e.r.Objects(session.Target{GVK: session.ServiceGVK, Namespace: ns, Name: name})
 	if pending != nil {
 		return *pending
 	}
 	if len(svcs) == 0 {
-		return wait.Result{Message: fmt.Sprintf("service %s/%s not found", ns, name), Hint: "the webhook's Service is not created yet"}
+		return verdict.Result{Message: fmt.Sprintf("service %s/%s not found", ns, name), Hint: "the webhook's Service is not created yet"}
 	}
 	if ext := admission.ExternalNameOf(svcs[0]); ext != "" {
 		// The API server dials the external name at the webhook's port: no endpoints to
@@ -494,11 +495,11 @@ func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
 		e.serviceName, e.endpoints = fmt.Sprintf("%s/%s:%d", ns, name, port), 0
 		e.external[ns+"/"+name] = ext
 		fmt.Fprintf(&e.state, ";%s/%s@%s=external", ns, name, svcs[0].GetResourceVersion())
-		return wait.Result{Ready: true}
+		return verdict.Result{Ready: true}
 	}
 	slicePort, found := admission.SlicePort(svcs[0], port)
 	if !found {
-		return wait.Result{Message: fmt.Sprintf("service %s/%s has no port %d", ns, name, port),
+		return verdict.Result{Message: fmt.Sprintf("service %s/%s has no port %d", ns, name, port),
 			Hint: "the webhook's clientConfig.service.port must be one of the Service's ports"}
 	}
 	ep := &endpointsEval{r: e.r, namespace: ns, name: name, port: slicePort, min: e.minEndpoints}
@@ -508,10 +509,10 @@ func (e *webhookEval) serviceReady(ns, name string, port int) wait.Result {
 	return res
 }
 
-func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
+func (e *webhookEval) probeStep(ctx context.Context) verdict.Result {
 	if e.probe == nil {
 		// Unreachable (checkObjects derives one or waits): never pass without an answer.
-		return wait.Result{Message: e.what() + ": no probe to show the webhooks answer", Hint: "give `probe`"}
+		return verdict.Result{Message: e.what() + ": no probe to show the webhooks answer", Hint: "give `probe`"}
 	}
 	t := admission.ProbeTarget{What: e.what(), Mutating: e.args.MutatingWebhookConfiguration != nil}
 	t.Webhooks = []string{}
@@ -526,7 +527,7 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 	e.probe.hooks = e.hooks
 	if e.probe.expect != nil {
 		// Every mutating webhook in the cluster is a candidate for the mutation expect sees.
-		cfgs, pending := e.r.objects(target{gvk: mwcGVK})
+		cfgs, pending := e.r.Objects(session.Target{GVK: session.MWCGVK})
 		if pending != nil {
 			if pending.Failed != nil {
 				pending.Failed = fmt.Errorf("%w: with `expect`, the gate reads every MutatingWebhookConfiguration to tell whose mutation "+
@@ -537,7 +538,7 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 		e.probe.mutators = nil
 		for _, cfg := range cfgs {
 			fmt.Fprintf(&e.state, ";mutating/%s@%s", cfg.GetName(), cfg.GetResourceVersion())
-			e.probe.mutators = append(e.probe.mutators, admission.WebhooksOf(mwcGVK.Kind, cfg)...)
+			e.probe.mutators = append(e.probe.mutators, admission.WebhooksOf(session.MWCGVK.Kind, cfg)...)
 		}
 	}
 	if res := e.namespaceLabels(); res != nil {
@@ -549,13 +550,13 @@ func (e *webhookEval) probeStep(ctx context.Context) wait.Result {
 
 // namespaceLabels reads the labels of the probe's namespace when a checked webhook's (or, with
 // expect, any mutating webhook's) namespaceSelector needs them (see run.namespaceLabels).
-func (e *webhookEval) namespaceLabels() *wait.Result {
+func (e *webhookEval) namespaceLabels() *verdict.Result {
 	e.probe.nsLabels, e.probe.nsErr = nil, ""
 	q, err := e.probe.request()
 	if err != nil || q.Namespace == "" {
 		return nil // the probe's own answer says why (kind not served), or it has no namespace
 	}
-	lbls, nsErr, rv, pending := e.r.namespaceLabels(q.Namespace, append(append([]*admission.Hook{}, e.hooks...), e.probe.mutators...))
+	lbls, nsErr, rv, pending := e.r.NamespaceLabels(q.Namespace, append(append([]*admission.Hook{}, e.hooks...), e.probe.mutators...))
 	if pending != nil {
 		return pending
 	}

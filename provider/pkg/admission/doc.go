@@ -6,9 +6,8 @@
 //
 // What decides what:
 //
-//   - Results (result.go): the decisions a gate waits on (CheckConfiguration, CheckService,
-//     Decide) answer with this package's own Result, as kstatus's answer with status.Result; the
-//     gates convert it to and from their wait loop's result (pkg/wait, never imported here).
+//   - Results: the decisions a gate waits on (CheckConfiguration, CheckService, Decide) answer
+//     with verdict.Result, the one answer of every decider and of the gates' wait loop.
 //   - Which webhooks a request reaches (match.go): Match.NotReached (the API server provably
 //     calls the webhook, so an admission proves it answered), Match.Excludes (it provably does
 //     not, so it cannot have mutated or denied), Match.RulesMatch (rules alone). They mirror

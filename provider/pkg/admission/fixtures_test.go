@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/internal/fixtures"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // Table tests over YAML fixtures in testdata/ (as kstatus's): each file is a list of cases, what
@@ -76,12 +77,12 @@ func TestCheckConfigurationFixtures(t *testing.T) {
 	}
 	for _, c := range fixtures.Load[tc](t, "configurations.yaml") {
 		t.Run(c.Name, func(t *testing.T) {
-			snap := Configuration{Kind: c.Kind, Name: "", Object: objectOf(c.Config), Want: c.Want, Services: map[string]Result{}}
+			snap := Configuration{Kind: c.Kind, Name: "", Object: objectOf(c.Config), Want: c.Want, Services: map[string]verdict.Result{}}
 			if snap.Object != nil {
 				snap.Name = snap.Object.GetName()
 			}
 			for k, s := range c.Services {
-				snap.Services[k] = Result{Ready: s.Ready, Message: s.Message, Unsynced: s.Unsynced, Poll: s.Poll}
+				snap.Services[k] = verdict.Result{Ready: s.Ready, Message: s.Message, Unsynced: s.Unsynced, Poll: s.Poll}
 			}
 			c.decided.check(t, CheckConfiguration(snap))
 		})

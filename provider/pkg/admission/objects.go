@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // WebhookReady's object checks: the caller gathers the configurations and the state of the
@@ -21,7 +23,7 @@ type Configuration struct {
 	// Services are the states of the checked Service-backed webhooks' Services (endpoints
 	// ready on the webhook's port), by ServiceKey, as the caller judged them. A Service missing
 	// from the map is not ready.
-	Services map[string]Result
+	Services map[string]verdict.Result
 }
 
 // ServiceKey keys Configuration.Services: namespace/name:port.
@@ -33,7 +35,7 @@ func ServiceKey(namespace, name string, port int) string {
 // webhooks checked so far: their hooks and names, Policy ("Ignore" when any ignores failures,
 // else "Fail") and caBundles.
 type Checked struct {
-	Result    Result
+	Result    verdict.Result
 	Hooks     []*Hook
 	Names     []string
 	Policy    string
@@ -63,7 +65,7 @@ func Selected(hooks []*Hook, want []string) []*Hook {
 func CheckConfiguration(c Configuration) Checked {
 	out := Checked{Policy: "Fail"}
 	if c.Object == nil {
-		out.Result = Result{Message: c.Kind + " not found (not created yet)", Hint: "is the chart that registers the webhook part of the stack?"}
+		out.Result = verdict.Result{Message: c.Kind + " not found (not created yet)", Hint: "is the chart that registers the webhook part of the stack?"}
 		return out
 	}
 	all := WebhooksOf(c.Kind, c.Object)
@@ -77,7 +79,7 @@ func CheckConfiguration(c Configuration) Checked {
 		}
 	}
 	if len(missing) > 0 {
-		out.Result = Result{Message: fmt.Sprintf("webhooks %s not in %s %s yet (it has: %s)", strings.Join(missing, ", "), c.Kind, c.Name, strings.Join(present, ", ")),
+		out.Result = verdict.Result{Message: fmt.Sprintf("webhooks %s not in %s %s yet (it has: %s)", strings.Join(missing, ", "), c.Kind, c.Name, strings.Join(present, ", ")),
 			Hint: "check the names in `webhooks` against `kubectl get " + strings.ToLower(c.Kind) + " " + c.Name + " -o yaml`"}
 		return out
 	}
@@ -93,13 +95,13 @@ func CheckConfiguration(c Configuration) Checked {
 				if inj := InjectionAnnotation(c.Object); inj != "" {
 					why = "caBundle not injected yet (" + inj + ")"
 				}
-				out.Result = Result{Message: fmt.Sprintf("webhook %s: %s", h.Name, why),
+				out.Result = verdict.Result{Message: fmt.Sprintf("webhook %s: %s", h.Name, why),
 					Hint: "is cert-manager's cainjector (or the chart's certificate job) running?"}
 				return out
 			}
 			res, ok := c.Services[ServiceKey(h.SvcNamespace, h.SvcName, h.SvcPort)]
 			if !ok {
-				res = Result{Message: fmt.Sprintf("service %s/%s not read yet", h.SvcNamespace, h.SvcName)}
+				res = verdict.Result{Message: fmt.Sprintf("service %s/%s not read yet", h.SvcNamespace, h.SvcName)}
 			}
 			if !res.Ready {
 				res.Message = fmt.Sprintf("webhook %s: %s", h.Name, res.Message)
@@ -110,10 +112,10 @@ func CheckConfiguration(c Configuration) Checked {
 		out.CABundles = append(out.CABundles, string(h.CABundle))
 	}
 	if len(out.Names) == 0 {
-		out.Result = Result{Message: fmt.Sprintf("%s %s has no webhooks yet", c.Kind, c.Name)}
+		out.Result = verdict.Result{Message: fmt.Sprintf("%s %s has no webhooks yet", c.Kind, c.Name)}
 		return out
 	}
-	out.Result = Result{Ready: true}
+	out.Result = verdict.Result{Ready: true}
 	return out
 }
 
@@ -151,7 +153,7 @@ func CheckService(s ServiceTarget) Checked {
 				}
 				out.Seen = append(out.Seen, fmt.Sprintf("%s/%s@%s", kc.kind, cfg.GetName(), cfg.GetResourceVersion()))
 				if len(h.CABundle) == 0 {
-					out.Result = Result{Message: fmt.Sprintf("webhook %s (%s %s): caBundle is empty", h.Name, kc.kind, cfg.GetName()),
+					out.Result = verdict.Result{Message: fmt.Sprintf("webhook %s (%s %s): caBundle is empty", h.Name, kc.kind, cfg.GetName()),
 						Hint: "is cert-manager's cainjector (or the chart's certificate job) running?"}
 					return out
 				}
@@ -171,15 +173,15 @@ func CheckService(s ServiceTarget) Checked {
 		}
 	}
 	if len(missing) > 0 {
-		out.Result = Result{Message: fmt.Sprintf("webhooks %s not in any configuration pointing at Service %s/%s:%d yet (it has: %s)",
+		out.Result = verdict.Result{Message: fmt.Sprintf("webhooks %s not in any configuration pointing at Service %s/%s:%d yet (it has: %s)",
 			strings.Join(missing, ", "), s.Namespace, s.Name, s.Port, strings.Join(out.Names, ", "))}
 		return out
 	}
 	if len(out.Hooks) == 0 {
-		out.Result = Result{Message: fmt.Sprintf("no webhook configuration points at Service %s/%s:%d yet, so no probe can prove it serves", s.Namespace, s.Name, s.Port),
+		out.Result = verdict.Result{Message: fmt.Sprintf("no webhook configuration points at Service %s/%s:%d yet, so no probe can prove it serves", s.Namespace, s.Name, s.Port),
 			Hint: "is the chart that registers the webhook part of the stack? its clientConfig.service must name this Service and port"}
 		return out
 	}
-	out.Result = Result{Ready: true}
+	out.Result = verdict.Result{Ready: true}
 	return out
 }

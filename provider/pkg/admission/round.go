@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // AdmissionReady's rounds: every round dry-runs each object once (the caller gathers the
@@ -35,7 +37,7 @@ type Round struct {
 // the rounds in a row now admitting all; of an admitting round, Mutated (sorted); Deniers every
 // webhook or policy that denied an object or could not be called in it.
 type RoundDecision struct {
-	Result  Result
+	Result  verdict.Result
 	Good    int
 	Mutated []string
 	Deniers []string
@@ -54,7 +56,7 @@ func Decide(r Round) RoundDecision {
 	sort.Strings(d.Deniers)
 	for _, a := range r.Answers {
 		if a.Terminal != "" {
-			d.Result = Result{Failed: fmt.Errorf("%s: %s", a.Label, a.Terminal)}
+			d.Result = verdict.Result{Failed: fmt.Errorf("%s: %s", a.Label, a.Terminal)}
 			return d
 		}
 		if a.Why != "" {
@@ -70,22 +72,22 @@ func Decide(r Round) RoundDecision {
 	}
 	if len(pending) > 0 {
 		d.Mutated = nil
-		d.Result = Result{Message: fmt.Sprintf("%d of %d admitted; %s", r.Total-len(pending), r.Total, strings.Join(pending, "; ")),
+		d.Result = verdict.Result{Message: fmt.Sprintf("%d of %d admitted; %s", r.Total-len(pending), r.Total, strings.Join(pending, "; ")),
 			Hint: strings.Join(hints, "; ")}
 		return d
 	}
 	if len(r.Answers) < r.Total {
 		// Not every object was tried: never a good round.
-		d.Result = Result{Message: fmt.Sprintf("%d of %d objects dry-run this round", len(r.Answers), r.Total)}
+		d.Result = verdict.Result{Message: fmt.Sprintf("%d of %d objects dry-run this round", len(r.Answers), r.Total)}
 		return d
 	}
 	d.Good = r.Good + 1
 	sort.Strings(d.Mutated)
 	if d.Good < r.Need {
-		d.Result = Result{Message: fmt.Sprintf("all %d admitted in %d of %d consecutive rounds; confirming", r.Total, d.Good, r.Need), Confirming: true}
+		d.Result = verdict.Result{Message: fmt.Sprintf("all %d admitted in %d of %d consecutive rounds; confirming", r.Total, d.Good, r.Need), Confirming: true}
 		return d
 	}
-	d.Result = Result{Ready: true, Message: fmt.Sprintf("all %d admitted in %d consecutive rounds", r.Total, d.Good)}
+	d.Result = verdict.Result{Ready: true, Message: fmt.Sprintf("all %d admitted in %d consecutive rounds", r.Total, d.Good)}
 	return d
 }
 

@@ -6,58 +6,41 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // HelmReleaseReady gathers a release's newest record and the state of each of its objects;
 // JudgeRevision and JudgeObjects decide over them.
-
-// Result is a judgement of this package (an object's state as its gate judged it, or a revision's
-// or a whole's), as kstatus's status.Result is its own: the gate converts it to and from its wait
-// loop's result. Failed empty and not Ready: not ready yet, Message says why.
-type Result struct {
-	// Ready: the revision's objects are (this object is) ready.
-	Ready bool
-	// Message is what is pending and what was seen; Hint, what to check if it stays so.
-	Message, Hint string
-	// Failed is a verdict that no amount of waiting changes (a failed revision, a failed object).
-	Failed error
-	// Unsynced: the state is unknown yet (a watch cache loading); Confirming: a webhook probe's
-	// good answer is being confirmed. Neither is "not ready" (a refresh keeps evaluating).
-	Unsynced, Confirming bool
-	// Poll and RetryIn are an object's own schedule (read again after a backoff; after exactly
-	// this long), passed on so that the whole is evaluated again when the soonest object asks.
-	Poll    bool
-	RetryIn time.Duration
-}
 
 // JudgeRevision says whether the newest revision rel of release namespace/name is the one whose
 // objects are checked: only a deployed one is (ok). A failed one fails at once with Helm's own
 // words; a pending one (Helm still installing, upgrading or rolling back) is waited for, never
 // judged by the revision before it; anything else (uninstalling, uninstalled with kept history,
 // superseded, unknown) has nothing deployed to check.
-func JudgeRevision(rel *Release, namespace, name string) (ok bool, res Result) {
+func JudgeRevision(rel *Release, namespace, name string) (ok bool, res verdict.Result) {
 	quote := ""
 	if rel.Description != "" {
 		quote = ": " + strconv.Quote(rel.Description)
 	}
 	switch {
 	case rel.Status == StatusDeployed:
-		return true, Result{}
+		return true, verdict.Result{}
 	case rel.Status == StatusFailed:
-		return false, Result{Failed: fmt.Errorf("Helm release %s/%s: revision %d has Helm status %q%s (helm history %s -n %s)",
+		return false, verdict.Result{Failed: fmt.Errorf("Helm release %s/%s: revision %d has Helm status %q%s (helm history %s -n %s)",
 			namespace, name, rel.Revision, rel.Status, quote, name, namespace)}
 	case IsPending(rel.Status):
-		return false, Result{Message: fmt.Sprintf("revision %d is %s%s: Helm is still applying it", rel.Revision, rel.Status, quote),
+		return false, verdict.Result{Message: fmt.Sprintf("revision %d is %s%s: Helm is still applying it", rel.Revision, rel.Status, quote),
 			Hint: "is the helm command (or the Pulumi Release) still running? A release left pending by an interrupted helm needs `helm rollback` or a new upgrade"}
 	}
-	return false, Result{Message: fmt.Sprintf("the newest revision (%d) is %s%s, not deployed", rel.Revision, rel.Status, quote),
+	return false, verdict.Result{Message: fmt.Sprintf("the newest revision (%d) is %s%s, not deployed", rel.Revision, rel.Status, quote),
 		Hint: "helm history " + name + " -n " + namespace}
 }
 
 // ObjectState is one object of the manifest as its gate judged it.
 type ObjectState struct {
 	Ref    ObjectRef
-	Result Result
+	Result verdict.Result
 }
 
 // Objects is what HelmReleaseReady gathered for a deployed revision (ChartReady for a Chart v4's
@@ -75,14 +58,14 @@ type Objects struct {
 // cache is still loading (Unsynced) or a webhook probe is confirming, and nothing is plainly not
 // ready, the release is not judged yet (a refresh keeps evaluating). RetryIn is the soonest of
 // the objects' own schedules (a webhook probe's).
-func JudgeObjects(o Objects) Result {
+func JudgeObjects(o Objects) verdict.Result {
 	var pending []string
 	poll, unsynced, confirming, notReady := false, false, false, false
 	var retryIn time.Duration
 	for _, s := range o.States {
 		res := s.Result
 		if res.Failed != nil {
-			return Result{Failed: fmt.Errorf("%s: %s: %w", o.What, s.Ref, res.Failed)}
+			return verdict.Result{Failed: fmt.Errorf("%s: %s: %w", o.What, s.Ref, res.Failed)}
 		}
 		if res.Ready {
 			continue
@@ -107,8 +90,8 @@ func JudgeObjects(o Objects) Result {
 		if o.Revision > 0 {
 			revision = fmt.Sprintf("revision %d: ", o.Revision)
 		}
-		return Result{Message: fmt.Sprintf("%s%d of %d objects pending: %s", revision, len(pending), o.Total,
+		return verdict.Result{Message: fmt.Sprintf("%s%d of %d objects pending: %s", revision, len(pending), o.Total,
 			strings.Join(pending, "; ")), Poll: poll, RetryIn: retryIn, Unsynced: unsynced && !notReady, Confirming: confirming && !notReady && !unsynced}
 	}
-	return Result{Ready: true}
+	return verdict.Result{Ready: true}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/internal/fixtures"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // Table tests over YAML fixtures in testdata/ (as kstatus's): what HelmReleaseReady gathered and
@@ -74,7 +75,7 @@ func TestJudgeObjectsFixtures(t *testing.T) {
 				if a, b, ok := strings.Cut(name, "/"); ok {
 					ns, name = a, b
 				}
-				r := Result{Ready: s.Ready, Message: s.Message, Poll: s.Poll, Unsynced: s.Unsynced, Confirming: s.Confirming,
+				r := verdict.Result{Ready: s.Ready, Message: s.Message, Poll: s.Poll, Unsynced: s.Unsynced, Confirming: s.Confirming,
 					RetryIn: time.Duration(s.RetryInMs) * time.Millisecond}
 				if s.Failed != "" {
 					r.Failed = errors.New(s.Failed)

@@ -13,40 +13,19 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
-// Result is a judgement of this package (a read the gate made, as it judged it, or Decide's), as
-// kstatus's status.Result is its own: the gate converts it to and from its wait loop's result.
-// Failed empty and not Ready: not ready yet, Message says why.
-type Result struct {
-	// Ready: what was judged holds (of Decide: the Certificate is issued, and its Secret holds
-	// the certificate, valid for long enough).
-	Ready bool
-	// Message is what is pending and what was seen; Hint, what to check if it stays so.
-	Message, Hint string
-	// Failed is a verdict that no amount of waiting changes (a refused request, RBAC).
-	Failed error
-	// Unsynced and Poll come from a read (Input.Pending, Input.Secret), passed on as the gate
-	// judged it: the state is unknown yet (a watch cache loading); read it again after a backoff
-	// (nothing to watch wakes the gate).
-	Unsynced, Poll bool
-	// RetryIn is when only time makes the state acceptable (a certificate not valid yet): no
-	// watch event would wake the gate then.
-	RetryIn time.Duration
-}
-
-// Input is everything one evaluation read. Reads that did not return objects are values here,
-// so that a decision over them is as testable as one over objects.
+// Input is everything one evaluation read, once the Certificate's read answered (see Unread).
+// The Secret check's result is a value here, so that a decision over it is as testable as one
+// over objects.
 type Input struct {
 	Namespace, Name string
-	// Pending is the Certificate's read when it returned no answer (kind not served yet, cache
-	// loading, RBAC); the rest of the input is then empty.
-	Pending *Result
 	// Certificate is the Certificate; nil when it does not exist (the rest is then empty).
 	Certificate *unstructured.Unstructured
 	// Secret is the Secret check's result for spec.secretName (presence, required keys); when
 	// it Failed, Requests were not read.
-	Secret Result
+	Secret verdict.Result
 	// SecretObject is the Secret, set when Secret is Ready.
 	SecretObject *unstructured.Unstructured
 	// Requests are the namespace's CertificateRequests; nil when they could not be read (they
@@ -60,28 +39,31 @@ type Input struct {
 // Verdict is Decide's answer: its Result, and when Ready the objects the gate's outputs are read
 // from.
 type Verdict struct {
-	Result      Result
+	Result      verdict.Result
 	Certificate *unstructured.Unstructured
 	Secret      *unstructured.Unstructured
 }
 
 func (in Input) what() string { return fmt.Sprintf("Certificate %s/%s", in.Namespace, in.Name) }
 
+// Unread is CertificateReady's verdict when the Certificate's read gave no answer (a kind not
+// served yet, a watch cache loading, RBAC): the gather step returns it and Decide is not called.
+// It is the read's own result, but a kind not served at all names cert-manager's CRDs.
+func Unread(read verdict.Result) verdict.Result {
+	if strings.Contains(read.Message, "no matches for kind") {
+		read.Message = "cert-manager's CRDs are not installed: " + read.Message
+		read.Hint = "install cert-manager (with its CRDs) before this gate, and make the gate depend on it"
+	}
+	return read
+}
+
 // Decide applies CertificateReady's rules in order: the Certificate exists, its Secret may be
 // read, no refused request fails it, Ready=True, the Secret has the keys, and its certificate is
 // the one reported, issued for this Certificate's issuer and spec (its names), valid already and
 // for long enough (status.CertificateMatches).
 func Decide(in Input) Verdict {
-	if in.Pending != nil {
-		pending := *in.Pending
-		if strings.Contains(pending.Message, "no matches for kind") {
-			pending.Message = "cert-manager's CRDs are not installed: " + pending.Message
-			pending.Hint = "install cert-manager (with its CRDs) before this gate, and make the gate depend on it"
-		}
-		return Verdict{Result: pending}
-	}
 	if in.Certificate == nil {
-		return Verdict{Result: Result{Message: "Certificate not found (not created yet)", Hint: "is the Certificate part of the stack, in this namespace?"}}
+		return Verdict{Result: verdict.Result{Message: "Certificate not found (not created yet)", Hint: "is the Certificate part of the stack, in this namespace?"}}
 	}
 	cert := in.Certificate
 	if in.Secret.Failed != nil {
@@ -92,7 +74,7 @@ func Decide(in Input) Verdict {
 	if cr := status.NewestCertificateRequest(in.Requests, in.Name, revision+1); cr != nil {
 		fails, summary := status.RequestFails(cert, cr)
 		if fails {
-			return Verdict{Result: Result{Failed: fmt.Errorf("%s: %s", in.what(), summary)}}
+			return Verdict{Result: verdict.Result{Failed: fmt.Errorf("%s: %s", in.what(), summary)}}
 		}
 		if summary != "" {
 			crNote = "; " + summary
@@ -107,7 +89,7 @@ func Decide(in Input) Verdict {
 		if c, ok := status.FindCondition(cert, "Issuing"); ok {
 			msg += ", " + c.String()
 		}
-		return Verdict{Result: Result{Message: msg + crNote,
+		return Verdict{Result: verdict.Result{Message: msg + crNote,
 			Hint: "kubectl describe certificate " + in.Name + " -n " + in.Namespace + " (issuer present and ready? CertificateRequest approved?)"}}
 	}
 	if !in.Secret.Ready {
@@ -120,17 +102,17 @@ func Decide(in Input) Verdict {
 	crtB64, _ := data["tls.crt"].(string)
 	leaf, err := status.LeafCertificate(crtB64)
 	if err != nil {
-		return Verdict{Result: Result{Message: fmt.Sprintf("Ready=True, but secret %q: %v", secretName, err)}}
+		return Verdict{Result: verdict.Result{Message: fmt.Sprintf("Ready=True, but secret %q: %v", secretName, err)}}
 	}
 	notAfter, _, _ := unstructured.NestedString(cert.Object, "status", "notAfter")
 	m := status.CertificateMatches(leaf, status.Expected{SecretName: secretName, SecretAnnotations: in.SecretObject.GetAnnotations(),
 		StatusNotAfter: notAfter, Spec: status.CertificateSpecOf(cert), Now: in.Now, MinValidity: in.MinValidity})
 	if !m.OK && refused != "" && m.OnlyRenewalFixes {
 		// Only a renewal could fix this, and it was refused for good (Denied, InvalidRequest).
-		return Verdict{Result: Result{Failed: fmt.Errorf("%s: %s, and %s", in.what(), m.Message, refused)}}
+		return Verdict{Result: verdict.Result{Failed: fmt.Errorf("%s: %s, and %s", in.what(), m.Message, refused)}}
 	}
 	if !m.OK {
-		return Verdict{Result: Result{Message: m.Message + crNote, Hint: m.Hint, RetryIn: m.RetryIn}}
+		return Verdict{Result: verdict.Result{Message: m.Message + crNote, Hint: m.Hint, RetryIn: m.RetryIn}}
 	}
-	return Verdict{Result: Result{Ready: true, Message: m.Message + crNote}, Certificate: cert, Secret: in.SecretObject}
+	return Verdict{Result: verdict.Result{Ready: true, Message: m.Message + crNote}, Certificate: cert, Secret: in.SecretObject}
 }

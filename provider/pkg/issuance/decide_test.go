@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/internal/fixtures"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // now is when every fixture is judged: the fixtures' dates are absolute.
@@ -36,8 +37,8 @@ type result struct {
 	RetryIn string `json:"retryIn"`
 }
 
-func (r result) asResult() Result {
-	w := Result{Ready: r.Ready, Message: r.Message, Hint: r.Hint, Unsynced: r.Unsynced, Poll: r.Poll}
+func (r result) asResult() verdict.Result {
+	w := verdict.Result{Ready: r.Ready, Message: r.Message, Hint: r.Hint, Unsynced: r.Unsynced, Poll: r.Poll}
 	if r.RetryIn != "" {
 		w.RetryIn, _ = time.ParseDuration(r.RetryIn)
 	}
@@ -47,7 +48,7 @@ func (r result) asResult() Result {
 	return w
 }
 
-func resultOf(w Result) result {
+func resultOf(w verdict.Result) result {
 	r := result{Ready: w.Ready, Message: w.Message, Hint: w.Hint, Unsynced: w.Unsynced, Poll: w.Poll}
 	if w.RetryIn != 0 {
 		r.RetryIn = w.RetryIn.String()
@@ -128,8 +129,11 @@ func TestDecideFixtures(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			in := Input{Namespace: "apps", Name: "web", Secret: c.Secret.asResult(), Now: now}
 			if c.Pending != nil {
-				p := c.Pending.asResult()
-				in.Pending = &p
+				// The gather step resolves an unanswered read before Decide.
+				if got := resultOf(Unread(c.Pending.asResult())); got != c.Want {
+					t.Errorf("got %+v\nwant %+v", got, c.Want)
+				}
+				return
 			}
 			if c.Certificate != nil {
 				in.Certificate = fixtures.Object(t, c.Certificate)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
 )
 
@@ -44,9 +45,9 @@ func TestAFlipBackBeforeTheGateLooksDoesNotPass(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := wait.Until(context.Background(), wait.Spec{What: "ConfigMap " + ns + "/app", Timeout: 3 * time.Second,
-			Wake: gateWake, Check: func(context.Context) wait.Result {
+			Wake: gateWake, Check: func(context.Context) verdict.Result {
 				s := state()
-				return wait.Result{Ready: s == "ready", Message: "state=" + s}
+				return verdict.Result{Ready: s == "ready", Message: "state=" + s}
 			}})
 		done <- err
 	}()

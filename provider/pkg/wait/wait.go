@@ -9,32 +9,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
-)
 
-// Result is one evaluation of a gate.
-type Result struct {
-	// Ready ends the wait successfully.
-	Ready bool
-	// Message is what is pending and what was last seen, for progress and timeout errors.
-	Message string
-	// Failed ends the wait at once: a terminal state (a Denied request, a failed Job,
-	// Forbidden) that no amount of waiting fixes.
-	Failed error
-	// Poll asks to be evaluated again after a capped backoff (100 ms doubling to 1 s) even
-	// without a watch event: for probes and discovery, which have nothing to watch.
-	Poll bool
-	// Hint says what to check if the wait times out in this state.
-	Hint string
-	// Unsynced says the watch caches are still loading: the state is unknown, not "not ready".
-	Unsynced bool
-	// Confirming says a proof is under way (one good probe of the several required): the state
-	// is not judged yet, so a refresh keeps evaluating instead of calling the gate not ready.
-	Confirming bool
-	// RetryIn asks to be evaluated again after exactly this long, even without a watch event,
-	// instead of Poll's backoff: for a probe that keeps its own schedule (a quick confirming
-	// probe, a backoff that restarts when what it watches changes).
-	RetryIn time.Duration
-}
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
+)
 
 // Spec describes one wait.
 type Spec struct {
@@ -45,7 +22,7 @@ type Spec struct {
 	// Wake is poked by the gate's watch subscriptions whenever something it reads changed.
 	Wake <-chan struct{}
 	// Check evaluates the current state; it must be cheap when it only reads watch caches.
-	Check func(ctx context.Context) Result
+	Check func(ctx context.Context) verdict.Result
 	// Progress receives a status line whenever the message changes, and at most every
 	// ProgressEvery while it does not.
 	Progress      func(msg string)
@@ -98,7 +75,7 @@ const (
 // Until evaluates spec.Check until it reports Ready (nil), Failed (that error), the timeout
 // (*TimeoutError) or cancellation (wrapping ErrCancelled). It never sleeps to poll a state that
 // a watch reports: between evaluations it blocks on spec.Wake.
-func Until(ctx context.Context, spec Spec) (Result, error) {
+func Until(ctx context.Context, spec Spec) (verdict.Result, error) {
 	start := time.Now()
 	parent := ctx
 	var cancel context.CancelFunc
@@ -128,7 +105,7 @@ func Until(ctx context.Context, spec Spec) (Result, error) {
 		maxB = maxBackoff
 	}
 
-	var last Result
+	var last verdict.Result
 	lastReported := ""
 	ws := windows{stableFor: spec.StableFor, failureGrace: spec.FailureGrace}
 	polled := false

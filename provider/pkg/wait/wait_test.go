@@ -10,14 +10,16 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // script returns a Check that replays results in order, then repeats the last one.
-func script(results ...Result) (func(context.Context) Result, *int) {
+func script(results ...verdict.Result) (func(context.Context) verdict.Result, *int) {
 	n := 0
-	return func(context.Context) Result {
+	return func(context.Context) verdict.Result {
 		r := results[min(n, len(results)-1)]
 		n++
 		return r
@@ -33,7 +35,7 @@ func (r *recorder) add(m string) { r.mu.Lock(); r.msgs = append(r.msgs, m); r.mu
 
 func TestUntilReturnsOnTheEventThatMakesItReady(t *testing.T) {
 	wake := make(chan struct{}, 1)
-	check, calls := script(Result{Message: "a"}, Result{Message: "b"}, Result{Ready: true})
+	check, calls := script(verdict.Result{Message: "a"}, verdict.Result{Message: "b"}, verdict.Result{Ready: true})
 	var rec recorder
 	done := make(chan error)
 	go func() {
@@ -55,7 +57,7 @@ func TestUntilReturnsOnTheEventThatMakesItReady(t *testing.T) {
 
 func TestUntilDoesNotRepeatUnchangedProgress(t *testing.T) {
 	wake := make(chan struct{}, 1)
-	check, _ := script(Result{Message: "same"}, Result{Message: "same"}, Result{Message: "same"}, Result{Ready: true})
+	check, _ := script(verdict.Result{Message: "same"}, verdict.Result{Message: "same"}, verdict.Result{Message: "same"}, verdict.Result{Ready: true})
 	var rec recorder
 	done := make(chan error)
 	go func() {
@@ -74,7 +76,7 @@ func TestUntilDoesNotRepeatUnchangedProgress(t *testing.T) {
 }
 
 func TestUntilTimesOutWithTheLastStateAndHint(t *testing.T) {
-	check, _ := script(Result{Message: "first"}, Result{Message: "Ready=False (Pending: issuer missing)", Hint: "kubectl describe"})
+	check, _ := script(verdict.Result{Message: "first"}, verdict.Result{Message: "Ready=False (Pending: issuer missing)", Hint: "kubectl describe"})
 	wake := make(chan struct{}, 1)
 	wake <- struct{}{}
 	_, err := Until(context.Background(), Spec{What: "Certificate default/web", Timeout: 200 * time.Millisecond, Wake: wake, Check: check})
@@ -91,7 +93,7 @@ func TestUntilTimesOutWithTheLastStateAndHint(t *testing.T) {
 
 func TestUntilFailsFast(t *testing.T) {
 	boom := errors.New("denied")
-	check, calls := script(Result{Message: "pending"}, Result{Failed: boom})
+	check, calls := script(verdict.Result{Message: "pending"}, verdict.Result{Failed: boom})
 	wake := make(chan struct{}, 1)
 	wake <- struct{}{}
 	_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Hour, Wake: wake, Check: check})
@@ -101,7 +103,7 @@ func TestUntilFailsFast(t *testing.T) {
 }
 
 func TestUntilReturnsPromptlyOnCancel(t *testing.T) {
-	check, _ := script(Result{Message: "pending"})
+	check, _ := script(verdict.Result{Message: "pending"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
@@ -121,12 +123,12 @@ func TestUntilReturnsPromptlyOnCancel(t *testing.T) {
 
 func TestUntilPollsWithBackoffOnlyWhenAsked(t *testing.T) {
 	// Nothing ever wakes it: only Poll can bring the next evaluation.
-	check, calls := script(Result{Message: "probe failed", Poll: true}, Result{Message: "probe failed", Poll: true}, Result{Ready: true})
+	check, calls := script(verdict.Result{Message: "probe failed", Poll: true}, verdict.Result{Message: "probe failed", Poll: true}, verdict.Result{Ready: true})
 	_, err := Until(context.Background(), Spec{What: "x", Timeout: 10 * time.Second, Wake: make(chan struct{}), Check: check})
 	if err != nil || *calls != 3 {
 		t.Fatalf("err=%v calls=%d", err, *calls)
 	}
-	check2, calls2 := script(Result{Message: "watching"})
+	check2, calls2 := script(verdict.Result{Message: "watching"})
 	_, err = Until(context.Background(), Spec{What: "x", Timeout: 300 * time.Millisecond, Wake: make(chan struct{}), Check: check2})
 	if err == nil || *calls2 != 1 {
 		t.Fatalf("a watch-driven check was re-evaluated without an event: calls=%d err=%v", *calls2, err)
@@ -136,8 +138,8 @@ func TestUntilPollsWithBackoffOnlyWhenAsked(t *testing.T) {
 func TestUntilRetryInOverridesTheBackoff(t *testing.T) {
 	// Five retries on Poll's doubling backoff would take 100+200+400+800+1000 ms; RetryIn is the
 	// probe's own schedule (a quick confirming probe) and is honoured as given.
-	r := Result{Message: "confirming", Poll: true, RetryIn: time.Millisecond}
-	check, calls := script(r, r, r, r, r, Result{Ready: true})
+	r := verdict.Result{Message: "confirming", Poll: true, RetryIn: time.Millisecond}
+	check, calls := script(r, r, r, r, r, verdict.Result{Ready: true})
 	_, err := Until(context.Background(), Spec{What: "x", Timeout: 1500 * time.Millisecond, Wake: make(chan struct{}), Check: check})
 	if err != nil || *calls != 6 {
 		t.Fatalf("err=%v calls=%d", err, *calls)
@@ -164,10 +166,10 @@ func TestEffectiveTimeoutTakesTheShorter(t *testing.T) {
 func TestUntilJudgesTheLatestStateNotTheEvent(t *testing.T) {
 	var mu sync.Mutex
 	ready := false
-	check := func(context.Context) Result {
+	check := func(context.Context) verdict.Result {
 		mu.Lock()
 		defer mu.Unlock()
-		return Result{Ready: ready, Message: fmt.Sprint("ready=", ready)}
+		return verdict.Result{Ready: ready, Message: fmt.Sprint("ready=", ready)}
 	}
 	wake := make(chan struct{}, 1)
 	done := make(chan error, 1)
@@ -189,14 +191,14 @@ func TestUntilJudgesTheLatestStateNotTheEvent(t *testing.T) {
 // flipper is a state the test flips, waking the wait as a watch event would.
 type flipper struct {
 	mu    sync.Mutex
-	state Result
+	state verdict.Result
 	calls int
 	wake  chan struct{}
 }
 
-func newFlipper(r Result) *flipper { return &flipper{state: r, wake: make(chan struct{}, 1)} }
+func newFlipper(r verdict.Result) *flipper { return &flipper{state: r, wake: make(chan struct{}, 1)} }
 
-func (f *flipper) set(r Result) {
+func (f *flipper) set(r verdict.Result) {
 	f.mu.Lock()
 	f.state = r
 	f.mu.Unlock()
@@ -206,7 +208,7 @@ func (f *flipper) set(r Result) {
 	}
 }
 
-func (f *flipper) check(context.Context) Result {
+func (f *flipper) check(context.Context) verdict.Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -215,7 +217,7 @@ func (f *flipper) check(context.Context) Result {
 
 func TestStableForWaitsForAnUninterruptedWindow(t *testing.T) {
 	const window = 300 * time.Millisecond
-	f := newFlipper(Result{Ready: true})
+	f := newFlipper(verdict.Result{Ready: true})
 	var rec recorder
 	start := time.Now()
 	done := make(chan time.Time)
@@ -228,10 +230,10 @@ func TestStableForWaitsForAnUninterruptedWindow(t *testing.T) {
 	}()
 	// Flap: not ready for a moment, then ready again; the window restarts from the last ready.
 	time.Sleep(100 * time.Millisecond)
-	f.set(Result{Message: "replicas 1/2"})
+	f.set(verdict.Result{Message: "replicas 1/2"})
 	time.Sleep(50 * time.Millisecond)
 	lastReady := time.Now()
-	f.set(Result{Ready: true})
+	f.set(verdict.Result{Ready: true})
 	end := <-done
 	if held := end.Sub(lastReady); held < window {
 		t.Errorf("passed %s after the condition came back, before it held for %s (started %s before)", held, window, end.Sub(start))
@@ -243,7 +245,7 @@ func TestStableForWaitsForAnUninterruptedWindow(t *testing.T) {
 }
 
 func TestStableForTimesOutOnAFlappingStateSayingSo(t *testing.T) {
-	f := newFlipper(Result{Ready: true})
+	f := newFlipper(verdict.Result{Ready: true})
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() { // flaps every 40 ms: never holds for 200 ms
@@ -254,9 +256,9 @@ func TestStableForTimesOutOnAFlappingStateSayingSo(t *testing.T) {
 			case <-time.After(40 * time.Millisecond):
 			}
 			if i%2 == 0 {
-				f.set(Result{Message: "Available=False"})
+				f.set(verdict.Result{Message: "Available=False"})
 			} else {
-				f.set(Result{Ready: true})
+				f.set(verdict.Result{Ready: true})
 			}
 		}
 	}()
@@ -271,7 +273,7 @@ func TestStableForTimesOutOnAFlappingStateSayingSo(t *testing.T) {
 }
 
 func TestStableForRechecksAProbedStateWithinTheWindow(t *testing.T) {
-	f := newFlipper(Result{Ready: true})
+	f := newFlipper(verdict.Result{Ready: true})
 	_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: f.wake, Check: f.check,
 		StableFor: 250 * time.Millisecond, Recheck: 50 * time.Millisecond})
 	if err != nil {
@@ -281,7 +283,7 @@ func TestStableForRechecksAProbedStateWithinTheWindow(t *testing.T) {
 		t.Errorf("a probed state was evaluated %d times within the window, want a recheck every 50ms", f.calls)
 	}
 	// Without Recheck and without events: once at the start, once when the window closes.
-	g := newFlipper(Result{Ready: true})
+	g := newFlipper(verdict.Result{Ready: true})
 	if _, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: g.wake, Check: g.check, StableFor: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +294,7 @@ func TestStableForRechecksAProbedStateWithinTheWindow(t *testing.T) {
 
 func TestFailureGraceForgivesAMomentaryFailure(t *testing.T) {
 	denied := errors.New(`admission webhook "v.example.com" denied the request: not yet`)
-	f := newFlipper(Result{Failed: denied})
+	f := newFlipper(verdict.Result{Failed: denied})
 	done := make(chan error)
 	var rec recorder
 	go func() {
@@ -300,7 +302,7 @@ func TestFailureGraceForgivesAMomentaryFailure(t *testing.T) {
 		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
-	f.set(Result{Ready: true})
+	f.set(verdict.Result{Ready: true})
 	if err := <-done; err != nil {
 		t.Fatalf("a failure that recovered within the grace failed the wait: %v", err)
 	}
@@ -311,7 +313,7 @@ func TestFailureGraceForgivesAMomentaryFailure(t *testing.T) {
 
 func TestFailureGraceFailsWhenTheFailurePersists(t *testing.T) {
 	denied := errors.New("Job failed: BackoffLimitExceeded")
-	f := newFlipper(Result{Failed: denied})
+	f := newFlipper(verdict.Result{Failed: denied})
 	start := time.Now()
 	_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: f.wake, Check: f.check, FailureGrace: 150 * time.Millisecond})
 	if !errors.Is(err, denied) {
@@ -327,7 +329,7 @@ func TestFailureGraceFailsWhenTheFailurePersists(t *testing.T) {
 
 func TestFailureGraceRestartsAfterARecovery(t *testing.T) {
 	failed := errors.New("Failed")
-	f := newFlipper(Result{Failed: failed})
+	f := newFlipper(verdict.Result{Failed: failed})
 	done := make(chan time.Time)
 	go func() {
 		_, err := Until(context.Background(), Spec{What: "x", Timeout: time.Minute, Wake: f.wake, Check: f.check, FailureGrace: 300 * time.Millisecond})
@@ -337,10 +339,10 @@ func TestFailureGraceRestartsAfterARecovery(t *testing.T) {
 		done <- time.Now()
 	}()
 	time.Sleep(200 * time.Millisecond)
-	f.set(Result{Message: "Reconciling"})
+	f.set(verdict.Result{Message: "Reconciling"})
 	time.Sleep(50 * time.Millisecond)
 	failedAgain := time.Now()
-	f.set(Result{Failed: failed})
+	f.set(verdict.Result{Failed: failed})
 	if end := <-done; end.Sub(failedAgain) < 300*time.Millisecond {
 		t.Errorf("failed %s after the failure came back: the earlier failing run was not forgiven", end.Sub(failedAgain))
 	}

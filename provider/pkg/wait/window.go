@@ -3,13 +3,15 @@ package wait
 import (
 	"fmt"
 	"time"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
-// verdict is what one evaluation means for the wait once stableFor and failureGrace apply.
-type verdict int
+// outcome is what one evaluation means for the wait once stableFor and failureGrace apply.
+type outcome int
 
 const (
-	keepWaiting verdict = iota
+	keepWaiting outcome = iota
 	passed
 	failed
 )
@@ -22,10 +24,10 @@ type windows struct {
 }
 
 // judge applies the windows to an evaluation made at now. It returns the result to report (inside
-// a window: a message saying since when, and for how long it must hold), the verdict, and, inside
+// a window: a message saying since when, and for how long it must hold), the outcome, and, inside
 // an open window, how long until it closes (0 otherwise): the loop evaluates again by then. Pure
 // apart from the windows it updates; the clock is the caller's.
-func (w *windows) judge(r Result, now time.Time) (Result, verdict, time.Duration) {
+func (w *windows) judge(r verdict.Result, now time.Time) (verdict.Result, outcome, time.Duration) {
 	switch {
 	case r.Failed != nil && w.failureGrace > 0:
 		w.stable.reset(now)
@@ -33,7 +35,7 @@ func (w *windows) judge(r Result, now time.Time) (Result, verdict, time.Duration
 			r.Failed = fmt.Errorf("%w (failing without interruption for %s, failureGrace %s)", r.Failed, w.failing.held(now).Round(time.Millisecond), w.failureGrace)
 			return r, failed, 0
 		}
-		return Result{Message: fmt.Sprintf("failing since %s, within failureGrace %s: %v", w.failing.since.Format(time.TimeOnly), w.failureGrace, r.Failed),
+		return verdict.Result{Message: fmt.Sprintf("failing since %s, within failureGrace %s: %v", w.failing.since.Format(time.TimeOnly), w.failureGrace, r.Failed),
 			Hint: r.Hint, Poll: r.Poll, RetryIn: r.RetryIn}, keepWaiting, w.failureGrace - w.failing.held(now)
 	case r.Failed != nil:
 		return r, failed, 0
@@ -46,7 +48,7 @@ func (w *windows) judge(r Result, now time.Time) (Result, verdict, time.Duration
 		if w.stable.runs > 1 {
 			msg += fmt.Sprintf(" (interrupted %d times so far)", w.stable.runs-1)
 		}
-		return Result{Message: msg, Hint: "what makes the condition flap (restarts, probes failing, a controller fighting another)"},
+		return verdict.Result{Message: msg, Hint: "what makes the condition flap (restarts, probes failing, a controller fighting another)"},
 			keepWaiting, w.stableFor - w.stable.held(now)
 	case r.Ready:
 		return r, passed, 0

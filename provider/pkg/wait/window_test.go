@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // TestWindows replays evaluations at given instants (no real clock) through stableFor and
@@ -12,11 +14,11 @@ import (
 // inside its grace) must keep waiting.
 func TestWindows(t *testing.T) {
 	denied := errors.New("denied")
-	ready, notReady, failing := Result{Ready: true}, Result{Message: "pending"}, Result{Failed: denied, Hint: "h", Poll: true}
+	ready, notReady, failing := verdict.Result{Ready: true}, verdict.Result{Message: "pending"}, verdict.Result{Failed: denied, Hint: "h", Poll: true}
 	type step struct {
 		at      time.Duration // since the wait began
-		r       Result
-		want    verdict
+		r       verdict.Result
+		want    outcome
 		closeIn time.Duration // the window's time left, 0 outside one
 		msg     string        // the reported message contains it
 	}
@@ -87,8 +89,8 @@ func TestWindows(t *testing.T) {
 func TestWindowsFailureGraceSaysHowLongItFailed(t *testing.T) {
 	start := time.Now()
 	w := windows{failureGrace: 30 * time.Second}
-	w.judge(Result{Failed: errors.New("denied")}, start)
-	got, v, _ := w.judge(Result{Failed: errors.New("denied")}, start.Add(31*time.Second))
+	w.judge(verdict.Result{Failed: errors.New("denied")}, start)
+	got, v, _ := w.judge(verdict.Result{Failed: errors.New("denied")}, start.Add(31*time.Second))
 	if v != failed || !strings.Contains(got.Failed.Error(), "failing without interruption for 31s, failureGrace 30s") {
 		t.Errorf("%v %v", v, got.Failed)
 	}
@@ -102,9 +104,9 @@ func TestWindowsTimedOutSaysHowCloseStableForCame(t *testing.T) {
 	}
 	for _, s := range []struct {
 		at time.Duration
-		r  Result
-	}{{0, Result{Ready: true}}, {3 * time.Second, Result{}}, {4 * time.Second, Result{Ready: true}}, {11 * time.Second, Result{}},
-		{12 * time.Second, Result{Ready: true}}} {
+		r  verdict.Result
+	}{{0, verdict.Result{Ready: true}}, {3 * time.Second, verdict.Result{}}, {4 * time.Second, verdict.Result{Ready: true}}, {11 * time.Second, verdict.Result{}},
+		{12 * time.Second, verdict.Result{Ready: true}}} {
 		w.judge(s.r, start.Add(s.at))
 	}
 	if note, want := w.timedOut(start.Add(13*time.Second)), "the condition held 3 times, at most 7s, never the stableFor 10s"; note != want {

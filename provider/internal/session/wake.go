@@ -1,4 +1,4 @@
-package provider
+package session
 
 import (
 	"context"
@@ -33,10 +33,10 @@ type urlDialer struct {
 	stop chan struct{}
 }
 
-// listening says whether a TCP connect to webhook URL u's host:port has succeeded during this
+// Listening says whether a TCP connect to webhook URL u's host:port has succeeded during this
 // gate's run, starting a dialer for it on the first call. A URL that cannot be parsed is never
 // dialled (false).
-func (r *run) listening(u string) bool {
+func (r *Run) Listening(u string) bool {
 	addr := dialAddress(u)
 	if addr == "" {
 		return false
@@ -49,7 +49,7 @@ func (r *run) listening(u string) bool {
 	}
 	d := &urlDialer{stop: make(chan struct{})}
 	r.dialers[addr] = d
-	go d.dial(addr, r.wake)
+	go d.dial(addr, r.Wake)
 	return false
 }
 
@@ -127,7 +127,7 @@ func (d *urlDialer) dial(addr string, wake chan<- struct{}) {
 }
 
 // stopReach ends the gate's dialers.
-func (r *run) stopReach() {
+func (r *Run) stopReach() {
 	for _, d := range r.dialers {
 		close(d.stop)
 	}

@@ -1,4 +1,4 @@
-package provider
+package session
 
 import (
 	"testing"
@@ -11,23 +11,23 @@ import (
 // the gate instead, once, and costs the API server nothing.
 func TestURLDialerWakesOnceWhenSomethingListens(t *testing.T) {
 	wh := testenv.NewWebhook(t)
-	r := &run{wake: make(chan struct{}, 1)}
-	defer r.close()
-	if r.listening(wh.URL()) {
+	r := &Run{Wake: make(chan struct{}, 1)}
+	defer r.Close()
+	if r.Listening(wh.URL()) {
 		t.Fatal("listening before anything listens")
 	}
 	select {
-	case <-r.wake:
+	case <-r.Wake:
 		t.Fatal("woke while nothing listens")
 	case <-time.After(200 * time.Millisecond):
 	}
 	wh.Start(t)
 	select {
-	case <-r.wake:
+	case <-r.Wake:
 	case <-time.After(30 * time.Second):
 		t.Fatal("no wake-up after the webhook started listening")
 	}
-	if !r.listening(wh.URL()) {
+	if !r.Listening(wh.URL()) {
 		t.Error("not listening after the wake-up")
 	}
 	for u, want := range map[string]string{"https://127.0.0.1:9443/validate": "127.0.0.1:9443", "https://hook.example.test/x": "hook.example.test:443",

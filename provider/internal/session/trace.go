@@ -1,4 +1,4 @@
-package provider
+package session
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/readiness-io/pulumi-readiness/provider/pkg/wait"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
 // The trace: with READINESS_TRACE=FILE in the provider's environment, every gate appends to
@@ -23,6 +23,10 @@ type traceFile struct {
 	f  *os.File
 }
 
+// Tracing reports whether READINESS_TRACE is set: a caller that gathers what to trace
+// (timings, slow objects) does so only then.
+func Tracing() bool { return tracer != nil }
+
 func openTrace(path string) *traceFile {
 	if path == "" {
 		return nil
@@ -34,8 +38,8 @@ func openTrace(path string) *traceFile {
 	return &traceFile{f: f}
 }
 
-// trace writes one line for the gate what; a no-op without READINESS_TRACE.
-func trace(what, format string, args ...any) {
+// Trace writes one line for the gate what; a no-op without READINESS_TRACE.
+func Trace(what, format string, args ...any) {
 	t := tracer
 	if t == nil {
 		return
@@ -47,7 +51,7 @@ func trace(what, format string, args ...any) {
 }
 
 // lastEvent is the newest event any of the run's watches delivered.
-func (r *run) lastEvent() time.Time {
+func (r *Run) lastEvent() time.Time {
 	var last time.Time
 	for _, s := range r.subs {
 		if t := s.LastEvent(); t.After(last) {
@@ -59,7 +63,7 @@ func (r *run) lastEvent() time.Time {
 
 // traceCheck writes one check: how long after the newest watch event it began, how long the
 // check and then its proof took, and the verdict.
-func (r *run) traceCheck(began, checked time.Time, res *wait.Result) {
+func (r *Run) traceCheck(began, checked time.Time, res *verdict.Result) {
 	woke := "no watch event yet"
 	if ev := r.lastEvent(); !ev.IsZero() {
 		woke = fmt.Sprintf("newest watch event %dus before", began.Sub(ev).Microseconds())
@@ -73,6 +77,6 @@ func (r *run) traceCheck(began, checked time.Time, res *wait.Result) {
 	case res.Confirming:
 		verdict = "confirming"
 	}
-	trace(r.what, "check began (%s); check %dus, proof %dus: %s: %s", woke,
+	Trace(r.What, "check began (%s); check %dus, proof %dus: %s: %s", woke,
 		checked.Sub(began).Microseconds(), time.Since(checked).Microseconds(), verdict, res.Message)
 }
