@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/probe"
 	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
@@ -144,7 +145,7 @@ func admissionBuilder(a AdmissionReadyArgs) builder[AdmissionReadyState] {
 }
 
 // admissionEval runs the rounds. It has nothing to watch: it keeps its own schedule with
-// verdict.Result.RetryIn (a capped backoff while an object is not admitted, confirmDelay between
+// verdict.Result.RetryIn (a capped backoff while an object is not admitted, probe.ConfirmDelay between
 // good rounds).
 type admissionEval struct {
 	r      *session.Run
@@ -199,14 +200,14 @@ func inputName(o *unstructured.Unstructured) string {
 // roundCap is the backoff cap between rounds that did not admit everything: each round costs
 // one request per object, so a long list backs off further.
 func (e *admissionEval) roundCap() time.Duration {
-	return min(probeMaxBackoff*time.Duration(max(1, len(e.objs)/4)), 2*time.Second)
+	return min(probe.MaxBackoff*time.Duration(max(1, len(e.objs)/4)), 2*time.Second)
 }
 
 func (e *admissionEval) maxBackoff() time.Duration { return e.roundCap() }
 
 func (e *admissionEval) check(ctx context.Context) verdict.Result {
 	if now := time.Now(); e.good > 0 && now.Before(e.next) {
-		// A wake-up while confirming: the confirming round keeps its confirmDelay.
+		// A wake-up while confirming: the confirming round keeps its probe.ConfirmDelay.
 		r := e.last
 		r.RetryIn = e.next.Sub(now)
 		return r
@@ -214,18 +215,18 @@ func (e *admissionEval) check(ctx context.Context) verdict.Result {
 	res := e.round(ctx)
 	// The wait ended during this round (or client-go's rate limiter refused a request that could
 	// not finish before the deadline): its deadline is not the API server's answer.
-	if endedByDeadline(ctx, res.Message) && e.last.Message != "" && res.Failed == nil && !res.Ready {
+	if probe.EndedByDeadline(ctx, res.Message) && e.last.Message != "" && res.Failed == nil && !res.Ready {
 		return e.last
 	}
 	if res.Failed == nil && !res.Ready {
-		delay := confirmDelay
+		delay := probe.ConfirmDelay
 		if !res.Confirming {
 			if e.backoff == 0 {
-				e.backoff = probeMinBackoff / 2
+				e.backoff = probe.MinBackoff / 2
 			}
 			e.backoff = min(e.backoff*2, e.roundCap())
 			if time.Now().Before(e.hotUntil) {
-				e.backoff = min(e.backoff, hotBackoff*time.Duration(max(1, len(e.objs)/4)))
+				e.backoff = min(e.backoff, probe.HotBackoff*time.Duration(max(1, len(e.objs)/4)))
 			}
 			delay = e.backoff
 		} else {
@@ -393,10 +394,10 @@ func (e *admissionEval) webhooks() *verdict.Result {
 		if e.configs != "" {
 			// The API server learns of the change a few milliseconds after the gate: if this
 			// round is too early, retry after 25 ms, then back off as usual.
-			e.backoff = afterEventBackoff / 2
+			e.backoff = probe.AfterEventBackoff / 2
 		}
 		e.configs = fp.String()
-		e.hotUntil = time.Now().Add(hotWindow)
+		e.hotUntil = time.Now().Add(probe.HotWindow)
 	}
 	return nil
 }
@@ -424,7 +425,7 @@ func (e *admissionEval) mayIntercept(h *admission.Hook) bool {
 // webhook that may intercept it (see admission.NeedDirect): each is called directly, one
 // AdmissionReview per round whatever the number of objects it intercepts.
 func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, in, obj *unstructured.Unstructured, m *meta.RESTMapping, update bool) (admission.Answer, *verdict.Result) {
-	q := requestFor(e.r, obj, m, update)
+	q := probe.RequestFor(e.r, obj, m, update)
 	if q.GVR == admission.NamespacesResource {
 		q.NSLabels = obj.GetLabels()
 	} else if q.Namespace != "" {
@@ -439,7 +440,7 @@ func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, 
 		why, done := e.answers[key]
 		if !done {
 			need := fmt.Sprintf("webhook %s has failurePolicy Ignore, so the API server admits without it while it is down", h.Name)
-			ok, w, terminal := callDirect(ctx, e.r, obj, h, need, "set failurePolicy: Fail on the webhook")
+			ok, w, terminal := probe.CallDirect(ctx, e.r, obj, h, need, "set failurePolicy: Fail on the webhook")
 			if terminal != nil {
 				a.Terminal = terminal.Error()
 				return a, nil

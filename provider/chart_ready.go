@@ -13,6 +13,7 @@ import (
 	presource "github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/probe"
 	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
@@ -255,7 +256,7 @@ func (e *chartEval) check(ctx context.Context) verdict.Result {
 }
 
 // maxBackoff: a chart with webhooks is probed like WebhookReady.
-func (e *chartEval) maxBackoff() time.Duration { return probeMaxBackoff }
+func (e *chartEval) maxBackoff() time.Duration { return probe.MaxBackoff }
 
 func (e *chartEval) fill(s *ChartReadyState) {
 	s.Objects, s.Webhooks = len(e.refs), []string{}

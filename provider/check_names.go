@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -40,4 +41,21 @@ func keyFailures(inputs property.Map, field string, keys []string) []p.CheckFail
 		}
 	}
 	return out
+}
+
+// portProblem says what is wrong with a Service port given by name or number, or "".
+func portProblem(port string) string {
+	if port == "" {
+		return ""
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		if errs := validation.IsValidPortNum(n); len(errs) > 0 {
+			return fmt.Sprintf("%d is not a port number: %s", n, strings.Join(errs, "; "))
+		}
+		return ""
+	}
+	if errs := validation.IsValidPortName(port); len(errs) > 0 {
+		return fmt.Sprintf("%q is neither a port number nor a port name: %s", port, strings.Join(errs, "; "))
+	}
+	return ""
 }

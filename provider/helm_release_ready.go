@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/probe"
 	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
@@ -350,7 +351,7 @@ func (e *helmEval) check(ctx context.Context) verdict.Result {
 }
 
 // maxBackoff: a release with webhooks is probed like WebhookReady.
-func (e *helmEval) maxBackoff() time.Duration { return probeMaxBackoff }
+func (e *helmEval) maxBackoff() time.Duration { return probe.MaxBackoff }
 
 func (e *helmEval) fill(s *HelmReleaseReadyState) {
 	s.Revision, s.Chart, s.AppVersion, s.Objects = e.rel.Revision, e.rel.Chart+"-"+e.rel.ChartVersion, e.rel.App, len(e.rel.Objects)

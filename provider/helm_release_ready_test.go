@@ -17,6 +17,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/provider/internal/probe"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/helmrelease"
 )
 
@@ -439,9 +440,9 @@ func TestHelmReleaseReadyProbesAWebhookWhoseKindCameAfterDiscovery(t *testing.T)
 }
 
 // A composite gate checks all its objects at every event of any of them. Its proven webhooks
-// are not probed again at each check while what they were proven under holds (prober.reuse:
+// are not probed again at each check while what they were proven under holds (probe.Webhook.reuse:
 // under the soak's load each probe cost tens of milliseconds, one after another); near miss: a
-// proof older than proofReuse is not reused, so a webhook that stopped answering keeps the
+// proof older than probe.ProofReuse is not reused, so a webhook that stopped answering keeps the
 // release waiting when its last object turns ready.
 func TestHelmReleaseReadyReusesAFreshWebhookProof(t *testing.T) {
 	ns := testenv.Namespace(t, "helmreuse")
@@ -456,10 +457,10 @@ func TestHelmReleaseReadyReusesAFreshWebhookProof(t *testing.T) {
 	writeRecord(t, helmrelease.Record{Name: "app", Namespace: ns, Revision: 1, Status: helmrelease.StatusDeployed,
 		Chart: "app", ChartVersion: "1", Manifest: manifest})
 	ch := createAsync(t, newServer(t), "HelmReleaseReady", props("name", "app", "namespace", ns, "timeout", "60s"))
-	pollUntil(t, "the webhook is proven (two answers)", func() bool { return wh.Calls.Load() >= probesNeeded })
+	pollUntil(t, "the webhook is proven (two answers)", func() bool { return wh.Calls.Load() >= probe.Needed })
 
 	// Events of the release's ConfigMap, each a check of the whole release, while the Service
-	// keeps it waiting: the proven webhook is probed again at most once per half proofReuse (a
+	// keeps it waiting: the proven webhook is probed again at most once per half probe.ProofReuse (a
 	// proof is renewed in the background once half its time is gone), plus the probes that
 	// confirm a new proof.
 	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -472,15 +473,15 @@ func TestHelmReleaseReadyReusesAFreshWebhookProof(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	probes, took := wh.Calls.Load()-before, time.Since(began)
-	if bound := int64(took/(proofReuse/2)+1)*probesNeeded + probesNeeded; probes > bound {
-		t.Errorf("the proven webhook was probed %d times during %s of events (at most %d: once per %s)", probes, took.Round(time.Millisecond), bound, proofReuse/2)
+	if bound := int64(took/(probe.ProofReuse/2)+1)*probe.Needed + probe.Needed; probes > bound {
+		t.Errorf("the proven webhook was probed %d times during %s of events (at most %d: once per %s)", probes, took.Round(time.Millisecond), bound, probe.ProofReuse/2)
 	}
 	t.Logf("%d probes during %s of events", probes, took.Round(time.Millisecond))
 
 	// Near miss: the webhook stops answering (HTTP 500) and the last object turns ready after the
-	// proof has aged past proofReuse: the release must wait for a new answer.
+	// proof has aged past probe.ProofReuse: the release must wait for a new answer.
 	wh.Mode.Store("error")
-	time.Sleep(proofReuse + 200*time.Millisecond) // past the proof's reuse
+	time.Sleep(probe.ProofReuse + 200*time.Millisecond) // past the proof's reuse
 	writeStatus(t, svc, map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"ip": "192.0.2.10"}}}})
 	mustNotReturn(t, ch, 3*time.Second)
 	wh.Mode.Store("allow")
@@ -514,8 +515,8 @@ func TestHelmReleaseReadyDoesNotWaitOnAHeldProbe(t *testing.T) {
 	if !wh.Held.Load() {
 		t.Errorf("the gate passed only once the held call ended (%d calls): a held probe held back the release", wh.Calls.Load())
 	}
-	if calls := wh.Calls.Load(); calls < 1+probesNeeded {
-		t.Errorf("%d calls to the webhook: the held one and %d answered ones expected", calls, probesNeeded)
+	if calls := wh.Calls.Load(); calls < 1+probe.Needed {
+		t.Errorf("%d calls to the webhook: the held one and %d answered ones expected", calls, probe.Needed)
 	}
 }
 

@@ -19,8 +19,11 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 	"golang.org/x/net/http/httpguts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/probe"
+	"github.com/readiness-io/pulumi-readiness/provider/internal/serviceproxy"
 	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/httpcheck"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
@@ -243,9 +246,9 @@ func (e *httpEval) check(ctx context.Context) verdict.Result {
 	e.good++
 	if e.good < e.need {
 		// One good answer of several: a proof under way, not a verdict (refresh keeps going).
-		// The next answer is asked for after confirmDelay, as WebhookReady confirms, not after a
+		// The next answer is asked for after probe.ConfirmDelay, as WebhookReady confirms, not after a
 		// backoff step: an endpoint that already answers passes in ~10 ms.
-		return verdict.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), RetryIn: confirmDelay, Confirming: true}
+		return verdict.Result{Message: fmt.Sprintf("HTTP %d (%d of %d good answers in a row)", code, e.good, e.need), RetryIn: probe.ConfirmDelay, Confirming: true}
 	}
 	return verdict.Result{Ready: true, Message: fmt.Sprintf("HTTP %d", code)}
 }
@@ -265,7 +268,7 @@ func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
 			}
 			req.Header.Set(k, v)
 		}
-		return readAnswer(e.client.Do(req))
+		return serviceproxy.ReadAnswer(e.client.Do(req))
 	}
 	// Through the API server's service proxy, with the provider's credentials. The request is
 	// made by hand (not ProxyGet().DoRaw()) to keep the exact status code and the body of every
@@ -285,14 +288,57 @@ func (e *httpEval) request(ctx context.Context) (int, []byte, error) {
 	}
 	client := *rc.Client // a shallow copy: the shared client follows redirects, the gate must not
 	client.CheckRedirect = noRedirects
-	code, body, err := readAnswer(client.Do(req))
+	code, body, err := serviceproxy.ReadAnswer(client.Do(req))
 	if err != nil {
 		return 0, nil, err
 	}
-	if st, ok := apiServerAnswer(body); ok {
+	if st, ok := serviceproxy.APIServerAnswer(body); ok {
 		return code, body, &proxyError{code: code, status: st}
 	}
 	return code, body, nil
+}
+
+// HttpReady's `service`: GET <API server>/api/v1/namespaces/<ns>/services/<name>/proxy<path>,
+// made with the provider's credentials (see package serviceproxy). Only that path may be reached:
+// a path that climbs out of it (`../../../secrets/x`) would turn the gate into a read of any API
+// path the provider may read, so it is checked at preview (proxyFailures) and again at the last
+// moment (serviceProxyURL).
+
+// proxyFailures checks service.port, service.scheme and service.path at preview.
+func proxyFailures(s HttpService) []p.CheckFailure {
+	var out []p.CheckFailure
+	if s.Port != nil {
+		if msg := portProblem(*s.Port); msg != "" {
+			out = append(out, p.CheckFailure{Property: "service.port", Reason: msg})
+		}
+	}
+	if s.Scheme != nil && *s.Scheme != "" && *s.Scheme != "http" && *s.Scheme != "https" {
+		out = append(out, p.CheckFailure{Property: "service.scheme", Reason: fmt.Sprintf(
+			"%q is not a scheme the API server's service proxy speaks: give http or https", *s.Scheme)})
+	}
+	if s.Path != nil {
+		if msg := httpcheck.ProxyPathProblem(*s.Path); msg != "" {
+			out = append(out, p.CheckFailure{Property: "service.path", Reason: msg})
+		}
+	}
+	return out
+}
+
+// serviceProxyURL is the service proxy URL for s, and an error unless it lies below the
+// Service's proxy path (a check at the last moment, whatever Check let through).
+func serviceProxyURL(rc *rest.RESTClient, s HttpService) (*url.URL, error) {
+	path := derefOr(s.Path, "/")
+	if msg := httpcheck.ProxyPathProblem(path); msg != "" {
+		return nil, errors.New("service.path: " + msg)
+	}
+	if msg := portProblem(deref(s.Port)); msg != "" {
+		return nil, errors.New("service.port: " + msg)
+	}
+	u, err := serviceproxy.URLBelow(rc, s.Namespace, utilnet.JoinSchemeNamePort(derefOr(s.Scheme, "http"), s.Name, deref(s.Port)), path)
+	if err != nil {
+		return nil, fmt.Errorf("service.path: %w", err)
+	}
+	return u, nil
 }
 
 // proxyError is an answer the API server gave in place of the backend.

@@ -96,32 +96,9 @@ spec:
 	})
 }
 
-func TestApiServerAnswer(t *testing.T) {
-	status := func(code int, reason metav1.StatusReason, msg string) string {
-		return fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":%q,"reason":%q,"code":%d}`,
-			msg, reason, code)
-	}
-	cases := map[string]struct {
-		body string
-		ours bool
-	}{
-		"missing Service":       {status(404, metav1.StatusReasonNotFound, `services "web" not found`), true},
-		"no endpoints":          {status(503, metav1.StatusReasonServiceUnavailable, `no endpoints available for service "web"`), true},
-		"dial error":            {status(503, metav1.StatusReasonServiceUnavailable, `error trying to reach service: dial tcp 10.0.0.9:80: connect: connection refused`), true},
-		"forbidden":             {status(403, metav1.StatusReasonForbidden, `services "web" is forbidden: User "u" cannot get resource "services/proxy"`), true},
-		"backend text":          {"no endpoints available for service", false},
-		"backend JSON":          {`{"status":"ok"}`, false},
-		"backend HTML":          {"<html>503</html>", false},
-		"empty":                 {"", false},
-		"a Status of success":   {`{"kind":"Status","apiVersion":"v1","status":"Success","code":200}`, false},
-		"another kind":          {`{"kind":"Pod","apiVersion":"v1","status":"Failure"}`, false},
-		"Status of another API": {`{"kind":"Status","apiVersion":"example.com/v1","status":"Failure"}`, false},
-	}
-	for name, c := range cases {
-		if _, ours := apiServerAnswer([]byte(c.body)); ours != c.ours {
-			t.Errorf("%s: apiServerAnswer = %v, want %v", name, ours, c.ours)
-		}
-	}
+// TestHttpReadyProxyErrorTerminal: only the service proxy's own RBAC refusal fails HttpReady at
+// once; another Forbidden (the backend's) and a missing Service are waited out.
+func TestHttpReadyProxyErrorTerminal(t *testing.T) {
 	forbidden := &proxyError{code: 403, status: metav1.Status{Reason: metav1.StatusReasonForbidden,
 		Message: `services "web" is forbidden: User "u" cannot get resource "services/proxy" in API group "" in the namespace "x"`}}
 	otherForbidden := &proxyError{code: 403, status: metav1.Status{Reason: metav1.StatusReasonForbidden, Message: `widgets is forbidden`}}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/probe"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/conversion"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
@@ -39,7 +40,7 @@ import (
 // A CRD that serves only its storage version and holds no object needs no conversion yet: nothing
 // to prove (said in the log, not listed in `conversionVerified`).
 //
-// Two good rounds, confirmDelay apart (as WebhookReady's probes), are required: the first answer
+// Two good rounds, probe.ConfirmDelay apart (as WebhookReady's probes), are required: the first answer
 // may come from a pod on its way out. Failed rounds are retried with a capped backoff (nothing to
 // watch); a change of the CRD (a caBundle injected by cert-manager's cainjector, a new URL) wakes
 // the gate through the CRD watch and is probed at once.
@@ -172,7 +173,7 @@ func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res statu
 		e.verified[name] = true
 		return verdict.Result{Ready: true}
 	case conversion.Confirming:
-		r = verdict.Result{Message: v.Message, Confirming: true, RetryIn: confirmDelay}
+		r = verdict.Result{Message: v.Message, Confirming: true, RetryIn: probe.ConfirmDelay}
 	default:
 		p.backoff = min(p.backoff*2, conversionMaxBackoff)
 		r = verdict.Result{Message: v.Message, Hint: v.Hint, RetryIn: p.backoff}

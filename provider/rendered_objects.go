@@ -21,6 +21,11 @@ import (
 // webhooks: CRDs Established, workloads rolled out, webhook configurations serving (proven by a
 // probe), everything else by ResourceReady's default rules with PersistentVolumeClaims Bound.
 // HelmReleaseReady gives it a release manifest's objects, ChartReady a Chart v4's children.
+//
+// The one helper two gates share in the provider root rather than a package of its own: it
+// builds the other gates' evaluations (CrdReady's, RolloutReady's, WebhookReady's,
+// ResourceReady's), which live here, and a package under provider/ would have to import them
+// back up.
 type renderedObjects struct {
 	checks []objectCheck
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/probe"
 	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
@@ -204,7 +205,7 @@ func webhookBuilder(a WebhookReadyArgs) builder[WebhookReadyState] {
 		if a.Probe != nil {
 			e.probe = e.newProber(&unstructured.Unstructured{Object: a.Probe})
 			x, _ := admission.CompileExpect(a.Expect)
-			e.probe.expect = x
+			e.probe.Expect = x
 		}
 		return e, e.fill, nil
 	}
@@ -214,14 +215,14 @@ type webhookEval struct {
 	r            *session.Run
 	args         WebhookReadyArgs
 	minEndpoints int
-	probe        *prober
+	probe        *probe.Webhook
 	// deriveProbeIn, when set, derives a probe from the configuration's rules (see
 	// deriveProbe) in that namespace, when no probe was given; rediscovered is when discovery
 	// was last refreshed for lack of a kind to derive it from.
 	deriveProbeIn string
 	rediscovered  time.Time
 	// composite: a HelmReleaseReady's or ChartReady's, whose prober reuses a fresh proof and
-	// probes in the background (prober.reuse, prober.async).
+	// probes in the background (probe.Webhook.reuse, probe.Webhook.async).
 	composite bool
 	// external maps the checked ExternalName Services (namespace/name) to their external names.
 	external map[string]string
@@ -254,7 +255,7 @@ func (e *webhookEval) check(ctx context.Context) verdict.Result {
 	res := e.checkObjects()
 	if !res.Ready {
 		if e.probe != nil {
-			e.probe.reset() // a good probe counts only while everything else holds
+			e.probe.Reset() // a good probe counts only while everything else holds
 		}
 		return res
 	}
@@ -331,11 +332,8 @@ func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name stri
 }
 
 // newProber is the prober of obj for this gate.
-func (e *webhookEval) newProber(obj *unstructured.Unstructured) *prober {
-	if e.composite {
-		return &prober{r: e.r, obj: obj, reuse: proofReuse, async: true}
-	}
-	return &prober{r: e.r, obj: obj}
+func (e *webhookEval) newProber(obj *unstructured.Unstructured) *probe.Webhook {
+	return probe.NewWebhook(e.r, obj, e.composite)
 }
 
 // deriveIfNeeded derives a probe from the checked webhooks' rules when none was given: a
@@ -356,7 +354,7 @@ func (e *webhookEval) deriveIfNeeded() *verdict.Result {
 			Hint: "give `probe`: an object the webhooks intercept (their caBundle and endpoints alone do not show they answer)"}
 	}
 	e.probe = e.newProber(obj)
-	e.probe.derived = true
+	e.probe.Derived = true
 	return nil
 }
 
@@ -445,7 +443,7 @@ func (e *webhookEval) checked(caBundles []string) {
 // serviceHooks finds, for a `service` target, the webhooks the Service backs in every
 // Validating- and MutatingWebhookConfiguration (gathered through cluster-wide watches of both
 // kinds; admission.CheckService decides): the probe must prove each of them exactly as for a
-// configuration target (see prober.unproven).
+// configuration target (see probe.Webhook.unproven).
 func (e *webhookEval) serviceHooks(ns, name string, port int) verdict.Result {
 	snap := admission.ServiceTarget{Namespace: ns, Name: name, Port: port, Want: e.args.Webhooks}
 	kinds := []schema.GroupVersionKind{session.MWCGVK, session.VWCGVK}
@@ -524,8 +522,8 @@ func (e *webhookEval) probeStep(ctx context.Context) verdict.Result {
 			t.Ignore = append(t.Ignore, h.Name)
 		}
 	}
-	e.probe.hooks = e.hooks
-	if e.probe.expect != nil {
+	e.probe.Hooks = e.hooks
+	if e.probe.Expect != nil {
 		// Every mutating webhook in the cluster is a candidate for the mutation expect sees.
 		cfgs, pending := e.r.Objects(session.Target{GVK: session.MWCGVK})
 		if pending != nil {
@@ -535,32 +533,32 @@ func (e *webhookEval) probeStep(ctx context.Context) verdict.Result {
 			}
 			return *pending
 		}
-		e.probe.mutators = nil
+		e.probe.Mutators = nil
 		for _, cfg := range cfgs {
 			fmt.Fprintf(&e.state, ";mutating/%s@%s", cfg.GetName(), cfg.GetResourceVersion())
-			e.probe.mutators = append(e.probe.mutators, admission.WebhooksOf(session.MWCGVK.Kind, cfg)...)
+			e.probe.Mutators = append(e.probe.Mutators, admission.WebhooksOf(session.MWCGVK.Kind, cfg)...)
 		}
 	}
 	if res := e.namespaceLabels(); res != nil {
 		return *res
 	}
-	e.probe.target = t
-	return e.probe.step(ctx, e.state.String())
+	e.probe.Target = t
+	return e.probe.Step(ctx, e.state.String())
 }
 
 // namespaceLabels reads the labels of the probe's namespace when a checked webhook's (or, with
 // expect, any mutating webhook's) namespaceSelector needs them (see run.namespaceLabels).
 func (e *webhookEval) namespaceLabels() *verdict.Result {
-	e.probe.nsLabels, e.probe.nsErr = nil, ""
-	q, err := e.probe.request()
+	e.probe.NSLabels, e.probe.NSErr = nil, ""
+	q, err := e.probe.Request()
 	if err != nil || q.Namespace == "" {
 		return nil // the probe's own answer says why (kind not served), or it has no namespace
 	}
-	lbls, nsErr, rv, pending := e.r.NamespaceLabels(q.Namespace, append(append([]*admission.Hook{}, e.hooks...), e.probe.mutators...))
+	lbls, nsErr, rv, pending := e.r.NamespaceLabels(q.Namespace, append(append([]*admission.Hook{}, e.hooks...), e.probe.Mutators...))
 	if pending != nil {
 		return pending
 	}
-	e.probe.nsLabels, e.probe.nsErr = lbls, nsErr
+	e.probe.NSLabels, e.probe.NSErr = lbls, nsErr
 	if rv != "" {
 		fmt.Fprintf(&e.state, ";namespace/%s@%s", q.Namespace, rv)
 	}
@@ -575,5 +573,5 @@ func (e *webhookEval) fill(s *WebhookReadyState) {
 	s.ReadyEndpoints, s.CABundleSha256, s.Probed, s.FailurePolicy = e.endpoints, e.caSum, e.probe != nil, e.policy
 }
 
-// maxBackoff: the webhook probe's cap (see probeMaxBackoff).
-func (e *webhookEval) maxBackoff() time.Duration { return probeMaxBackoff }
+// maxBackoff: the webhook probe's cap (see probe.MaxBackoff).
+func (e *webhookEval) maxBackoff() time.Duration { return probe.MaxBackoff }

@@ -1,4 +1,4 @@
-package provider
+package probe
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 // the webhook timed out, while a call made a moment later answered at once; the check waiting
 // on it held back the news of every other object, and the release's own answer. So its probers
 // are async: a check starts the probe in the background and returns; the answer wakes the gate,
-// whose next check takes it (collect). A probe still running after probeHedge gets a second one
+// whose next check takes it (collect). A probe still running after hedge gets a second one
 // beside it (a hedged request: the API server calls the webhook anew); the first answer counts.
 
 const (
-	probeHedge   = 100 * time.Millisecond
-	maxProbeRuns = 2
+	hedge   = 100 * time.Millisecond
+	maxRuns = 2
 )
 
 // probeRun is a probe running in the background.
@@ -37,7 +37,7 @@ type probeDone struct {
 
 // start judges in the background, on a copy of the prober (the checks meanwhile set its inputs
 // anew), and wakes the gate when the answer is in.
-func (p *prober) start(ctx context.Context, state string) {
+func (p *Webhook) start(ctx context.Context, state string) {
 	pctx, cancel := context.WithCancel(ctx)
 	run := &probeRun{state: state, began: time.Now(), cancel: cancel, done: make(chan probeDone, 1)}
 	q := *p
@@ -61,7 +61,7 @@ func (p *prober) start(ctx context.Context, state string) {
 // collect takes a background probe's answer, given in state (the state the gate sees now), and
 // when it began. Probes begun in another state are cancelled: their answers would not count.
 // An answer that the webhook answered wins; one that it did not waits while another probe runs.
-func (p *prober) collect(state string) (verdict.Result, time.Time, bool) {
+func (p *Webhook) collect(state string) (verdict.Result, time.Time, bool) {
 	var keep []*probeRun
 	var got *probeDone
 	var began time.Time
@@ -99,15 +99,15 @@ func answered(d probeDone) bool {
 // probing is the verdict while a background probe runs: the last answer, never ready, with a
 // proof under way (Confirming: a refresh waits for it), checked again when a second probe would
 // be sent (the answer wakes the gate sooner).
-func (p *prober) probing(now time.Time) verdict.Result {
+func (p *Webhook) probing(now time.Time) verdict.Result {
 	r := p.last
 	if r.Ready || r.Message == "" {
 		r = verdict.Result{Message: "dry-run probe: under way"}
 	}
 	r.Poll, r.Confirming = true, true
-	r.RetryIn = max(p.runs[0].began.Add(probeHedge).Sub(now), time.Millisecond)
-	if len(p.runs) >= maxProbeRuns {
-		r.RetryIn = probeMaxBackoff // each answer wakes the gate
+	r.RetryIn = max(p.runs[0].began.Add(hedge).Sub(now), time.Millisecond)
+	if len(p.runs) >= maxRuns {
+		r.RetryIn = MaxBackoff // each answer wakes the gate
 	}
 	return r
 }

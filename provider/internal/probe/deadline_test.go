@@ -1,4 +1,4 @@
-package provider
+package probe
 
 import (
 	"context"
@@ -27,8 +27,8 @@ func TestEndedByDeadline(t *testing.T) {
 		{"near miss: no message", live, "", false},
 	}
 	for _, tc := range cases {
-		if got := endedByDeadline(tc.ctx, tc.msg); got != tc.want {
-			t.Errorf("%s: endedByDeadline = %v, want %v", tc.name, got, tc.want)
+		if got := EndedByDeadline(tc.ctx, tc.msg); got != tc.want {
+			t.Errorf("%s: EndedByDeadline = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
