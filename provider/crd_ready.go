@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -15,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/probe"
 	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/conversion"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
@@ -30,7 +33,7 @@ type CrdReady struct {
 type CrdReadyArgs struct {
 	Names []string `pulumi:"names,optional" provider:"replaceOnChanges"`
 	Group *string  `pulumi:"group,optional" provider:"replaceOnChanges"`
-	// Conversion and ConversionProbes: see probe_conversion.go.
+	// Conversion and ConversionProbes: see probe.Conversion.
 	Conversion       *bool            `pulumi:"conversion,optional" provider:"replaceOnChanges"`
 	ConversionProbes []map[string]any `pulumi:"conversionProbes,optional" provider:"replaceOnChanges"`
 	GateArgs
@@ -152,16 +155,15 @@ type crdEval struct {
 	ready  []status.CRDResult
 	names  []string
 	served map[string]bool // "<group/version>/<plural>" that discovery confirmed
-	// proofs are the conversion proofs under way, verified the CRDs whose proof passed, and
-	// noted the CRDs already said to have nothing to prove (see probe_conversion.go).
-	proofs   map[string]*conversionProof
-	verified map[string]bool
-	noted    map[string]bool
+	// proofs are the conversion proofs under way, by CRD (see probe.Conversion), and noted
+	// what was already logged about them (see note).
+	proofs map[string]*probe.Conversion
+	noted  map[string]bool
 }
 
 func newCrdEval(r *session.Run, args CrdReadyArgs) *crdEval {
-	return &crdEval{r: r, args: args, served: map[string]bool{}, proofs: map[string]*conversionProof{},
-		verified: map[string]bool{}, noted: map[string]bool{}}
+	return &crdEval{r: r, args: args, served: map[string]bool{}, proofs: map[string]*probe.Conversion{},
+		noted: map[string]bool{}}
 }
 
 func (e *crdEval) what() string {
@@ -299,7 +301,77 @@ func (e *crdEval) fill(s *CrdReadyState) {
 	s.Names = e.names
 	s.Kinds = sortedKeys(kinds)
 	s.ServedVersions = sortedKeys(versions)
-	s.ConversionVerified = sortedKeys(e.verified)
+	verified := map[string]bool{}
+	for name, proof := range e.proofs {
+		if proof.Verified() {
+			verified[name] = true
+		}
+	}
+	s.ConversionVerified = sortedKeys(verified)
+}
+
+// note logs text once per gate under key.
+func (e *crdEval) note(key, text string) {
+	if !e.noted[key] {
+		e.noted[key] = true
+		e.r.Log.Infof("%s", text)
+	}
+}
+
+// checkConversion proves the conversion webhook of every checked CRD that declares one; results
+// and objs are the Established CRDs, in the gate's order.
+func (e *crdEval) checkConversion(ctx context.Context, objs []*unstructured.Unstructured, results []status.CRDResult) verdict.Result {
+	if e.args.Conversion != nil && !*e.args.Conversion {
+		return verdict.Result{Ready: true}
+	}
+	notes, err := conversion.MatchProbes(e.args.ConversionProbes, results)
+	for _, n := range notes {
+		e.note(n.Key, n.Text)
+	}
+	if err != nil {
+		return verdict.Result{Failed: err}
+	}
+	var pending []string
+	var hint string
+	var retry time.Duration
+	confirming := true
+	for i, res := range results {
+		name := objs[i].GetName()
+		if !res.Conversion.Webhook() {
+			// Nothing to read: Decide says there is nothing to prove, logged when conversion was asked for.
+			if v := conversion.Decide(conversion.Input{Name: name, CRD: res}); e.args.Conversion != nil {
+				e.note(name, v.Note)
+			}
+			continue
+		}
+		proof := e.proofs[name]
+		if proof == nil {
+			proof = probe.NewConversion(e.r, e.args.ConversionProbes)
+			e.proofs[name] = proof
+		}
+		r, note := proof.Step(ctx, name, objs[i].GetResourceVersion(), res)
+		if note != "" {
+			e.note(name, note)
+		}
+		if r.Failed != nil {
+			return r
+		}
+		if r.Ready {
+			continue
+		}
+		pending = append(pending, name+": "+r.Message)
+		if hint == "" {
+			hint = r.Hint
+		}
+		if retry == 0 || (r.RetryIn > 0 && r.RetryIn < retry) {
+			retry = r.RetryIn
+		}
+		confirming = confirming && r.Confirming
+	}
+	if len(pending) > 0 {
+		return verdict.Result{Message: strings.Join(pending, "; "), Hint: hint, RetryIn: retry, Confirming: confirming}
+	}
+	return verdict.Result{Ready: true}
 }
 
 // sortedKeys is m's keys in order: empty, not nil, for an empty map (the output is then []).

@@ -1,7 +1,7 @@
-// Package probe proves that an admission webhook answers, by calling it: the gates in the provider
-// root build a prober (Webhook) on their session (session.Run, whose clients they pass in) and
-// step it at each check. It never reads the provider's configuration, and decides nothing the
-// pure packages decide (pkg/admission classifies an answer).
+// Package probe proves that a webhook answers, by calling it: an admission webhook (Webhook) or a
+// CRD's conversion webhook (Conversion). The gates in the provider root build a prober on their
+// session (session.Run, whose clients they pass in) and step it at each check. It never reads the provider's configuration, and decides nothing the pure packages
+// decide (pkg/admission classifies an answer, pkg/conversion judges a conversion round).
 //
 // A file per verb:
 //
@@ -17,4 +17,6 @@
 //     through the API server's service proxy; AdmissionReady calls it too.
 //   - async.go: a composite gate's probes in the background, hedged when slow.
 //   - deadline.go: telling the gate's own deadline from a call's answer (EndedByDeadline).
+//   - conversion.go: CrdReady's proof of a conversion webhook: a round of lists, GETs or dry-run
+//     creates through every served version, on its own schedule (Conversion).
 package probe

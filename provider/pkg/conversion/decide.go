@@ -1,8 +1,8 @@
 // Package conversion decides CrdReady's proof of a CRD's conversion webhook from what one round
 // gathered: the CRD (as status.CRD read it) and the API server's answers to the round's lists,
 // GETs and dry-run creates through its served versions. It never touches a cluster, so what
-// counts as proof is table-tested on YAML fixtures (testdata/) without one; the gate in the
-// provider root (probe_conversion.go) keeps the schedule, makes the calls and calls Decide.
+// counts as proof is table-tested on YAML fixtures (testdata/) without one; the prober
+// (provider/internal/probe, conversion.go) keeps the schedule, makes the calls and calls Decide.
 package conversion
 
 import (

@@ -1,8 +1,7 @@
-package provider
+package probe
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/readiness-io/pulumi-readiness/provider/internal/probe"
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/conversion"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
@@ -40,13 +39,14 @@ import (
 // A CRD that serves only its storage version and holds no object needs no conversion yet: nothing
 // to prove (said in the log, not listed in `conversionVerified`).
 //
-// Two good rounds, probe.ConfirmDelay apart (as WebhookReady's probes), are required: the first answer
+// Two good rounds, ConfirmDelay apart (as WebhookReady's probes), are required: the first answer
 // may come from a pod on its way out. Failed rounds are retried with a capped backoff (nothing to
 // watch); a change of the CRD (a caBundle injected by cert-manager's cainjector, a new URL) wakes
 // the gate through the CRD watch and is probed at once.
 //
 // This file keeps the schedule and makes the calls; what a round's answers prove, and what the
-// conversionProbes say, is decided in pkg/conversion (pure, table-tested).
+// conversionProbes say, is decided in pkg/conversion (pure, table-tested); CrdReady (crd_ready.go
+// in the provider root) keeps a Conversion per CRD that declares a webhook, and logs its notes.
 
 const (
 	conversionRoundsNeeded = 2
@@ -54,89 +54,45 @@ const (
 	conversionMaxBackoff   = 500 * time.Millisecond
 )
 
-// conversionProof is one CRD's proof, on its own schedule (as prober's).
-type conversionProof struct {
-	seen    string // the CRD's resourceVersion the last round ran against
-	good    int
-	next    time.Time
-	backoff time.Duration
-	last    verdict.Result
-	proven  bool
-	reached bool // a connect to the webhook's URL succeeded (see session.Run.Listening)
+// Conversion proves one CRD's conversion webhook (CrdReady's `conversion`), on its own schedule
+// (as Webhook's).
+type Conversion struct {
+	r *session.Run
+	// probes are the user's conversionProbes (see conversion.Probe).
+	probes   []map[string]any
+	seen     string // the CRD's resourceVersion the last round ran against
+	good     int
+	next     time.Time
+	backoff  time.Duration
+	last     verdict.Result
+	proven   bool
+	verified bool // proven on a webhook, not for lack of anything to convert
+	reached  bool // a connect to the webhook's URL succeeded (see session.Run.Listening)
 }
 
-// note logs text once per gate under key.
-func (e *crdEval) note(key, text string) {
-	if !e.noted[key] {
-		e.noted[key] = true
-		e.r.Log.Infof("%s", text)
-	}
+// NewConversion is the conversion proof of one CRD on run r, dry-running probes (the user's
+// conversionProbes) when the kind has no object.
+func NewConversion(r *session.Run, probes []map[string]any) *Conversion {
+	return &Conversion{r: r, probes: probes}
 }
 
-// checkConversion proves the conversion webhook of every checked CRD that declares one; results
-// and objs are the Established CRDs, in the gate's order.
-func (e *crdEval) checkConversion(ctx context.Context, objs []*unstructured.Unstructured, results []status.CRDResult) verdict.Result {
-	if e.args.Conversion != nil && !*e.args.Conversion {
-		return verdict.Result{Ready: true}
-	}
-	notes, err := conversion.MatchProbes(e.args.ConversionProbes, results)
-	for _, n := range notes {
-		e.note(n.Key, n.Text)
-	}
-	if err != nil {
-		return verdict.Result{Failed: err}
-	}
-	var pending []string
-	var hint string
-	var retry time.Duration
-	confirming := true
-	for i, res := range results {
-		name := objs[i].GetName()
-		if !res.Conversion.Webhook() {
-			// Nothing to read: Decide says there is nothing to prove, logged when conversion was asked for.
-			if v := conversion.Decide(conversion.Input{Name: name, CRD: res}); e.args.Conversion != nil {
-				e.note(name, v.Note)
-			}
-			continue
-		}
-		r := e.conversionStep(ctx, name, objs[i].GetResourceVersion(), res)
-		if r.Failed != nil {
-			return r
-		}
-		if r.Ready {
-			continue
-		}
-		pending = append(pending, name+": "+r.Message)
-		if hint == "" {
-			hint = r.Hint
-		}
-		if retry == 0 || (r.RetryIn > 0 && r.RetryIn < retry) {
-			retry = r.RetryIn
-		}
-		confirming = confirming && r.Confirming
-	}
-	if len(pending) > 0 {
-		return verdict.Result{Message: strings.Join(pending, "; "), Hint: hint, RetryIn: retry, Confirming: confirming}
-	}
-	return verdict.Result{Ready: true}
-}
+// Verified reports whether the proof passed on the CRD's webhook as it is now (a CRD with nothing
+// to convert passes, but is not verified).
+func (p *Conversion) Verified() bool { return p.verified }
 
-// conversionStep runs a round for one CRD when due, has it decided, and schedules the next.
-func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res status.CRDResult) verdict.Result {
-	p := e.proofs[name]
-	if p == nil {
-		p = &conversionProof{}
-		e.proofs[name] = p
-	}
+// Step runs a round for the CRD name (at resourceVersion rv, whose status is res) when due, has it
+// decided (conversion.Decide), and schedules the next. note is what the round says to log (once
+// per CRD: the caller keeps track).
+func (p *Conversion) Step(ctx context.Context, name, rv string, res status.CRDResult) (r verdict.Result, note string) {
 	if rv != p.seen {
 		// A new CRD spec (a caBundle injected, a new URL): probe at once, prove again.
 		p.seen, p.next, p.good, p.proven, p.backoff = rv, time.Time{}, 0, false, conversionMinBackoff/2
-		delete(e.verified, name)
+		p.verified = false
 	}
 	if p.proven {
-		return verdict.Result{Ready: true}
+		return verdict.Result{Ready: true}, ""
 	}
-	if res.Conversion.URL != "" && !p.reached && e.r.Listening(res.Conversion.URL) {
+	if res.Conversion.URL != "" && !p.reached && p.r.Listening(res.Conversion.URL) {
 		// Something listens at the URL now (see session.Run.Listening): try at once, unless confirming.
 		p.reached = true
 		if p.good == 0 {
@@ -146,53 +102,49 @@ func (e *crdEval) conversionStep(ctx context.Context, name, rv string, res statu
 	if now := time.Now(); now.Before(p.next) {
 		r := p.last
 		r.RetryIn = p.next.Sub(now)
-		return r
+		return r, ""
 	}
-	in := e.conversionRound(ctx, name, res)
+	in := p.round(ctx, name, res)
 	in.Ended, in.Good, in.Need = ctx.Err() != nil, p.good, conversionRoundsNeeded
 	v := conversion.Decide(in)
-	if v.Note != "" {
-		e.note(name, v.Note)
-	}
+	note = v.Note
 	p.good = v.Good
-	var r verdict.Result
 	switch v.Outcome {
 	case conversion.Interrupted:
 		// What the last finished round said stands, with its schedule.
 		if p.last.Message != "" {
-			return p.last
+			return p.last, note
 		}
-		return verdict.Result{Message: v.Message, Hint: v.Hint}
+		return verdict.Result{Message: v.Message, Hint: v.Hint}, note
 	case conversion.Failed:
-		return verdict.Result{Failed: v.Err}
+		return verdict.Result{Failed: v.Err}, note
 	case conversion.NothingToConvert:
-		p.proven = true // not a proven webhook: not listed in conversionVerified
-		return verdict.Result{Ready: true}
+		p.proven = true // not a proven webhook: not Verified
+		return verdict.Result{Ready: true}, note
 	case conversion.Proven:
-		p.proven = true
-		e.verified[name] = true
-		return verdict.Result{Ready: true}
+		p.proven, p.verified = true, true
+		return verdict.Result{Ready: true}, note
 	case conversion.Confirming:
-		r = verdict.Result{Message: v.Message, Confirming: true, RetryIn: probe.ConfirmDelay}
+		r = verdict.Result{Message: v.Message, Confirming: true, RetryIn: ConfirmDelay}
 	default:
 		p.backoff = min(p.backoff*2, conversionMaxBackoff)
 		r = verdict.Result{Message: v.Message, Hint: v.Hint, RetryIn: p.backoff}
 	}
 	p.next = time.Now().Add(r.RetryIn)
 	p.last = r
-	return r
+	return r, note
 }
 
-// conversionRound gathers one round's answers for Decide: lists through every served version,
+// round gathers one round's answers for Decide: lists through every served version,
 // then GETs of an object they returned, or else dry-run creates of a probe through every served
 // version but the storage one. It stops at the first error: the round is decided there.
-func (e *crdEval) conversionRound(ctx context.Context, name string, res status.CRDResult) conversion.Input {
+func (p *Conversion) round(ctx context.Context, name string, res status.CRDResult) conversion.Input {
 	in := conversion.Input{Name: name, CRD: res}
 	if res.Conversion.Endpoint() == "" {
 		return in // nowhere to send a ConversionReview: nothing to read
 	}
 	ri := func(v, ns string) dynamic.ResourceInterface {
-		r := e.r.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural})
+		r := p.r.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural})
 		if ns != "" {
 			return r.Namespace(ns)
 		}
@@ -229,7 +181,7 @@ func (e *crdEval) conversionRound(ctx context.Context, name string, res status.C
 		if v == res.StorageVersion {
 			continue
 		}
-		obj := conversion.Probe(res, v, e.args.ConversionProbes, e.r.Clients.Namespace)
+		obj := conversion.Probe(res, v, p.probes, p.r.Clients.Namespace)
 		_, err := ri(v, obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		in.DryRuns = append(in.DryRuns, conversion.Answer{Version: v, Namespace: obj.GetNamespace(), Err: err})
 		if err != nil {
