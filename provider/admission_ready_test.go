@@ -354,3 +354,96 @@ func TestWebhookReadySecretProbeLeaksNothing(t *testing.T) {
 		}
 	}
 }
+
+// AdmissionReady: a down failurePolicy Ignore webhook that intercepts an object is waited for
+// (the API server admits without it); one whose rules do not match the object is not.
+func TestAdmissionReadyWaitsForADownIgnoreWebhook(t *testing.T) {
+	group := widgetCRD(t)
+	base := strings.Split(group, ".")[0]
+	wh := testenv.NewWebhook(t)
+	hook := wh.RegisterAs(t, "ValidatingWebhookConfiguration", "admign-"+base, "Ignore", group, "widgets")
+	// Down for good, but for other objects: not required.
+	unrelated := testenv.NewWebhook(t)
+	unrelated.RegisterAs(t, "ValidatingWebhookConfiguration", "admign-other-"+base, "Ignore", group, "gadgets")
+	doc := widgetIn(group, "default", "w")
+	// The trap: the dry-run is admitted while the Ignore webhook is down.
+	o := testenv.Object(t, doc)
+	if _, err := testenv.Resource(t, o).Create(context.Background(), o, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("the API server was expected to admit without an Ignore webhook that is down: %v", err)
+	}
+	s := newServer(t)
+	r := await(t, createAsync(t, s, "AdmissionReady", props("objects", manifests(t, doc), "timeout", "3s")), 30*time.Second)
+	if r.err == nil {
+		t.Fatalf("passed while an Ignore webhook that intercepts the object is down: %v", r.resp.Properties)
+	}
+	for _, want := range []string{"webhook " + hook + " (failurePolicy Ignore) intercepts it", "calling it directly", "connection refused"} {
+		if !strings.Contains(r.err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, r.err)
+		}
+	}
+	if strings.Contains(r.err.Error(), "admign-other-") {
+		t.Errorf("the error names a webhook that does not intercept the object: %v", r.err)
+	}
+
+	ch := createAsync(t, s, "AdmissionReady", props("objects", manifests(t, doc), "timeout", "60s"))
+	mustNotReturn(t, ch, 1500*time.Millisecond)
+	wh.Mode.Store("other-uid") // something answers, but not this request
+	wh.Start(t)
+	mustNotReturn(t, ch, time.Second)
+	wh.Mode.Store("allow")
+	r = await(t, ch, 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := outStrings(t, r.resp.Properties, "deniers"); strings.Join(got, ",") != hook {
+		t.Errorf("deniers = %v, want the Ignore webhook that could not be called while the gate waited", got)
+	}
+	if unrelated.Calls.Load() != 0 {
+		t.Errorf("the unrelated webhook was called")
+	}
+}
+
+// AdmissionReady with expect: the mutation proves an Ignore injector (which the gate cannot call
+// directly here) when it is the only mutating webhook intercepting the object; with a second
+// one that makes the same change, the injector needs a direct answer.
+func TestAdmissionReadyExpectProvesAnIgnoreInjector(t *testing.T) {
+	ns := testenv.Namespace(t, "adminj")
+	testenv.ServiceAccountReady(t, ns)
+	injector := testenv.NewWebhook(t)
+	injector.RegisterPods(t, "MutatingWebhookConfiguration", "adminj-"+ns, "Ignore", ns)
+	injector.RefuseDirect.Store(true)
+	pod := podIn(ns)
+	pod["metadata"] = map[string]any{"name": "web", "namespace": ns}
+	objects := property.New([]property.Value{toProperty(pod)})
+	s := newServer(t)
+	gate := func() <-chan gateResult {
+		return createAsync(t, s, "AdmissionReady", props("objects", objects, "expect", sidecarExpect, "timeout", "60s"))
+	}
+	ch := gate()
+	mustNotReturn(t, ch, 1500*time.Millisecond) // down: admitted unmutated
+	injector.Mode.Store("patch")                // answers, patches something else
+	injector.Start(t)
+	mustNotReturn(t, ch, 1500*time.Millisecond)
+	injector.Mode.Store("inject:sidecar")
+	r := await(t, ch, 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := outStrings(t, r.resp.Properties, "mutated"); strings.Join(got, ",") != "Pod/"+ns+"/web" {
+		t.Errorf("mutated = %v", got)
+	}
+
+	injector.Stop()
+	other := testenv.NewWebhook(t)
+	other.Mode.Store("inject:sidecar")
+	other.RegisterPods(t, "MutatingWebhookConfiguration", "adminj-other-"+ns, "Ignore", ns)
+	other.Start(t)
+	ch = gate()
+	mustNotReturn(t, ch, 1500*time.Millisecond) // expect holds, but the mutation may be the other's
+	injector.RefuseDirect.Store(false)
+	injector.Start(t)
+	r = await(t, ch, 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+}

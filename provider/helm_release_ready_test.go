@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -575,3 +576,128 @@ type: helm.sh/release.v1`, ns))
 		t.Error("outputs contain a value from the release's manifest")
 	}
 }
+
+// HelmReleaseReady derives a probe from a webhook's rules. For Pods (what Istio's and Linkerd's
+// injectors intercept) a Pod with no spec is Invalid, which validating webhooks never see: the
+// derived Pod must be one that schema validation accepts, so both webhooks are really called.
+func TestHelmReleaseReadyDerivedPodProbeReachesItsWebhooks(t *testing.T) {
+	ns := testenv.Namespace(t, "inject")
+	only := "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: " + ns + "}}\n  rules:"
+	inject, validate := testenv.NewWebhook(t), testenv.NewWebhook(t)
+	mcfg, vcfg := "injector-"+ns, "pod-policy-"+ns
+	// Pods of this namespace only: the other tests' pods must never meet these webhooks.
+	mdoc := strings.Replace(inject.ConfigurationFor("MutatingWebhookConfiguration", mcfg, "", "pods"), "  rules:", only, 1)
+	vdoc := strings.Replace(validate.ConfigurationFor("ValidatingWebhookConfiguration", vcfg, "", "pods"), "  rules:", only, 1)
+	// Core pods: no group, so the webhooks' names get a domain of their own.
+	mdoc = strings.Replace(mdoc, "name: mutating."+mcfg+".\n", "name: inject."+mcfg+".example.test\n", 1)
+	vdoc = strings.Replace(vdoc, "name: validating."+vcfg+".\n", "name: validate."+vcfg+".example.test\n", 1)
+	testenv.Apply(t, mdoc+"\n---\n"+vdoc)
+	t.Cleanup(func() {
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), vcfg, metav1.DeleteOptions{})
+		mwc := vwcResource
+		mwc.Resource = "mutatingwebhookconfigurations"
+		_ = testenv.Dynamic(t).Resource(mwc).Delete(context.Background(), mcfg, metav1.DeleteOptions{})
+	})
+	rec, err := helmrelease.Encode("mesh", ns, 1, "deployed", "mesh", "1.0.0", "1.0.0", "---\n"+mdoc+"\n---\n"+vdoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := testenv.Object(t, fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: sh.helm.release.v1.mesh.v1
+  namespace: %s
+  labels: {owner: helm, name: mesh, status: deployed, version: "1"}
+type: helm.sh/release.v1`, ns))
+	sec.Object["stringData"] = map[string]any{"release": rec}
+	if _, err := testenv.Resource(t, sec).Create(context.Background(), sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t)
+	ch := createAsync(t, s, "HelmReleaseReady", props("name", "mesh", "namespace", ns, "timeout", "60s"))
+	mustNotReturn(t, ch, 1500*time.Millisecond) // neither webhook serves
+	inject.Start(t)
+	mustNotReturn(t, ch, time.Second) // the injector answers, the validating webhook does not
+	validate.Start(t)
+	r := await(t, ch, 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if inject.Calls.Load() == 0 || validate.Calls.Load() == 0 {
+		t.Errorf("calls: injector %d, validating %d: the derived probe did not reach both", inject.Calls.Load(), validate.Calls.Load())
+	}
+}
+
+// A probe derived for a custom resource carries what its CRD's schema requires, so it passes
+// schema validation and reaches the webhook (cert-manager's CertificateRequest needs
+// spec.request and spec.issuerRef: met on a real node). Where the schema asks for what no
+// minimal value meets (a pattern), schema validation answers Invalid before any webhook runs:
+// waiting cannot change that, so the gate fails at once, saying so, instead of probing until
+// the timeout.
+func TestHelmReleaseReadyDerivedProbeOfACustomKind(t *testing.T) {
+	cases := map[string]struct {
+		spec string // the CRD's spec schema
+		pass bool
+	}{
+		"required fields the schema's minimal values meet": {"{type: object, required: [size, csr], properties: {size: {type: integer, minimum: 1}, csr: {type: string, format: byte}}}", true},
+		"a required pattern no minimal value meets":        {"{type: object, required: [size], properties: {size: {type: string, pattern: '^x+$'}}}", false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ns := testenv.Namespace(t, "schema")
+			group := uniqueGroup(t)
+			crd := strings.Replace(testenv.CRD(group, "Gizmo", "gizmos"), "        x-kubernetes-preserve-unknown-fields: true\n",
+				"        required: [spec]\n        properties:\n          spec: "+tc.spec+"\n", 1)
+			testenv.Apply(t, crd)
+			waitServed(t, group)
+			wh := testenv.NewWebhook(t)
+			wh.Start(t)
+			cfg := "gizmos-" + ns
+			vdoc := wh.ConfigurationFor("ValidatingWebhookConfiguration", cfg, group, "gizmos")
+			testenv.Apply(t, vdoc)
+			t.Cleanup(func() {
+				_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
+			})
+			rec, err := helmrelease.Encode("gizmo", ns, 1, "deployed", "gizmo", "1.0.0", "1.0.0", "---\n"+vdoc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sec := testenv.Object(t, fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: sh.helm.release.v1.gizmo.v1
+  namespace: %s
+  labels: {owner: helm, name: gizmo, status: deployed, version: "1"}
+type: helm.sh/release.v1`, ns))
+			sec.Object["stringData"] = map[string]any{"release": rec}
+			if _, err := testenv.Resource(t, sec).Create(context.Background(), sec, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			before := wh.Calls.Load()
+			r := await(t, createAsync(t, newServer(t), "HelmReleaseReady", props("name", "gizmo", "namespace", ns, "timeout", "60s")), 30*time.Second)
+			if tc.pass {
+				if r.err != nil {
+					t.Fatalf("the derived probe met the schema and the webhook serves: %v", r.err)
+				}
+				if wh.Calls.Load() < before+2 {
+					t.Fatalf("passed without two calls to the webhook (%d)", wh.Calls.Load()-before)
+				}
+				return
+			}
+			if r.err == nil {
+				t.Fatalf("passed on a probe that never reached the webhook: %v", r.resp.Properties)
+			}
+			for _, want := range []string{"schema validation rejects it before it reaches ValidatingWebhookConfiguration " + cfg,
+				"the Gizmo derived from the webhook's rules is rejected by schema validation; give `probe`"} {
+				if !strings.Contains(r.err.Error(), want) {
+					t.Errorf("error lacks %q: %v", want, r.err)
+				}
+			}
+			if strings.Contains(r.err.Error(), "timed out") || generatedNameRE.MatchString(r.err.Error()) {
+				t.Errorf("want an immediate failure with a stable message: %v", r.err)
+			}
+		})
+	}
+}
+
+var generatedNameRE = regexp.MustCompile(`readiness-probe-[a-z0-9]{5}\b`)

@@ -121,101 +121,224 @@ webhooks:
 	}
 }
 
-// Item 5: a policy that denies the probe before the target (a policy engine's mutating webhook,
-// a ValidatingAdmissionPolicy) may do so forever: the target's webhooks must then each answer a
-// direct AdmissionReview, and the gate passes once they do.
-func TestWebhookReadyProvesATargetBehindADenyingPolicy(t *testing.T) {
-	for _, blocker := range []string{"policy webhook", "ValidatingAdmissionPolicy"} {
-		t.Run(blocker, func(t *testing.T) {
-			group := widgetCRD(t)
-			base := strings.Split(group, ".")[0]
-			target := testenv.NewWebhook(t)
-			target.RegisterAs(t, "ValidatingWebhookConfiguration", "target-"+base, "Fail", group, "widgets")
-			want := "probe denied by policy webhook"
-			if blocker == "policy webhook" {
-				policy := testenv.NewWebhook(t)
-				policy.Mode.Store("deny-named")
-				policy.Start(t)
-				hook := policy.RegisterAs(t, "MutatingWebhookConfiguration", "policy-"+base, "Fail", group, "widgets")
-				deniedWithin(t, group, `admission webhook "`+hook+`" denied the request`)
-			} else {
-				want = "probe denied by an admission policy"
-				denyByPolicy(t, "deny-"+base, group)
-			}
-			s := newServer(t)
-			gate := func(timeout string) <-chan gateResult {
-				return createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", "target-"+base, "probe", generatedProbeOf(group), "timeout", timeout))
-			}
-			// Near miss: the policy denies, the target does not serve.
-			r := await(t, gate("2s"), 30*time.Second)
-			if r.err == nil {
-				t.Fatalf("passed while the target does not serve: %v", r.resp.Properties)
-			}
-			for _, w := range []string{want, "calling webhook validating.target-" + base + "." + group + " directly instead", "connection refused"} {
-				if !strings.Contains(r.err.Error(), w) {
-					t.Errorf("error lacks %q: %v", w, r.err)
-				}
-			}
-			ch := gate("60s")
-			mustNotReturn(t, ch, time.Second)
-			// Near miss: something answers on the target's address, but no AdmissionReview.
-			target.Mode.Store("stranger")
-			target.Start(t)
-			mustNotReturn(t, ch, 1500*time.Millisecond)
-			// The target answers (a denial is an answer), the policy still denies the probe.
-			target.Mode.Store("deny")
-			r = await(t, ch, 30*time.Second)
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			if !r.resp.Properties.Get("probed").AsBool() {
-				t.Errorf("outputs = %v", r.resp.Properties)
-			}
-		})
+// generatedProbeOf is a probe named by the API server (generateName), as the presets' are.
+func generatedProbeOf(group string) property.Value {
+	return property.New(property.NewMap(map[string]property.Value{
+		"apiVersion": property.New(group + "/v1"), "kind": property.New("Widget"),
+		"metadata": property.New(property.NewMap(map[string]property.Value{"generateName": property.New("readiness-probe-"), "namespace": property.New("default")})),
+	}))
+}
+
+func TestWebhookReadyEveryNamedWebhookMustExist(t *testing.T) {
+	group := widgetCRD(t)
+	base := strings.Split(group, ".")[0]
+	cfg := "named-" + base
+	wh := testenv.NewWebhook(t)
+	wh.Start(t)
+	first := wh.RegisterAs(t, "ValidatingWebhookConfiguration", cfg, "Fail", group, "widgets")
+	second := "second." + group
+	s := newServer(t)
+	gate := func(timeout string) <-chan gateResult {
+		return createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "webhooks", strs(first, second),
+			"probe", probeOf(group), "timeout", timeout))
+	}
+	r := await(t, gate("2s"), 30*time.Second)
+	if r.err == nil {
+		t.Fatalf("passed although webhook %s is not in the configuration: %v", second, r.resp.Properties)
+	}
+	if want := "webhooks " + second + " not in ValidatingWebhookConfiguration " + cfg; !strings.Contains(r.err.Error(), want) {
+		t.Errorf("error lacks %q: %v", want, r.err)
+	}
+	ch := gate("60s")
+	mustNotReturn(t, ch, time.Second)
+	// The chart's next revision adds the second webhook.
+	ri := testenv.Dynamic(t).Resource(vwcResource)
+	cur, err := ri.Get(context.Background(), cfg, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := cur.Object["webhooks"].([]any)
+	add := hooks[0].(map[string]any)
+	add = map[string]any{"name": second, "admissionReviewVersions": add["admissionReviewVersions"], "sideEffects": "None",
+		"failurePolicy": "Fail", "timeoutSeconds": int64(3), "clientConfig": add["clientConfig"], "rules": add["rules"]}
+	cur.Object["webhooks"] = append(hooks, add)
+	if _, err := ri.Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r = await(t, ch, 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := outStrings(t, r.resp.Properties, "webhookNames"); strings.Join(got, ",") != first+","+second {
+		t.Errorf("webhookNames = %v", got)
 	}
 }
 
-// denyByPolicy makes a ValidatingAdmissionPolicy deny every Widget of group, and waits until
-// the API server enforces it.
-func denyByPolicy(t *testing.T, name, group string) {
-	t.Helper()
-	testenv.Apply(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: %[1]s}
+// ingress-nginx's admission Service names its port unlike the container port it targets:
+// {name: https-webhook, port: 443, targetPort: webhook}. The objects below are the chart's
+// (../shared/fixtures/charts/ingress-nginx.yaml), in a namespace of the test's own; kwok plays
+// the controller pod and the real controller manager writes the EndpointSlices. The webhook's
+// rule names a version no longer served (networking.k8s.io/v1beta1, matchPolicy Exact), so once
+// the endpoints count the gate derives no probe and calls nothing (the pod's 10.x address is
+// never dialled): it waits asking for `probe`, which shows the endpoint stage passed.
+func TestWebhookReadyServicePortNamedUnlikeItsTargetPort(t *testing.T) {
+	ns := testenv.Namespace(t, "nginx")
+	cfg := "ingress-nginx-admission-" + ns
+	ca := base64.StdEncoding.EncodeToString(testenv.IssueCertificate(t, "ingress-nginx-controller-admission."+ns+".svc", time.Hour).CAPEM)
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata:
+  name: ingress-nginx-controller-admission
+  namespace: %[1]s
+  labels: {app.kubernetes.io/name: ingress-nginx, app.kubernetes.io/instance: ingress-nginx, app.kubernetes.io/component: controller}
 spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules: [{apiGroups: ["%[2]s"], apiVersions: ["*"], operations: [CREATE], resources: [widgets]}]
-  validations: [{expression: "false", message: "no widgets here"}]
+  type: ClusterIP
+  ports:
+    - name: https-webhook
+      port: 443
+      targetPort: webhook
+      appProtocol: https
+  selector: {app.kubernetes.io/name: ingress-nginx, app.kubernetes.io/instance: ingress-nginx, app.kubernetes.io/component: controller}
 ---
 apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: %[1]s}
-spec: {policyName: %[1]s, validationActions: [Deny]}`, name, group))
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: %[2]s
+  labels: {app.kubernetes.io/component: admission-webhook}
+webhooks:
+  - name: validate.nginx.ingress.kubernetes.io
+    matchPolicy: Exact
+    # Only this test's namespace, and a version not served: nothing may make the API server dial
+    # the Service's 10.x address.
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[1]s}}
+    rules:
+      - apiGroups: [networking.k8s.io]
+        apiVersions: [v1beta1]
+        operations: [CREATE, UPDATE]
+        resources: [ingresses]
+    failurePolicy: Fail
+    sideEffects: None
+    admissionReviewVersions: [v1]
+    clientConfig:
+      service: {name: ingress-nginx-controller-admission, namespace: %[1]s, port: 443, path: /networking/v1/ingresses}
+      caBundle: %[3]s`, ns, cfg, ca))
 	t.Cleanup(func() {
-		for _, doc := range []string{"ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy"} {
-			o := testenv.Object(t, "apiVersion: admissionregistration.k8s.io/v1\nkind: "+doc+"\nmetadata: {name: "+name+"}")
-			_ = testenv.Resource(t, o).Delete(context.Background(), name, metav1.DeleteOptions{})
-		}
+		_ = testenv.Dynamic(t).Resource(vwcResource).Delete(context.Background(), cfg, metav1.DeleteOptions{})
 	})
-	deniedWithin(t, group, "ValidatingAdmissionPolicy")
+	s := newServer(t)
+	mustFailWith(t, createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "timeout", "2s")),
+		"0/1 ready endpoints") // no controller pod yet
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ingress-nginx-controller, namespace: %s}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app.kubernetes.io/name: ingress-nginx, app.kubernetes.io/instance: ingress-nginx, app.kubernetes.io/component: controller}
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: ingress-nginx, app.kubernetes.io/instance: ingress-nginx, app.kubernetes.io/component: controller}
+    spec:
+      nodeSelector: {type: kwok}
+      tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]
+      containers:
+        - name: controller
+          image: registry.k8s.io/ingress-nginx/controller:v1.15.1
+          ports:
+            - {name: http, containerPort: 80, protocol: TCP}
+            - {name: https, containerPort: 443, protocol: TCP}
+            - {name: webhook, containerPort: 8443, protocol: TCP}`, ns))
+	// Past the endpoints (the https-webhook slice port counted), the gate needs an answer.
+	waitReadyEndpoints(t, ns, "ingress-nginx-controller-admission", 1)
+	mustFailWith(t, createAsync(t, s, "WebhookReady", props("validatingWebhookConfiguration", cfg, "timeout", "3s")),
+		"no kind the API server serves matches the webhooks' rules")
 }
 
-// deniedWithin waits (up to 30 s) until a dry-run create of a Widget of group is refused with
-// a message containing want: the policy is enforced, and the API server's first requests for
-// a new kind (which can take seconds) are behind us.
-func deniedWithin(t *testing.T, group, want string) {
+// waitReadyEndpoints waits (up to 60 s) until Service ns/name has want ready endpoints, as
+// ServiceReady counts them.
+func waitReadyEndpoints(t *testing.T, ns, name string, want int) {
 	t.Helper()
-	w := testenv.Object(t, widget(group, "policy-check"))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := testenv.Resource(t, w).Create(context.Background(), w, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil && strings.Contains(err.Error(), want) {
-			return
+	r := await(t, createAsync(t, newServer(t), "ServiceReady", props("name", name, "namespace", ns, "minReadyEndpoints", want, "timeout", "60s")), 90*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+}
+
+// A dual-stack pod appears in an IPv4 and an IPv6 EndpointSlice: it is one ready endpoint.
+func TestWebhookReadyCountsADualStackPodOnce(t *testing.T) {
+	ns := testenv.Namespace(t, "dual")
+	slice := func(name, family string, pods map[string]string) string {
+		var eps []string
+		for pod, addr := range pods {
+			eps = append(eps, fmt.Sprintf(`{addresses: ["%s"], conditions: {ready: true}, targetRef: {kind: Pod, namespace: %s, name: %s}}`, addr, ns, pod))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the policy is not enforced: %v", err)
+		return fmt.Sprintf(`apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: %s, namespace: %s, labels: {kubernetes.io/service-name: hook}}
+addressType: %s
+ports: [{name: https, port: 9443, protocol: TCP}]
+endpoints: [%s]`, name, ns, family, strings.Join(eps, ", "))
+	}
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: hook, namespace: %s}
+spec:
+  ipFamilyPolicy: PreferDualStack
+  ports: [{name: https, port: 443, targetPort: 9443}]`, ns)+"\n---\n"+
+		slice("hook-v4", "IPv4", map[string]string{"hook-0": "10.244.0.10"})+"\n---\n"+
+		slice("hook-v6", "IPv6", map[string]string{"hook-0": "fd00::10"}))
+	s := newServer(t)
+	svc := property.New(property.NewMap(map[string]property.Value{"namespace": property.New(ns), "name": property.New("hook"), "port": property.New(443.0)}))
+	mustFailWith(t, createAsync(t, s, "WebhookReady", props("service", svc, "minReadyEndpoints", 2, "timeout", "2s")),
+		"1/2 ready endpoints") // one pod, two addresses
+	sl := testenv.Object(t, slice("hook-v4", "IPv4", map[string]string{"hook-0": "10.244.0.10", "hook-1": "10.244.0.11"}))
+	cur, err := testenv.Resource(t, sl).Get(context.Background(), "hook-v4", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.SetResourceVersion(cur.GetResourceVersion())
+	if _, err := testenv.Resource(t, sl).Update(context.Background(), sl, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Two pods count, so the gate goes on to the webhooks pointing at the Service: there are
+	// none (ready endpoints are not an answer), so it waits, saying so.
+	mustFailWith(t, createAsync(t, s, "WebhookReady", props("service", svc, "minReadyEndpoints", 2, "timeout", "3s")),
+		fmt.Sprintf("no webhook configuration points at Service %s/hook:443 yet", ns))
+}
+
+// A probe the provider may not create (RBAC) fails at once, saying what to grant.
+func TestWebhookReadyForbiddenProbeFailsAtOnce(t *testing.T) {
+	group := widgetCRD(t)
+	base := strings.Split(group, ".")[0]
+	cfg := "rbac-" + base
+	wh := testenv.NewWebhook(t)
+	wh.Start(t)
+	wh.RegisterAs(t, "ValidatingWebhookConfiguration", cfg, "Fail", group, "widgets")
+	user := "probe-" + base
+	// The README's role for WebhookReady, without `create` on the probe's kind.
+	testenv.Apply(t, fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: %[1]s}
+rules: [{apiGroups: [admissionregistration.k8s.io], resources: [validatingwebhookconfigurations], verbs: [list, watch]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s}
+subjects: [{kind: User, name: %[1]s}]`, user))
+	deleteClusterRoleAtEnd(t, user)
+	kc := actingAs(t, user)
+	r := await(t, createAsync(t, newServer(t, kc), "WebhookReady",
+		props("validatingWebhookConfiguration", cfg, "probe", probeOf(group), "timeout", "60s")), 30*time.Second)
+	if r.err == nil {
+		t.Fatalf("passed without permission to create the probe: %v", r.resp.Properties)
+	}
+	for _, want := range []string{`User "` + user + `" cannot create resource "widgets"`, "grant verb `create` on resource \"widgets." + group + `" in namespace default`} {
+		if !strings.Contains(r.err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, r.err)
 		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	if strings.Contains(r.err.Error(), "timed out") {
+		t.Errorf("waited for the timeout instead of failing at once: %v", r.err)
 	}
 }
