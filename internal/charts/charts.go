@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 )
 
 // Webhook is the server a chart's webhooks are sent to (fakes.Webhook is one).
@@ -36,7 +37,7 @@ type Webhook interface {
 // Rendered reads a rendered chart (ingress-nginx, external-secrets, cert-manager,
 // apisix-ingress-controller) as objects.
 func Rendered(name string) ([]*unstructured.Unstructured, error) {
-	f, err := os.Open(filepath.Join(controlplane.RepoRoot(), "provider", "testdata", "charts", name+".yaml.gz"))
+	f, err := os.Open(filepath.Join(repo.Root(), "provider", "testdata", "charts", name+".yaml.gz"))
 	if err != nil {
 		return nil, err
 	}

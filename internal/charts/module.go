@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 )
 
 // ModuleChart is a chart's source in a Go module, and what the project's release tooling does
@@ -209,7 +210,7 @@ func (s *Solver) loadSecretData(`},
 		check.NewCmdCheck,
 `}}}
 
-func toolsModule(name string) string { return filepath.Join(controlplane.RepoRoot(), "tools", name) }
+func toolsModule(name string) string { return filepath.Join(repo.Root(), "tools", name) }
 
 // RealNodeCharts are the real charts the real-node tests, the TypeScript ones and the demo
 // install.

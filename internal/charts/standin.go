@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 )
 
 // StandinChart is a rendered chart (Rendered) whose images cannot be built from Go modules
@@ -24,8 +25,8 @@ type StandinChart struct {
 // IngressNginxChart is ingress-nginx's chart 4.15.1 (the rendered fixture), its controller and
 // kube-webhook-certgen images both the stand-in (internal/charts/cmd/ingress-nginx-standin).
 var IngressNginxChart = StandinChart{Name: "ingress-nginx", Images: []controlplane.GoImage{
-	{Ref: "registry.k8s.io/ingress-nginx/controller:v1.15.1", ModDir: controlplane.RepoRoot(), Pkg: "./internal/charts/cmd/ingress-nginx-standin"},
-	{Ref: "registry.k8s.io/ingress-nginx/kube-webhook-certgen:v1.6.9", ModDir: controlplane.RepoRoot(), Pkg: "./internal/charts/cmd/ingress-nginx-standin"},
+	{Ref: "registry.k8s.io/ingress-nginx/controller:v1.15.1", ModDir: repo.Root(), Pkg: "./internal/charts/cmd/ingress-nginx-standin"},
+	{Ref: "registry.k8s.io/ingress-nginx/kube-webhook-certgen:v1.6.9", ModDir: repo.Root(), Pkg: "./internal/charts/cmd/ingress-nginx-standin"},
 }}
 
 // ImagesToBuild are the stand-in images.

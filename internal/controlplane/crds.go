@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 )
 
 // Pinned modules whose shipped CRDs the tests install, as users' Helm charts would.
@@ -48,7 +50,7 @@ func ModuleDir(ctx context.Context, module string) (string, error) {
 		return dir, nil
 	}
 	path, version, _ := strings.Cut(module, "@")
-	mods, _ := filepath.Glob(filepath.Join(RepoRoot(), "tools", "*", "go.mod"))
+	mods, _ := filepath.Glob(filepath.Join(repo.Root(), "tools", "*", "go.mod"))
 	for _, gomod := range mods {
 		if b, err := os.ReadFile(gomod); err == nil && strings.Contains(string(b), path+" "+version) {
 			cmd := exec.CommandContext(ctx, "go", "mod", "download", module)

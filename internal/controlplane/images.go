@@ -23,6 +23,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 )
 
 // GoImage is a container image made here from one Go main package: a static binary in an
@@ -143,7 +145,7 @@ func BuildImage(ctx context.Context, img GoImage, logf func(string, ...any)) (st
 
 // PauseImage is the node's sandbox image (cmd/pause).
 func PauseImage(ctx context.Context) (string, error) {
-	return BuildImage(ctx, GoImage{Ref: sandboxImage, ModDir: RepoRoot(), Pkg: "./internal/controlplane/cmd/pause"}, nil)
+	return BuildImage(ctx, GoImage{Ref: sandboxImage, ModDir: repo.Root(), Pkg: "./internal/controlplane/cmd/pause"}, nil)
 }
 
 // writeImage writes a one-layer image holding the binary at path (and a /tmp), run as a

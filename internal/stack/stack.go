@@ -20,6 +20,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/k8splugin"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 )
 
 // Env is a prepared Pulumi environment: binaries built, backend and home folders made.
@@ -124,7 +125,7 @@ var providerBuild struct {
 // leaves an up-to-date binary untouched, so a process that finds it built pays no link.
 func providerBinary(ctx context.Context) (string, error) {
 	providerBuild.once.Do(func() {
-		root := controlplane.RepoRoot()
+		root := repo.Root()
 		sum := sha256.Sum256([]byte(root))
 		dir := filepath.Join(os.TempDir(), "readiness-provider-bin-"+hex.EncodeToString(sum[:])[:12])
 		if err := os.MkdirAll(dir, 0o755); err != nil {
