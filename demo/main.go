@@ -33,6 +33,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/k8splugin"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
 
@@ -258,7 +259,7 @@ func setUpKwok(ctx context.Context, cp *controlplane.ControlPlane, dir string) (
 	if d.cmC, err = charts.Write(dir, "cert-manager", charts.Prepare(charts.WithoutCRDs(cm), d.cm)); err != nil {
 		return nil, err
 	}
-	cmCRDs, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
+	cmCRDs, err := tools.ModuleCRDs(ctx, tools.CertManagerModule, "deploy/crds")
 	if err != nil {
 		return nil, err
 	}

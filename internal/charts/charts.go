@@ -26,6 +26,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/repo"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 // Webhook is the server a chart's webhooks are sent to (fakes.Webhook is one).
@@ -148,7 +149,7 @@ func Write(dir, name string, objs []*unstructured.Unstructured) (string, error) 
 // while the rendered chart's webhooks (2.9.0) intercept v1: each CRD also serves its v1beta1
 // schema as v1 (the same fields; no conversion needed), as newer releases' CRDs do.
 func ExternalSecretsCRDs(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	crds, err := controlplane.ModuleCRDs(ctx, controlplane.ExternalSecretsModule, "deploy/crds")
+	crds, err := tools.ModuleCRDs(ctx, tools.ExternalSecretsModule, "deploy/crds")
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 // Options shape a control plane.
@@ -88,9 +90,9 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	ensure := EnsureTools
+	ensure := tools.EnsureTools
 	if opts.RealNode {
-		ensure = EnsureNodeTools
+		ensure = tools.EnsureNodeTools
 	}
 	binDir, err := ensure(ctx, opts.Logf)
 	if err != nil {

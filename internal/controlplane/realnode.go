@@ -37,6 +37,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 const (
@@ -115,7 +118,7 @@ func (cp *ControlPlane) startNamespace(ctx context.Context) error {
 		return err
 	}
 	n.lock = f
-	if err := flockCtx(ctx, f); err != nil {
+	if err := tools.Lock(ctx, f); err != nil {
 		return fmt.Errorf("waiting for the machine's real node lock %s: %w", lockPath, err)
 	}
 	recoverCrashedNode()
@@ -556,22 +559,9 @@ func kubepodsRoots() []string {
 	return roots
 }
 
-// flockCtx takes an exclusive lock on f, giving up when ctx ends.
-func flockCtx(ctx context.Context, f *os.File) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond): // another test's node; flock has no wait with a deadline
-		}
-	}
+// PauseImage is the node's sandbox image (cmd/pause).
+func PauseImage(ctx context.Context) (string, error) {
+	return tools.BuildImage(ctx, tools.GoImage{Ref: sandboxImage, ModDir: repo.Root(), Pkg: "./internal/controlplane/cmd/pause"}, nil)
 }
 
 // The node's configuration files (formats of containerd 1.6, the kubelet and kube-proxy v1.34).

@@ -18,9 +18,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/k8splugin"
 	"github.com/readiness-io/pulumi-readiness/internal/repo"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 // Env is a prepared Pulumi environment: binaries built, backend and home folders made.
@@ -33,7 +33,7 @@ type Env struct {
 
 // Prepare puts the provider binary into dir/bin and sets up a local backend under dir.
 func Prepare(ctx context.Context, dir string) (*Env, error) {
-	toolsBin, err := controlplane.EnsureTools(ctx, nil)
+	toolsBin, err := tools.EnsureTools(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

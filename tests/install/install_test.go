@@ -24,9 +24,9 @@ import (
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/repo"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 const (
@@ -49,7 +49,7 @@ var (
 // needs the one before, so the first failure stops the walk.
 func TestReleaseAndInstall(t *testing.T) {
 	ctx := context.Background()
-	toolsBin, err := controlplane.EnsureTools(ctx, nil)
+	toolsBin, err := tools.EnsureTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 func main() {
@@ -38,9 +39,9 @@ func main() {
 		// real-node tests build them (tests/e2e/realnode's TestMain) while the other test
 		// packages mostly wait on their clusters, rather than before any test starts
 		// (`localcluster images` builds them by hand).
-		ensure := controlplane.EnsureTools
+		ensure := tools.EnsureTools
 		if controlplane.NodeRequirements() == "" {
-			ensure = controlplane.EnsureNodeTools
+			ensure = tools.EnsureNodeTools
 		}
 		dir, err := ensure(ctx, logf)
 		if err != nil {
@@ -48,8 +49,8 @@ func main() {
 			os.Exit(1)
 		}
 		// Fetch the modules whose CRDs the tests install, so no test fetches anything.
-		for _, m := range [][2]string{{controlplane.CertManagerModule, "deploy/crds"}, {controlplane.ExternalSecretsModule, "deploy/crds"}} {
-			if _, err := controlplane.ModuleCRDs(ctx, m[0], m[1]); err != nil {
+		for _, m := range [][2]string{{tools.CertManagerModule, "deploy/crds"}, {tools.ExternalSecretsModule, "deploy/crds"}} {
+			if _, err := tools.ModuleCRDs(ctx, m[0], m[1]); err != nil {
 				logf("%v", err)
 				os.Exit(1)
 			}

@@ -1,4 +1,4 @@
-package controlplane
+package tools
 
 import (
 	"context"
@@ -24,10 +24,10 @@ const (
 	ExternalSecretsModule = "github.com/external-secrets/external-secrets@v0.12.1"
 )
 
-// moduleSource returns the folder holding module's source ("path@version"). A module already
+// ModuleSource returns the folder holding module's source ("path@version"). A module already
 // in the module cache is used as it is (it was verified when it was downloaded), so this works
 // offline, as inside a test's network namespace; otherwise `go mod download` fetches it.
-func moduleSource(ctx context.Context, module string) (string, error) {
+func ModuleSource(ctx context.Context, module string) (string, error) {
 	if dir := cachedModule(ctx, module); dir != "" {
 		return dir, nil
 	}
@@ -63,7 +63,7 @@ func ModuleDir(ctx context.Context, module string) (string, error) {
 			}
 		}
 	}
-	return moduleSource(ctx, module)
+	return ModuleSource(ctx, module)
 }
 
 // cachedModule is module's folder in the module cache, or "" when it is not there.
@@ -87,7 +87,7 @@ func cachedModule(ctx context.Context, module string) string {
 // labels is dropped, and conversion webhooks (placeholders a chart patches) are removed so the
 // API server never dials anything.
 func ModuleCRDs(ctx context.Context, module, dir string) ([]*unstructured.Unstructured, error) {
-	root, err := moduleSource(ctx, module)
+	root, err := ModuleSource(ctx, module)
 	if err != nil {
 		return nil, err
 	}

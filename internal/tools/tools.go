@@ -1,7 +1,8 @@
-// Package controlplane builds the pinned tools (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler, kwok, the Pulumi CLI) once into a cache directory and runs a real local
-// Kubernetes control plane on loopback for tests, the demo and benchmarks.
-package controlplane
+// Package tools builds and fetches what this repository pins as Go modules for its tests, the
+// demo and the benchmarks: the tools (etcd, the Kubernetes binaries, kwok, the Pulumi CLI),
+// built once into a cache folder, some with a dependency trimmed; container images made from
+// Go main packages; and pinned modules' sources (their CRDs and charts, kwok's stages).
+package tools
 
 import (
 	"context"
