@@ -15,7 +15,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/realnode"
 	"github.com/readiness-io/pulumi-readiness/internal/repo"
 	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
@@ -252,33 +252,33 @@ func BuildImages(ctx context.Context, logf func(string, ...any), cs ...Installab
 	return first
 }
 
-// LoadImages builds the chart's images (cached in the tools cache) and loads them into cp's
+// LoadImages builds the chart's images (cached in the tools cache) and loads them into the
 // real node.
-func LoadImages(ctx context.Context, cp *controlplane.ControlPlane, c Installable, logf func(string, ...any)) error {
+func LoadImages(ctx context.Context, node *realnode.Node, c Installable, logf func(string, ...any)) error {
 	for _, img := range c.ImagesToBuild() {
 		tar, err := tools.BuildImage(ctx, img, logf)
 		if err != nil {
 			return err
 		}
-		if err := cp.LoadImage(ctx, tar); err != nil {
+		if err := node.LoadImage(ctx, tar); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Install loads c's images into cp's real node and writes c under dir; it returns the chart's
+// Install loads c's images into the real node and writes c under dir; it returns the chart's
 // folder, ready for a helm.sh/v3 Release.
-func Install(ctx context.Context, cp *controlplane.ControlPlane, c Installable, dir string, logf func(string, ...any)) (string, error) {
-	if err := LoadImages(ctx, cp, c, logf); err != nil {
+func Install(ctx context.Context, node *realnode.Node, c Installable, dir string, logf func(string, ...any)) (string, error) {
+	if err := LoadImages(ctx, node, c, logf); err != nil {
 		return "", err
 	}
 	return c.Write(ctx, dir)
 }
 
-// LoadImages is LoadImages(ctx, cp, m, logf).
-func (m ModuleChart) LoadImages(ctx context.Context, cp *controlplane.ControlPlane, logf func(string, ...any)) error {
-	return LoadImages(ctx, cp, m, logf)
+// LoadImages is LoadImages(ctx, node, m, logf).
+func (m ModuleChart) LoadImages(ctx context.Context, node *realnode.Node, logf func(string, ...any)) error {
+	return LoadImages(ctx, node, m, logf)
 }
 
 var (

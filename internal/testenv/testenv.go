@@ -14,10 +14,14 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/realnode"
 )
 
-// CP is the package's shared control plane, set by Main.
+// CP is the package's shared control plane, set by Main (or MainRealNode).
 var CP *controlplane.ControlPlane
+
+// Node is the package's real node, set by MainRealNode (its control plane is CP).
+var Node *realnode.Node
 
 // Main starts the control plane, runs the tests and stops it. Use from TestMain:
 //
@@ -25,23 +29,45 @@ var CP *controlplane.ControlPlane
 func Main(m *testing.M, opts controlplane.Options) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	opts.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "controlplane: "+f+"\n", a...) }
+	opts.Logf = logf
 	cp, err := controlplane.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the local control plane: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "controlplane: started in %s at %s\n", cp.StartTime.Round(time.Millisecond), cp.Host)
-	CP = cp
+	started(cp)
 	defer cp.Stop()
+	return m.Run()
+}
+
+// MainRealNode is Main with a real node (package realnode) beside the control plane.
+func MainRealNode(m *testing.M, opts controlplane.Options) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	opts.Logf = logf
+	node, err := realnode.Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the local control plane: %v\n", err)
+		return 1
+	}
+	Node = node
+	started(node.ControlPlane)
+	defer node.Stop()
 	rc := m.Run()
-	if rc != 0 && opts.RealNode {
+	if rc != 0 {
 		// A pod that never started may be one the kubelet never admitted.
-		if p := cp.NodePressure(context.Background()); p != "" {
+		if p := node.Pressure(context.Background()); p != "" {
 			fmt.Fprintf(os.Stderr, "the real node was short of resources while the tests ran:\n%s\n", p)
 		}
 	}
 	return rc
+}
+
+func logf(f string, a ...any) { fmt.Fprintf(os.Stderr, "controlplane: "+f+"\n", a...) }
+
+func started(cp *controlplane.ControlPlane) {
+	fmt.Fprintf(os.Stderr, "controlplane: started in %s at %s\n", cp.StartTime.Round(time.Millisecond), cp.Host)
+	CP = cp
 }
 
 // Dynamic returns a dynamic client for the control plane.
