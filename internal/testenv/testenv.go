@@ -26,48 +26,41 @@ var Node *realnode.Node
 // Main starts the control plane, runs the tests and stops it. Use from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(testenv.Main(m, controlplane.Options{})) }
-func Main(m *testing.M, opts controlplane.Options) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
-	defer cancel()
-	opts.Logf = logf
-	cp, err := controlplane.Start(ctx, opts)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the local control plane: %v\n", err)
-		return 1
-	}
-	started(cp)
-	defer cp.Stop()
-	return m.Run()
-}
+func Main(m *testing.M, opts controlplane.Options) int { return run(m, opts, false) }
 
 // MainRealNode is Main with a real node (package realnode) beside the control plane.
-func MainRealNode(m *testing.M, opts controlplane.Options) int {
+func MainRealNode(m *testing.M, opts controlplane.Options) int { return run(m, opts, true) }
+
+func run(m *testing.M, opts controlplane.Options, realNode bool) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	opts.Logf = logf
-	node, err := realnode.Start(ctx, opts)
+	opts.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "controlplane: "+f+"\n", a...) }
+	var err error
+	if realNode {
+		if Node, err = realnode.Start(ctx, opts); err == nil {
+			CP = Node.ControlPlane
+		}
+	} else {
+		CP, err = controlplane.Start(ctx, opts)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the local control plane: %v\n", err)
 		return 1
 	}
-	Node = node
-	started(node.ControlPlane)
-	defer node.Stop()
+	fmt.Fprintf(os.Stderr, "controlplane: started in %s at %s\n", CP.StartTime.Round(time.Millisecond), CP.Host)
+	if Node != nil {
+		defer Node.Stop()
+	} else {
+		defer CP.Stop()
+	}
 	rc := m.Run()
-	if rc != 0 {
+	if rc != 0 && Node != nil {
 		// A pod that never started may be one the kubelet never admitted.
-		if p := node.Pressure(context.Background()); p != "" {
+		if p := Node.Pressure(context.Background()); p != "" {
 			fmt.Fprintf(os.Stderr, "the real node was short of resources while the tests ran:\n%s\n", p)
 		}
 	}
 	return rc
-}
-
-func logf(f string, a ...any) { fmt.Fprintf(os.Stderr, "controlplane: "+f+"\n", a...) }
-
-func started(cp *controlplane.ControlPlane) {
-	fmt.Fprintf(os.Stderr, "controlplane: started in %s at %s\n", cp.StartTime.Round(time.Millisecond), cp.Host)
-	CP = cp
 }
 
 // Dynamic returns a dynamic client for the control plane.
