@@ -144,7 +144,7 @@ func TestRealNodeRefusesAFullDisk(t *testing.T) {
 		node.Stop()
 		t.Fatal("a real node started on a disk with 1 GiB free")
 	}
-	if !strings.Contains(err.Error(), "MiB free of 1.0 GiB") || !strings.Contains(err.Error(), dir) {
+	if !strings.Contains(err.Error(), "free of 1.0 GiB") || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("the refusal does not name the disk and its free space: %v", err)
 	}
 	t.Log(err)
