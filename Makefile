@@ -10,7 +10,7 @@ VERSION      ?= $(or $(TAG_VERSION),$(DEV_VERSION))
 SDK_VERSION  ?= $(VERSION)
 PROVIDER     := pulumi-resource-readiness
 LDFLAGS      := -X github.com/readiness-io/pulumi-readiness/provider.Version=$(VERSION)
-TOOLS_BIN     = $(shell go run ./internal/controlplane/cmd/localcluster tools)
+TOOLS_BIN     = $(shell go run ./internal/localcluster tools)
 export PULUMI_HOME ?= $(CURDIR)/.cache/pulumi-home
 # The pulumi-kubernetes plugin the demo, the stack tests and the examples run with: pinned in one
 # file (internal/k8splugin reads the same), installed into PULUMI_HOME by `make k8s-plugin`.
@@ -38,7 +38,7 @@ build:
 
 # The pinned tools (etcd, kube-apiserver, ..., kwok, the Pulumi CLI, sdkgen), built once into a cache.
 tools:
-	@go run ./internal/controlplane/cmd/localcluster tools
+	@go run ./internal/localcluster tools
 
 version:
 	@echo $(VERSION)

@@ -27,6 +27,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 	"github.com/readiness-io/pulumi-readiness/provider"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 )
@@ -82,7 +83,7 @@ spec:
 	if _, err := cp.Apply(ctx, crd); err != nil {
 		return nil, err
 	}
-	crds, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
+	crds, err := tools.ModuleCRDs(ctx, tools.CertManagerModule, "deploy/crds")
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,9 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/k8splugin"
+	"github.com/readiness-io/pulumi-readiness/internal/realnode"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
 
@@ -104,19 +106,30 @@ func run() error {
 	fmt.Println("== pulumi-readiness demo ==")
 	opts := controlplane.Options{Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }}
 	if *realNode {
-		if missing := controlplane.NodeRequirements(); missing != "" {
+		if missing := realnode.Requirements(); missing != "" {
 			return fmt.Errorf("a real node needs %s (make demo runs on kwok's simulated nodes without them)", missing)
 		}
-		opts.RealNode = true
 		fmt.Println("Building tools and images if needed and starting a local control plane with a real node (etcd, kube-apiserver, controller manager, scheduler; containerd, kubelet, kube-proxy)...")
 	} else {
 		fmt.Println("Building tools if needed and starting a local control plane (etcd, kube-apiserver, controller manager, scheduler, kwok)...")
 	}
-	cp, err := controlplane.Start(ctx, opts)
-	if err != nil {
-		return err
+	var (
+		cp  *controlplane.ControlPlane
+		rn  *realnode.Node
+		err error
+	)
+	if *realNode {
+		if rn, err = realnode.Start(ctx, opts); err != nil {
+			return err
+		}
+		defer rn.Stop()
+		cp = rn.ControlPlane
+	} else {
+		if cp, err = controlplane.Start(ctx, opts); err != nil {
+			return err
+		}
+		defer cp.Stop()
 	}
-	defer cp.Stop()
 	fmt.Printf("Control plane ready in %s at %s\n", cp.StartTime.Round(time.Millisecond), cp.Host)
 	dir, err := os.MkdirTemp("", "readiness-demo-")
 	if err != nil {
@@ -131,7 +144,7 @@ func run() error {
 
 	var d node
 	if *realNode {
-		d, err = setUpRealNode(ctx, cp, dir)
+		d, err = setUpRealNode(ctx, rn, dir)
 	} else {
 		d, err = setUpKwok(ctx, cp, dir)
 	}
@@ -258,7 +271,7 @@ func setUpKwok(ctx context.Context, cp *controlplane.ControlPlane, dir string) (
 	if d.cmC, err = charts.Write(dir, "cert-manager", charts.Prepare(charts.WithoutCRDs(cm), d.cm)); err != nil {
 		return nil, err
 	}
-	cmCRDs, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
+	cmCRDs, err := tools.ModuleCRDs(ctx, tools.CertManagerModule, "deploy/crds")
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/realnode"
 	"github.com/readiness-io/pulumi-readiness/internal/reportstack"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
@@ -46,8 +47,8 @@ func (d *realNode) failedMounts() []string { return d.mounts.failed() }
 
 func (d *realNode) close() {}
 
-func setUpRealNode(ctx context.Context, cp *controlplane.ControlPlane, dir string) (*realNode, error) {
-	d := &realNode{cp: cp, mounts: &mountWatch{}}
+func setUpRealNode(ctx context.Context, node *realnode.Node, dir string) (*realNode, error) {
+	d := &realNode{cp: node.ControlPlane, mounts: &mountWatch{}}
 	var err error
 	logf := func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }
 	if err := charts.BuildImages(ctx, logf, charts.RealNodeCharts...); err != nil {
@@ -57,7 +58,7 @@ func setUpRealNode(ctx context.Context, cp *controlplane.ControlPlane, dir strin
 		chart charts.Installable
 		path  *string
 	}{{charts.IngressNginxChart, &d.nginxC}, {charts.ExternalSecretsChart, &d.esoC}, {charts.CertManagerChart, &d.cmC}} {
-		if *c.path, err = charts.Install(ctx, cp, c.chart, dir, logf); err != nil {
+		if *c.path, err = charts.Install(ctx, node, c.chart, dir, logf); err != nil {
 			return nil, err
 		}
 	}

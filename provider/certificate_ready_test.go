@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 var certManagerCRDsOnce sync.Once
@@ -25,7 +25,7 @@ var certManagerCRDsOnce sync.Once
 // installCertManagerCRDs installs the CRDs shipped in the pinned cert-manager module.
 func installCertManagerCRDs(t *testing.T) {
 	certManagerCRDsOnce.Do(func() {
-		crds, err := controlplane.ModuleCRDs(context.Background(), controlplane.CertManagerModule, "deploy/crds")
+		crds, err := tools.ModuleCRDs(context.Background(), tools.CertManagerModule, "deploy/crds")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 // Webhook is the server a chart's webhooks are sent to (fakes.Webhook is one).
@@ -36,7 +38,7 @@ type Webhook interface {
 // Rendered reads a rendered chart (ingress-nginx, external-secrets, cert-manager,
 // apisix-ingress-controller) as objects.
 func Rendered(name string) ([]*unstructured.Unstructured, error) {
-	f, err := os.Open(filepath.Join(controlplane.RepoRoot(), "provider", "testdata", "charts", name+".yaml.gz"))
+	f, err := os.Open(filepath.Join(repo.Root(), "provider", "testdata", "charts", name+".yaml.gz"))
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +149,7 @@ func Write(dir, name string, objs []*unstructured.Unstructured) (string, error) 
 // while the rendered chart's webhooks (2.9.0) intercept v1: each CRD also serves its v1beta1
 // schema as v1 (the same fields; no conversion needed), as newer releases' CRDs do.
 func ExternalSecretsCRDs(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	crds, err := controlplane.ModuleCRDs(ctx, controlplane.ExternalSecretsModule, "deploy/crds")
+	crds, err := tools.ModuleCRDs(ctx, tools.ExternalSecretsModule, "deploy/crds")
 	if err != nil {
 		return nil, err
 	}

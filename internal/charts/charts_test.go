@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 type fixedWebhook struct{}
@@ -141,13 +141,13 @@ func TestStandinIngressNginx(t *testing.T) {
 // images' builds compile them (tests/e2e/realnode).
 func TestControllerTrims(t *testing.T) {
 	for _, c := range []struct {
-		img   controlplane.GoImage
+		img   tools.GoImage
 		cloud []string
 	}{
 		{CertManagerChart.Images[0], []string{"github.com/aws/", "github.com/Azure/azure-sdk-for-go", "github.com/Azure/go-autorest", "cloud.google.com/", "google.golang.org/api/", "github.com/digitalocean/", "github.com/cloudflare/"}},
 		{ExternalSecretsChart.Images[0], []string{"github.com/aws/", "github.com/Azure/azure-sdk-for-go", "github.com/Azure/go-autorest", "cloud.google.com/", "google.golang.org/api/"}},
 	} {
-		deps, err := controlplane.TrimmedDeps(t.Context(), c.img.ModDir, c.img.Trim, c.img.Pkg)
+		deps, err := tools.TrimmedDeps(t.Context(), c.img.ModDir, c.img.Trim, c.img.Pkg)
 		if err != nil {
 			t.Fatalf("%s: %v", c.img.Ref, err)
 		}
@@ -168,7 +168,7 @@ func TestControllerTrims(t *testing.T) {
 // other clients its experimental install links are left out, and `check` is still in.
 func TestCmctlTrim(t *testing.T) {
 	img := CertManagerChart.Images[3]
-	deps, err := controlplane.TrimmedDeps(t.Context(), img.ModDir, img.Trim, img.Pkg)
+	deps, err := tools.TrimmedDeps(t.Context(), img.ModDir, img.Trim, img.Pkg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestCmctlTrim(t *testing.T) {
 // packages are other packages to the build cache, so mixing the two compiles the shared ones twice.
 func TestImagesOfAModuleShareOneTrim(t *testing.T) {
 	for _, c := range []ModuleChart{CertManagerChart, ExternalSecretsChart} {
-		trims := map[string]*controlplane.ModuleTrim{}
+		trims := map[string]*tools.ModuleTrim{}
 		for _, img := range c.Images {
 			if first, ok := trims[img.ModDir]; ok && first != img.Trim {
 				t.Errorf("%s: built with another trim than the chart's other images from %s", img.Ref, img.ModDir)

@@ -15,7 +15,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/realnode"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 // ModuleChart is a chart's source in a Go module, and what the project's release tooling does
@@ -36,7 +38,7 @@ type ModuleChart struct {
 	CRDRewrites []string
 	// Images are the images the chart runs by default, built from the same module (through
 	// the tools module that pins its dependencies) under the names the chart references.
-	Images []controlplane.GoImage
+	Images []tools.GoImage
 }
 
 // ExternalSecretsChart is External Secrets' chart 0.11.0 (field report 001's), from the
@@ -55,7 +57,7 @@ var ExternalSecretsChart = ModuleChart{
 	// One binary for the controller, the webhook and the cert-controller (the chart's args
 	// choose), as upstream's image, with the providers and generators our stacks can use (see
 	// esoTrim).
-	Images: []controlplane.GoImage{{Ref: "oci.external-secrets.io/external-secrets/external-secrets:v0.11.0",
+	Images: []tools.GoImage{{Ref: "oci.external-secrets.io/external-secrets/external-secrets:v0.11.0",
 		ModDir: toolsModule("eso"), Pkg: "github.com/external-secrets/external-secrets", Trim: esoTrim}},
 }
 
@@ -65,7 +67,7 @@ var ExternalSecretsChart = ModuleChart{
 // packages and most of a cold build's time (measured in docs/development.md). No stack here can
 // reach a cloud; a SecretStore of a dropped provider is refused by the webhook, as any
 // provider the binary does not know.
-var esoTrim = &controlplane.ModuleTrim{Module: "github.com/external-secrets/external-secrets", Files: map[string]string{
+var esoTrim = &tools.ModuleTrim{Module: "github.com/external-secrets/external-secrets", Files: map[string]string{
 	"pkg/provider/register/register.go": `package register
 
 import (
@@ -92,7 +94,7 @@ var CertManagerChart = ModuleChart{
 	Module: "github.com/cert-manager/cert-manager@v1.11.5", Dir: "deploy/charts/cert-manager",
 	Version: "v1.11.5", AppVersion: "v1.11.5", ChartFile: "Chart.template.yaml",
 	CRDDir: "deploy/crds", CRDValue: "installCRDs",
-	Images: []controlplane.GoImage{
+	Images: []tools.GoImage{
 		{Ref: "quay.io/jetstack/cert-manager-controller:v1.11.5", ModDir: toolsModule("certmanager"),
 			Pkg: "github.com/cert-manager/cert-manager/cmd/controller", Trim: certManagerTrim},
 		// The other three from the controller's trimmed copy of the module too (they link none of
@@ -116,7 +118,7 @@ var CertManagerChart = ModuleChart{
 // ACME server, let alone a cloud's DNS; the CA, self-signed and Vault issuers and the DNS-01
 // webhook and RFC 2136 solvers are as upstream. A challenge for a dropped provider fails
 // naming it.
-var certManagerTrim = &controlplane.ModuleTrim{Module: "github.com/cert-manager/cert-manager", Edits: []controlplane.FileEdit{
+var certManagerTrim = &tools.ModuleTrim{Module: "github.com/cert-manager/cert-manager", Edits: []tools.FileEdit{
 	{Path: "pkg/issuer/acme/dns/dns.go", Old: `	"github.com/cert-manager/cert-manager/pkg/issuer/acme/dns/acmedns"
 	"github.com/cert-manager/cert-manager/pkg/issuer/acme/dns/akamai"
 	"github.com/cert-manager/cert-manager/pkg/issuer/acme/dns/azuredns"
@@ -209,7 +211,7 @@ func (s *Solver) loadSecretData(`},
 		check.NewCmdCheck,
 `}}}
 
-func toolsModule(name string) string { return filepath.Join(controlplane.RepoRoot(), "tools", name) }
+func toolsModule(name string) string { return filepath.Join(repo.Root(), "tools", name) }
 
 // RealNodeCharts are the real charts the real-node tests, the TypeScript ones and the demo
 // install.
@@ -220,11 +222,11 @@ var RealNodeCharts = []Installable{ExternalSecretsChart, CertManagerChart, Ingre
 type Installable interface {
 	Write(ctx context.Context, dir string) (string, error)
 	// ImagesToBuild are the chart's images, built from Go modules.
-	ImagesToBuild() []controlplane.GoImage
+	ImagesToBuild() []tools.GoImage
 }
 
 // ImagesToBuild are the images the chart runs by default.
-func (m ModuleChart) ImagesToBuild() []controlplane.GoImage { return m.Images }
+func (m ModuleChart) ImagesToBuild() []tools.GoImage { return m.Images }
 
 // BuildImages builds the charts' images into the tools cache, a chart at a time beside the
 // others (each is mostly one long compile of its module; their downloads overlap).
@@ -233,7 +235,7 @@ func BuildImages(ctx context.Context, logf func(string, ...any), cs ...Installab
 	for _, c := range cs {
 		go func() {
 			for _, img := range c.ImagesToBuild() {
-				if _, err := controlplane.BuildImage(ctx, img, logf); err != nil {
+				if _, err := tools.BuildImage(ctx, img, logf); err != nil {
 					errs <- err
 					return
 				}
@@ -250,33 +252,33 @@ func BuildImages(ctx context.Context, logf func(string, ...any), cs ...Installab
 	return first
 }
 
-// LoadImages builds the chart's images (cached in the tools cache) and loads them into cp's
+// LoadImages builds the chart's images (cached in the tools cache) and loads them into the
 // real node.
-func LoadImages(ctx context.Context, cp *controlplane.ControlPlane, c Installable, logf func(string, ...any)) error {
+func LoadImages(ctx context.Context, node *realnode.Node, c Installable, logf func(string, ...any)) error {
 	for _, img := range c.ImagesToBuild() {
-		tar, err := controlplane.BuildImage(ctx, img, logf)
+		tar, err := tools.BuildImage(ctx, img, logf)
 		if err != nil {
 			return err
 		}
-		if err := cp.LoadImage(ctx, tar); err != nil {
+		if err := node.LoadImage(ctx, tar); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Install loads c's images into cp's real node and writes c under dir; it returns the chart's
+// Install loads c's images into the real node and writes c under dir; it returns the chart's
 // folder, ready for a helm.sh/v3 Release.
-func Install(ctx context.Context, cp *controlplane.ControlPlane, c Installable, dir string, logf func(string, ...any)) (string, error) {
-	if err := LoadImages(ctx, cp, c, logf); err != nil {
+func Install(ctx context.Context, node *realnode.Node, c Installable, dir string, logf func(string, ...any)) (string, error) {
+	if err := LoadImages(ctx, node, c, logf); err != nil {
 		return "", err
 	}
 	return c.Write(ctx, dir)
 }
 
-// LoadImages is LoadImages(ctx, cp, m, logf).
-func (m ModuleChart) LoadImages(ctx context.Context, cp *controlplane.ControlPlane, logf func(string, ...any)) error {
-	return LoadImages(ctx, cp, m, logf)
+// LoadImages is LoadImages(ctx, node, m, logf).
+func (m ModuleChart) LoadImages(ctx context.Context, node *realnode.Node, logf func(string, ...any)) error {
+	return LoadImages(ctx, node, m, logf)
 }
 
 var (
@@ -288,7 +290,7 @@ var (
 // Write copies the chart into dir/<chart name> as its release tooling packages it, and returns
 // the chart's folder (a helm.sh/v3 Release's `chart`).
 func (m ModuleChart) Write(ctx context.Context, dir string) (string, error) {
-	root, err := controlplane.ModuleDir(ctx, m.Module)
+	root, err := tools.ModuleDir(ctx, m.Module)
 	if err != nil {
 		return "", err
 	}

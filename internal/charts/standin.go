@@ -6,7 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 // StandinChart is a rendered chart (Rendered) whose images cannot be built from Go modules
@@ -18,18 +19,18 @@ import (
 // never ends).
 type StandinChart struct {
 	Name   string
-	Images []controlplane.GoImage
+	Images []tools.GoImage
 }
 
 // IngressNginxChart is ingress-nginx's chart 4.15.1 (the rendered fixture), its controller and
 // kube-webhook-certgen images both the stand-in (internal/charts/cmd/ingress-nginx-standin).
-var IngressNginxChart = StandinChart{Name: "ingress-nginx", Images: []controlplane.GoImage{
-	{Ref: "registry.k8s.io/ingress-nginx/controller:v1.15.1", ModDir: controlplane.RepoRoot(), Pkg: "./internal/charts/cmd/ingress-nginx-standin"},
-	{Ref: "registry.k8s.io/ingress-nginx/kube-webhook-certgen:v1.6.9", ModDir: controlplane.RepoRoot(), Pkg: "./internal/charts/cmd/ingress-nginx-standin"},
+var IngressNginxChart = StandinChart{Name: "ingress-nginx", Images: []tools.GoImage{
+	{Ref: "registry.k8s.io/ingress-nginx/controller:v1.15.1", ModDir: repo.Root(), Pkg: "./internal/charts/cmd/ingress-nginx-standin"},
+	{Ref: "registry.k8s.io/ingress-nginx/kube-webhook-certgen:v1.6.9", ModDir: repo.Root(), Pkg: "./internal/charts/cmd/ingress-nginx-standin"},
 }}
 
 // ImagesToBuild are the stand-in images.
-func (c StandinChart) ImagesToBuild() []controlplane.GoImage { return c.Images }
+func (c StandinChart) ImagesToBuild() []tools.GoImage { return c.Images }
 
 var imageDigest = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
 

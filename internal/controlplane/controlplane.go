@@ -1,3 +1,9 @@
+// Package controlplane runs a local Kubernetes control plane for the tests, the demo and the
+// benchmarks: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with its
+// fake nodes, as processes on loopback (controlplane.go, kwok.go), and what a test does with
+// the running cluster (apply.go, rebuild.go). The binaries come from package tools; a real
+// node (containerd, a kubelet) is package realnode's, which runs this control plane inside
+// its namespace (Options.Namespace).
 package controlplane
 
 import (
@@ -28,18 +34,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 // Options shape a control plane.
 type Options struct {
-	// Nodes is how many kwok-managed fake nodes to register (default 1, or 0 beside a real node).
+	// Nodes is how many kwok-managed fake nodes to register: 1 when 0, unless Namespace is set
+	// (beside a real node), where 0 is none.
 	Nodes int
-	// RealNode adds a real node (NodeName): containerd, a kubelet and kube-proxy, so pods
-	// really run. The whole cluster then lives in a network namespace of its own, and the host
-	// reaches the API server through a forwarder at Host. Needs root and Debian's containerd,
-	// runc, iptables and containernetworking-plugins (NodeRequirements); images come from
-	// LoadImage. See realnode.go.
-	RealNode bool
 	// KwokStages, when set, replaces the default kwok configuration (kwok's fast stages, with
 	// pod readiness delayed by PodReadyDelayAnnotation).
 	KwokStages string
@@ -47,10 +50,31 @@ type Options struct {
 	Dir string
 	// Logf receives progress lines (tool builds, start-up).
 	Logf func(format string, args ...any)
+	// BinDir is the built tools' folder; tools.EnsureTools builds them when empty.
+	BinDir string
+	// Namespace, when set, runs every process in a network namespace of another's making
+	// (package realnode's, with a real node in it) instead of on the machine's loopback.
+	Namespace *Namespace
 }
 
+// Namespace says how the control plane runs in a network namespace of its own.
+type Namespace struct {
+	// Enter is the command line that runs bin with args inside the namespace.
+	Enter func(bin string, args []string) (string, []string)
+	// EtcdPort, EtcdPeerPort and APIPort are fixed: the namespace is the cluster's alone.
+	EtcdPort, EtcdPeerPort, APIPort int
+	// APIServerArgs are the API server's addresses there (--bind-address, ...).
+	APIServerArgs []string
+	// Host is the API server's URL from this process (a forwarder into the namespace); the
+	// components dial https://127.0.0.1:APIPort inside it.
+	Host string
+}
+
+// ServiceCIDR is the Services' address range (the API server's --service-cluster-ip-range).
+const ServiceCIDR = "10.0.0.0/24"
+
 // ControlPlane is a running etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
-// kwok on loopback.
+// kwok on loopback (or in Options.Namespace).
 type ControlPlane struct {
 	Dir            string
 	KubeconfigPath string
@@ -61,6 +85,9 @@ type ControlPlane struct {
 	Host       string
 	// StartTime is how long Start took once the tools were built.
 	StartTime time.Duration
+	// ComponentKubeconfigPath is the kubeconfig of the cluster's own components (and a real
+	// node's): KubeconfigPath, or in a Namespace one that dials the API server inside it.
+	ComponentKubeconfigPath string
 
 	binDir       string
 	token        string
@@ -71,7 +98,6 @@ type ControlPlane struct {
 	mu           sync.Mutex
 	procs        map[string]*proc
 	apiServerCmd []string
-	node         *nodeHost // a real node's namespace, nil with kwok alone
 }
 
 type proc struct {
@@ -82,19 +108,17 @@ type proc struct {
 
 // Start builds the tools if needed and starts a control plane with opts.Nodes ready fake nodes.
 func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
-	if opts.Nodes <= 0 && !opts.RealNode {
+	if opts.Nodes <= 0 && opts.Namespace == nil {
 		opts.Nodes = 1
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	ensure := EnsureTools
-	if opts.RealNode {
-		ensure = EnsureNodeTools
-	}
-	binDir, err := ensure(ctx, opts.Logf)
-	if err != nil {
-		return nil, err
+	binDir := opts.BinDir
+	if binDir == "" {
+		if binDir, err = tools.EnsureTools(ctx, opts.Logf); err != nil {
+			return nil, err
+		}
 	}
 	began := time.Now()
 	cp := &ControlPlane{binDir: binDir, opts: opts, procs: map[string]*proc{}, Dir: opts.Dir}
@@ -117,40 +141,23 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err := cp.writeCredentials(); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
-	if err != nil {
-		return nil, err
-	}
 	apiArgs := []string{"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		// No kubelet: nothing keeps the `kubernetes` Service's endpoints, and nothing needs them.
 		"--endpoint-reconciler-type=none"}
-	if opts.RealNode {
-		// The namespace is the cluster's alone: fixed ports, and the API server on the pods'
-		// bridge too (pods reach it through the `kubernetes` Service).
-		ports = []int{nsEtcdPort, nsPeerPort, nsAPIPort}
-		apiArgs = []string{"--bind-address=0.0.0.0", "--advertise-address=" + nodeIP,
-			// exec and logs dial the node's address, never its name (the host's resolver).
-			"--kubelet-preferred-address-types=InternalIP"}
-		if err := cp.startNamespace(ctx); err != nil {
-			return nil, err
-		}
-		if err := cp.writeServingCert(); err != nil {
-			return nil, err
-		}
-		fwd, err := newForwarder(cp.NetnsPath(), fmt.Sprintf("127.0.0.1:%d", nsAPIPort))
-		if err != nil {
-			return nil, fmt.Errorf("forwarding the API server to the host: %w", err)
-		}
-		cp.node.fwd = fwd
+	var ports []int
+	if ns := opts.Namespace; ns != nil {
+		ports, apiArgs = []int{ns.EtcdPort, ns.EtcdPeerPort, ns.APIPort}, ns.APIServerArgs
+	} else if ports, err = freePorts(3); err != nil {
+		return nil, err
 	}
 	cp.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	cp.apiPort = ports[2]
 	cp.Host = fmt.Sprintf("https://127.0.0.1:%d", cp.apiPort)
-	if cp.node != nil {
-		cp.Host = "https://" + cp.node.fwd.Addr()
+	if opts.Namespace != nil {
+		cp.Host = opts.Namespace.Host
 	}
 
-	if err := cp.run("etcd", filepath.Join(binDir, "etcd"),
+	if err := cp.StartProcess("etcd", filepath.Join(binDir, "etcd"),
 		"--data-dir", filepath.Join(cp.Dir, "etcd"),
 		"--listen-client-urls", cp.etcdURL, "--advertise-client-urls", cp.etcdURL,
 		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
@@ -167,7 +174,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		"--service-account-key-file=" + filepath.Join(cp.Dir, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(cp.Dir, "sa.key"),
 		"--token-auth-file=" + filepath.Join(cp.Dir, "tokens.csv"),
-		"--authorization-mode=RBAC", "--service-cluster-ip-range=" + serviceCIDR,
+		"--authorization-mode=RBAC", "--service-cluster-ip-range=" + ServiceCIDR,
 		"--profiling=false", "-v=1"}
 	cp.apiServerCmd = append(cp.apiServerCmd, apiArgs...)
 	if err := cp.StartAPIServer(ctx); err != nil {
@@ -176,13 +183,13 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err := cp.writeKubeconfig(); err != nil {
 		return nil, err
 	}
-	// The components' own kubeconfig: beside a real node they dial the API server inside the
-	// namespace, not the host's forwarder.
-	kc, err := cp.componentKubeconfig()
-	if err != nil {
+	// The components' own kubeconfig: in a namespace they dial the API server inside it, not
+	// the host's forwarder.
+	if cp.ComponentKubeconfigPath, err = cp.componentKubeconfig(); err != nil {
 		return nil, err
 	}
-	if err := cp.run("kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
+	kc := cp.ComponentKubeconfigPath
+	if err := cp.StartProcess("kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
 		"--kubeconfig="+kc, "--leader-elect=false",
 		"--service-account-private-key-file="+filepath.Join(cp.Dir, "sa.key"),
 		"--root-ca-file="+filepath.Join(cp.Dir, "certs", "apiserver.crt"),
@@ -190,14 +197,9 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		"--secure-port=0", "--concurrent-deployment-syncs=10", "-v=1"); err != nil {
 		return nil, err
 	}
-	if err := cp.run("kube-scheduler", filepath.Join(binDir, "kube-scheduler"),
+	if err := cp.StartProcess("kube-scheduler", filepath.Join(binDir, "kube-scheduler"),
 		"--kubeconfig="+kc, "--leader-elect=false", "--secure-port=0", "-v=1"); err != nil {
 		return nil, err
-	}
-	if opts.RealNode {
-		if err := cp.startNode(ctx, kc); err != nil {
-			return nil, err
-		}
 	}
 	if opts.Nodes == 0 {
 		cp.StartTime = time.Since(began)
@@ -217,7 +219,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	kwokArgs = append(kwokArgs, "--config="+stagesPath)
-	if err := cp.run("kwok", filepath.Join(binDir, "kwok"), kwokArgs...); err != nil {
+	if err := cp.StartProcess("kwok", filepath.Join(binDir, "kwok"), kwokArgs...); err != nil {
 		return nil, err
 	}
 	for i := 0; i < opts.Nodes; i++ {
@@ -234,7 +236,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 
 // StartAPIServer (re)starts kube-apiserver and waits for /readyz.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
-	if err := cp.run("kube-apiserver", cp.apiServerCmd[0], cp.apiServerCmd[1:]...); err != nil {
+	if err := cp.StartProcess("kube-apiserver", cp.apiServerCmd[0], cp.apiServerCmd[1:]...); err != nil {
 		return err
 	}
 	return cp.waitReadyz(ctx, 90*time.Second)
@@ -256,24 +258,25 @@ func (cp *ControlPlane) EtcdURL() string { return cp.etcdURL }
 
 // Stop stops everything Start started and removes its temporary folder.
 func (cp *ControlPlane) Stop() {
-	cp.StopProcess("kwok")
-	cp.stopNodeComponents()
-	for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
+	for _, name := range []string{"kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
 		cp.StopProcess(name)
 	}
-	cp.stopNamespace()
 	if cp.ownDir && os.Getenv("READINESS_KEEP_CP") == "" {
 		_ = os.RemoveAll(cp.Dir)
 	}
 }
 
-func (cp *ControlPlane) run(name, bin string, args ...string) error {
+// StartProcess starts bin (in Options.Namespace when set) as the component name, logging to
+// Dir/logs/name.log, until StopProcess(name) or Stop.
+func (cp *ControlPlane) StartProcess(name, bin string, args ...string) error {
 	logPath := filepath.Join(cp.Dir, "logs", name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	bin, args = cp.inNamespace(bin, args)
+	if cp.opts.Namespace != nil {
+		bin, args = cp.opts.Namespace.Enter(bin, args)
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	// Die with the test process, whatever happens to it: nothing is left behind.
@@ -365,9 +368,9 @@ func (cp *ControlPlane) KubeconfigFor(token string) ([]byte, error) {
 }
 
 // componentKubeconfig is the kubeconfig of the cluster's own components: the host's one, or
-// beside a real node one that dials the API server inside the namespace.
+// in a namespace one that dials the API server inside it.
 func (cp *ControlPlane) componentKubeconfig() (string, error) {
-	if cp.node == nil {
+	if cp.opts.Namespace == nil {
 		return cp.KubeconfigPath, nil
 	}
 	ca, err := os.ReadFile(filepath.Join(cp.Dir, "certs", "apiserver.crt"))
@@ -376,7 +379,7 @@ func (cp *ControlPlane) componentKubeconfig() (string, error) {
 	}
 	b, err := clientcmd.Write(clientcmdapi.Config{
 		Clusters: map[string]*clientcmdapi.Cluster{"local": {
-			Server: fmt.Sprintf("https://127.0.0.1:%d", nsAPIPort), CertificateAuthorityData: ca}},
+			Server: fmt.Sprintf("https://127.0.0.1:%d", cp.apiPort), CertificateAuthorityData: ca}},
 		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"local": {Token: cp.token}},
 		Contexts:       map[string]*clientcmdapi.Context{"local": {Cluster: "local", AuthInfo: "local"}},
 		CurrentContext: "local",

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 // KwokModule is the pinned kwok (tools/kube) whose stage definitions the control plane uses.
@@ -19,7 +21,7 @@ const PodReadyDelayAnnotation = "pod-ready.stage.kwok.x-k8s.io/delay"
 // Job pods that complete, node initialisation and heartbeat), with one change: the pod-ready
 // stage waits for the pod's PodReadyDelayAnnotation when it has one, and is instant otherwise.
 func kwokStages(ctx context.Context) (string, error) {
-	root, err := moduleSource(ctx, KwokModule)
+	root, err := tools.ModuleSource(ctx, KwokModule)
 	if err != nil {
 		return "", err
 	}

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 )
 
 //go:embed VERSION
@@ -38,7 +38,7 @@ func Tarball() string {
 // SharedDir is the folder of shared artefacts: $READINESS_SHARED_DIR, else ../shared beside
 // the repository (where CI puts it), else /work/shared; "" when none exists.
 func SharedDir() string {
-	for _, d := range []string{os.Getenv("READINESS_SHARED_DIR"), filepath.Join(controlplane.RepoRoot(), "..", "shared"), "/work/shared"} {
+	for _, d := range []string{os.Getenv("READINESS_SHARED_DIR"), filepath.Join(repo.Root(), "..", "shared"), "/work/shared"} {
 		if d == "" {
 			continue
 		}
@@ -55,7 +55,7 @@ func ProjectHome() string {
 	if h := os.Getenv("PULUMI_HOME"); h != "" {
 		return h
 	}
-	return filepath.Join(controlplane.RepoRoot(), ".cache", "pulumi-home")
+	return filepath.Join(repo.Root(), ".cache", "pulumi-home")
 }
 
 // PluginDir is where `pulumi plugin install` puts the plugin under home.

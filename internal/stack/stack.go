@@ -18,8 +18,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/k8splugin"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 // Env is a prepared Pulumi environment: binaries built, backend and home folders made.
@@ -32,7 +33,7 @@ type Env struct {
 
 // Prepare puts the provider binary into dir/bin and sets up a local backend under dir.
 func Prepare(ctx context.Context, dir string) (*Env, error) {
-	toolsBin, err := controlplane.EnsureTools(ctx, nil)
+	toolsBin, err := tools.EnsureTools(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ var providerBuild struct {
 // leaves an up-to-date binary untouched, so a process that finds it built pays no link.
 func providerBinary(ctx context.Context) (string, error) {
 	providerBuild.once.Do(func() {
-		root := controlplane.RepoRoot()
+		root := repo.Root()
 		sum := sha256.Sum256([]byte(root))
 		dir := filepath.Join(os.TempDir(), "readiness-provider-bin-"+hex.EncodeToString(sum[:])[:12])
 		if err := os.MkdirAll(dir, 0o755); err != nil {

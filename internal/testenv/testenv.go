@@ -14,30 +14,49 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/realnode"
 )
 
-// CP is the package's shared control plane, set by Main.
+// CP is the package's shared control plane, set by Main (or MainRealNode).
 var CP *controlplane.ControlPlane
+
+// Node is the package's real node, set by MainRealNode (its control plane is CP).
+var Node *realnode.Node
 
 // Main starts the control plane, runs the tests and stops it. Use from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(testenv.Main(m, controlplane.Options{})) }
-func Main(m *testing.M, opts controlplane.Options) int {
+func Main(m *testing.M, opts controlplane.Options) int { return run(m, opts, false) }
+
+// MainRealNode is Main with a real node (package realnode) beside the control plane.
+func MainRealNode(m *testing.M, opts controlplane.Options) int { return run(m, opts, true) }
+
+func run(m *testing.M, opts controlplane.Options, realNode bool) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	opts.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "controlplane: "+f+"\n", a...) }
-	cp, err := controlplane.Start(ctx, opts)
+	var err error
+	if realNode {
+		if Node, err = realnode.Start(ctx, opts); err == nil {
+			CP = Node.ControlPlane
+		}
+	} else {
+		CP, err = controlplane.Start(ctx, opts)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the local control plane: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "controlplane: started in %s at %s\n", cp.StartTime.Round(time.Millisecond), cp.Host)
-	CP = cp
-	defer cp.Stop()
+	fmt.Fprintf(os.Stderr, "controlplane: started in %s at %s\n", CP.StartTime.Round(time.Millisecond), CP.Host)
+	if Node != nil {
+		defer Node.Stop()
+	} else {
+		defer CP.Stop()
+	}
 	rc := m.Run()
-	if rc != 0 && opts.RealNode {
+	if rc != 0 && Node != nil {
 		// A pod that never started may be one the kubelet never admitted.
-		if p := cp.NodePressure(context.Background()); p != "" {
+		if p := Node.Pressure(context.Background()); p != "" {
 			fmt.Fprintf(os.Stderr, "the real node was short of resources while the tests ran:\n%s\n", p)
 		}
 	}

@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
 
@@ -114,7 +114,7 @@ func TestWebhookReadyStackRebuilds(t *testing.T) {
 func TestCertificateReadyStack(t *testing.T) {
 	ctx := context.Background()
 	env := stacktest.Prepare(t)
-	crds, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
+	crds, err := tools.ModuleCRDs(ctx, tools.CertManagerModule, "deploy/crds")
 	if err != nil {
 		t.Fatal(err)
 	}

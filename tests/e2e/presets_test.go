@@ -12,14 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
 
 func installModuleCRDs(t *testing.T, module string) {
-	crds, err := controlplane.ModuleCRDs(context.Background(), module, "deploy/crds")
+	crds, err := tools.ModuleCRDs(context.Background(), module, "deploy/crds")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +37,8 @@ func installModuleCRDs(t *testing.T, module string) {
 func TestPresetsCertManagerAndExternalSecrets(t *testing.T) {
 	ctx := context.Background()
 	env := stacktest.Prepare(t)
-	installModuleCRDs(t, controlplane.CertManagerModule)
-	installModuleCRDs(t, controlplane.ExternalSecretsModule)
+	installModuleCRDs(t, tools.CertManagerModule)
+	installModuleCRDs(t, tools.ExternalSecretsModule)
 	for _, ns := range []string{"cert-manager", "external-secrets"} {
 		if _, err := testenv.CP.Apply(ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}"); err != nil && !apierrors.IsAlreadyExists(err) &&
 			!strings.Contains(err.Error(), "already exists") {

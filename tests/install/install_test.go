@@ -24,8 +24,9 @@ import (
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 const (
@@ -48,7 +49,7 @@ var (
 // needs the one before, so the first failure stops the walk.
 func TestReleaseAndInstall(t *testing.T) {
 	ctx := context.Background()
-	toolsBin, err := controlplane.EnsureTools(ctx, nil)
+	toolsBin, err := tools.EnsureTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ func testdata(t *testing.T) string {
 // becomes the release's, then the tag. The repository under test is never touched.
 func snapshot(t *testing.T) string {
 	t.Helper()
-	root := controlplane.RepoRoot()
+	root := repo.Root()
 	dir := t.TempDir()
 	list := mustRun(t, root, nil, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	for _, name := range strings.Split(strings.TrimRight(list, "\x00"), "\x00") {
@@ -508,7 +509,7 @@ func buildGoApp(t *testing.T, proxy, out string) {
 	t.Helper()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "main.go"), []byte(readFile(t, filepath.Join("testdata", "goapp", "main.go"))))
-	root := controlplane.RepoRoot()
+	root := repo.Root()
 	repo, err := modfile.Parse("go.mod", []byte(readFile(t, filepath.Join(root, "go.mod"))), nil)
 	if err != nil {
 		t.Fatal(err)

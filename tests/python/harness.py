@@ -128,7 +128,7 @@ class Cluster:
 
 def start_cluster() -> Cluster:
     """Runs `localcluster up` and returns once it printed its kubeconfig path."""
-    proc = subprocess.Popen([go_binary("./internal/controlplane/cmd/localcluster"), "up"], cwd=REPO_ROOT,
+    proc = subprocess.Popen([go_binary("./internal/localcluster"), "up"], cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
     if not line:
@@ -165,7 +165,7 @@ def prepare_pulumi() -> PulumiEnv:
     missing here fails the test, never is fetched from the internet."""
     d = temp_dir("readiness-py-")
     provider_bin = str(Path(go_binary("./provider/cmd/pulumi-resource-readiness")).parent)
-    tools_bin = _go_run("./internal/controlplane/cmd/localcluster", "tools")
+    tools_bin = _go_run("./internal/localcluster", "tools")
     for sub in ("state", "home", "tmp"):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
     plugin_dir = _go_run("./internal/k8splugin/cmd/k8splugin")

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 	"github.com/readiness-io/pulumi-readiness/provider"
 )
 
-var root = controlplane.RepoRoot()
+var root = repo.Root()
 
 func read(t *testing.T, path string) string {
 	t.Helper()

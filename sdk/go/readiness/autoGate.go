@@ -75,13 +75,17 @@ func AutoGate(ctx *pulumi.Context, opts *AutoGateOptions) error {
 // component as the children it has so far (none, for a Chart v3 not rendered yet), so the
 // engine's transform cannot see it (childrenPlanned).
 func (g *autoGate) recordedDependencies(args *pulumi.ResourceTransformationArgs) *pulumi.ResourceTransformationResult {
+	ro, roErr := pulumi.NewResourceOptions(args.Opts...)
+	if roErr == nil {
+		g.recordOrder(args, ro)
+	}
 	if !strings.HasPrefix(args.Type, "kubernetes:") {
 		return nil
 	}
 	if _, custom := args.Resource.(pulumi.CustomResource); !custom {
 		return nil
 	}
-	if ro, err := pulumi.NewResourceOptions(args.Opts...); err == nil {
+	if roErr == nil {
 		var comps []pulumi.Resource
 		for _, d := range ro.DependsOn {
 			if named, ok := d.(interface{ PulumiResourceType() string }); ok && inProcessComponents[named.PulumiResourceType()] {
@@ -111,7 +115,8 @@ func newAutoGate(ctx *pulumi.Context, opts AutoGateOptions) *autoGate {
 	}
 	g := &autoGate{ctx: ctx, opts: opts, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{},
 		known: map[string]pulumi.Resource{}, edges: map[string][]string{}, clusters: map[string]*autoGateCluster{}, planned: map[string]bool{},
-		componentDeps: map[string][]pulumi.Resource{}}
+		componentDeps: map[string][]pulumi.Resource{}, orderOf: map[string]int{}, plainKeys: map[string]bool{}, plannedKeys: map[string]bool{},
+		plainRes: map[pulumi.Resource]bool{}, installerOrder: map[string]int{}}
 	g.planCond = sync.NewCond(&g.mu)
 	return g
 }
@@ -136,6 +141,20 @@ type autoGate struct {
 	// componentDeps are the in-process components registrations depend on, as the program made
 	// them (Go values), by registrationKey.
 	componentDeps map[string][]pulumi.Resource
+	// Program order (recordOrder): the Kubernetes registrations outside kubernetes components, in
+	// the order the program wrote them, by registrationKey; whether each is sent without waiting
+	// for another resource (plain); the keys whose first plan call returned; every resource seen
+	// and whether it is plain.
+	// orderMu guards order, orderOf, plainKeys and plainRes: recordOrder runs inside every
+	// RegisterResource, a gate's too, which gate makes with mu held (lock order: mu, then orderMu).
+	orderMu     sync.Mutex
+	order       []string
+	orderOf     map[string]int
+	plainKeys   map[string]bool
+	plainRes    map[pulumi.Resource]bool
+	plannedKeys map[string]bool // mu
+	// installerOrder is each installer's place in program order (-1: none), by its URN.
+	installerOrder map[string]int
 }
 
 // registrationKey names a registration in both of its transforms: the program's (legacy) one
@@ -272,7 +291,9 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		}
 	}
 	self := g.selfURN(parentURN, args.Type, args.Name)
+	key := registrationKey(args.Type, args.Name, parentName(parentURN))
 	defer g.markPlannedURN(self) // every way out: nothing waits for it in vain (childrenPlanned)
+	defer g.markPlannedKey(key)  // and waitEarlier
 	res := AutoGatePlanResource{Type: args.Type, Name: args.Name, Object: obj}
 	if parentType != "" {
 		res.ParentType = &parentType
@@ -314,7 +335,8 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 	// its children after its own registration, and after a resource that depends on it may have
 	// been sent: decide that resource once every child was planned (its installers known).
 	g.childrenPlanned(c, args)
-	plan, err := g.planWith(res, g.snapshot(seen, child, true), dependsOn, prov)
+	asked := g.snapshot(seen, true, true)
+	plan, err := g.planWith(res, asked, dependsOn, prov)
 	if err != nil {
 		return nil, err
 	}
@@ -329,6 +351,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		g.mu.Lock()
 		missed := g.missed(seen)
 		g.installers = append(g.installers, inst)
+		g.installerOrder[self] = g.placeOf(key)
 		g.mu.Unlock()
 		land()
 		if strings.HasSuffix(args.Type, "WebhookConfiguration") {
@@ -338,6 +361,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		}
 	}
 	g.markPlannedURN(self)
+	g.markPlannedKey(key)
 	if child {
 		land()
 		// A sibling registered later (the chart's webhook configuration) may block this child:
@@ -346,6 +370,15 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		if plan, err = g.planWith(res, g.snapshot(seen, false, false), dependsOn, prov); err != nil {
 			return nil, err
 		}
+	} else if g.waitEarlier(args, key, len(asked)) {
+		// An installer the program wrote above it was planned after its question: ask again.
+		if plan, err = g.planWith(res, g.snapshot(seen, false, false), dependsOn, prov); err != nil {
+			return nil, err
+		}
+	} else {
+		g.mu.Lock()
+		seen.pending = false
+		g.mu.Unlock()
 	}
 	for _, w := range plan.Warnings {
 		g.warn(w)
@@ -480,6 +513,163 @@ func (g *autoGate) markPlanned(c context.Context, args *pulumi.ResourceTransform
 		return
 	}
 	g.markPlannedURN(g.selfURN(parentURN, args.Type, args.Name))
+	g.markPlannedKey(registrationKey(args.Type, args.Name, parentName(parentURN)))
+}
+
+// recordOrder notes, in program order (the legacy transformation runs as the program registers),
+// each resource and whether the SDK sends it without waiting for another resource: its props hold
+// no Output and it depends on, is parented by and is provided by plain resources only. The Go SDK
+// sends registrations concurrently, each once its inputs resolve, so the engine's transform sees
+// a Deployment before the Certificate written above it; waitEarlier puts them back in order.
+func (g *autoGate) recordOrder(args *pulumi.ResourceTransformationArgs, ro *pulumi.ResourceOptions) {
+	plain := !holdsOutput(reflect.ValueOf(args.Props), 0)
+	g.orderMu.Lock()
+	defer g.orderMu.Unlock()
+	for _, d := range ro.DependsOn {
+		plain = plain && g.plainRes[d]
+	}
+	for _, r := range []pulumi.Resource{ro.Parent, ro.Provider} {
+		if r != nil && !isNil(r) {
+			plain = plain && g.plainRes[r]
+		}
+	}
+	if args.Resource != nil {
+		g.plainRes[args.Resource] = plain
+	}
+	if !strings.HasPrefix(args.Type, "kubernetes:") {
+		return
+	}
+	if _, custom := args.Resource.(pulumi.CustomResource); !custom {
+		return
+	}
+	parent := ""
+	if named, ok := ro.Parent.(interface {
+		PulumiResourceName() string
+		PulumiResourceType() string
+	}); ok && ro.Parent != nil && !isNil(ro.Parent) {
+		if componentParent(named.PulumiResourceType()) {
+			return // a kubernetes component's child: its family settles (settle)
+		}
+		parent = named.PulumiResourceName()
+	}
+	key := registrationKey(args.Type, args.Name, parent)
+	if _, dup := g.orderOf[key]; dup {
+		return
+	}
+	g.orderOf[key] = len(g.order)
+	g.order = append(g.order, key)
+	g.plainKeys[key] = plain
+}
+
+// waitEarlier waits until every plain registration the program wrote above key had its first
+// plan call answered (its installer, if any, is then known), at most the plan timeout; it says
+// whether an installer written above key was added after key's question (of asked installers).
+// A registration that waits for other resources' values is not waited for: it may wait for key
+// itself (its namespace from key's outputs); should it be an installer key needed, it is too late.
+func (g *autoGate) waitEarlier(args *pulumi.ResourceTransformArgs, key string, asked int) bool {
+	timeout := g.planTimeout
+	if timeout <= 0 {
+		timeout = autoGatePlanTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	wake := time.AfterFunc(timeout, func() { g.mu.Lock(); g.planCond.Broadcast(); g.mu.Unlock() })
+	defer wake.Stop()
+	g.orderMu.Lock()
+	at, ok := g.orderOf[key]
+	var earlier []string
+	for _, k := range g.order[:max(at, 0)] {
+		if g.plainKeys[k] {
+			earlier = append(earlier, k)
+		}
+	}
+	g.orderMu.Unlock()
+	if !ok {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, k := range earlier {
+		for !g.plannedKeys[k] {
+			if time.Now().After(deadline) {
+				g.warn(fmt.Sprintf("%s %s was decided without %s, written above it, whose registration had not come after %s",
+					args.Type, args.Name, strings.ReplaceAll(k, "::", " "), timeout))
+				return false
+			}
+			g.planCond.Wait()
+		}
+	}
+	for _, inst := range g.installers[min(asked, len(g.installers)):] {
+		if o, ok := g.installerOrder[inst.Id]; ok && o >= 0 && o < at {
+			return true
+		}
+	}
+	return false
+}
+
+// placeOf is key's place in program order (-1: none).
+func (g *autoGate) placeOf(key string) int {
+	g.orderMu.Lock()
+	defer g.orderMu.Unlock()
+	if at, ok := g.orderOf[key]; ok {
+		return at
+	}
+	return -1
+}
+
+func (g *autoGate) markPlannedKey(key string) {
+	g.mu.Lock()
+	g.plannedKeys[key] = true
+	g.planCond.Broadcast()
+	g.mu.Unlock()
+}
+
+// parentName is the name part of a parent's URN ("" for none or the stack).
+func parentName(parentURN string) string {
+	if parentURN == "" || resource.URN(parentURN).Type() == resource.RootStackType {
+		return ""
+	}
+	return resource.URN(parentURN).Name()
+}
+
+// holdsOutput says whether v holds a pulumi.Output anywhere (props as the program wrote them:
+// pulumi.Map, typed args structs, slices).
+func holdsOutput(v reflect.Value, depth int) bool {
+	if !v.IsValid() || depth > 64 {
+		return false
+	}
+	if v.CanInterface() {
+		if _, ok := v.Interface().(pulumi.Output); ok {
+			return true
+		}
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && holdsOutput(v.Elem(), depth+1)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() && holdsOutput(v.Field(i), depth+1) {
+				return true
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if holdsOutput(it.Value(), depth+1) {
+				return true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			if holdsOutput(v.Index(i), depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isNil(r pulumi.Resource) bool {
+	v := reflect.ValueOf(r)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 func (g *autoGate) markPlannedURN(urn string) {

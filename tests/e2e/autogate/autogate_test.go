@@ -20,11 +20,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
 
@@ -57,7 +57,7 @@ func TestAutoGateFieldReportsInOneProgram(t *testing.T) {
 	env := stacktest.Prepare(t)
 
 	// 000: cert-manager (CRDs as a separate earlier step, as report000_test does), its webhook serving.
-	cmCRDs, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
+	cmCRDs, err := tools.ModuleCRDs(ctx, tools.CertManagerModule, "deploy/crds")
 	if err != nil {
 		t.Fatal(err)
 	}

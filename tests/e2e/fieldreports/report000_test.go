@@ -11,11 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
 )
 
@@ -31,7 +31,7 @@ func TestFieldReport000CertManagerSecretMount(t *testing.T) {
 	env := stacktest.Prepare(t)
 	// cert-manager's CRDs as a separate step (crds.enabled=false): other tests of this package
 	// install the same CRDs, which a release could not adopt.
-	crds, err := controlplane.ModuleCRDs(ctx, controlplane.CertManagerModule, "deploy/crds")
+	crds, err := tools.ModuleCRDs(ctx, tools.CertManagerModule, "deploy/crds")
 	if err != nil {
 		t.Fatal(err)
 	}

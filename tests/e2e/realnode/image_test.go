@@ -22,7 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/realnode"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
@@ -192,7 +192,7 @@ func nodeRegistry(t *testing.T) *testregistry.Registry {
 		t.Fatal(err)
 	}
 	t.Cleanup(reg.Close)
-	ln, err := testenv.CP.ListenInNamespace("tcp", reg.Host)
+	ln, err := testenv.Node.ListenInNamespace("tcp", reg.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func nodeRegistry(t *testing.T) *testregistry.Registry {
 // really fetches them.
 func appImage(t *testing.T, tag string) v1.Image {
 	t.Helper()
-	path, err := controlplane.PauseImage(context.Background())
+	path, err := realnode.PauseImage(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

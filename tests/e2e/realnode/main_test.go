@@ -1,5 +1,5 @@
 // Package realnode runs the field reports for real: a control plane with a real node
-// (containerd, kubelet, kube-proxy; internal/controlplane/realnode.go), real External Secrets
+// (containerd, kubelet, kube-proxy; internal/realnode), real External Secrets
 // v0.11.0 and cert-manager v1.11.5 pods built from their Go modules and installed by the
 // real pulumi-kubernetes plugin from their real charts. Nothing is played: the webhooks are
 // the controllers' own, behind their Services; the FailedMount is the kubelet's.
@@ -13,11 +13,12 @@ import (
 
 	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
+	"github.com/readiness-io/pulumi-readiness/internal/realnode"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	if missing := controlplane.NodeRequirements(); missing != "" {
+	if missing := realnode.Requirements(); missing != "" {
 		if os.Getenv("CI") != "" {
 			fmt.Fprintf(os.Stderr, "a real node needs %s; .ci/run installs them\n", missing)
 			os.Exit(1)
@@ -34,5 +35,5 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(testenv.Main(m, controlplane.Options{RealNode: true}))
+	os.Exit(testenv.MainRealNode(m, controlplane.Options{}))
 }

@@ -23,7 +23,7 @@ import (
 // its folder (a Release's `chart`).
 func installable(ctx context.Context, t *testing.T, c charts.Installable) string {
 	t.Helper()
-	dir, err := charts.Install(ctx, testenv.CP, c, t.TempDir(), t.Logf)
+	dir, err := charts.Install(ctx, testenv.Node, c, t.TempDir(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

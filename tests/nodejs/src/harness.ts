@@ -42,7 +42,7 @@ export interface ClusterOptions {
 // startCluster runs `localcluster up` (or `up-real-node`) and resolves once it printed its
 // kubeconfig path.
 export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
-    const localcluster = goBinary("./internal/controlplane/cmd/localcluster");
+    const localcluster = goBinary("./internal/localcluster");
     const args = opts.realNode ? ["up-real-node", ...(opts.chartsDir ? ["-charts", opts.chartsDir] : [])] : ["up"];
     const child: ChildProcess = spawn(localcluster, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
     const kubeconfigPath: string = await new Promise((resolve, reject) => {
@@ -64,7 +64,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
 // nodeRequirements is what this machine lacks to run a real node ("" when nothing): the
 // real-node tests skip with it, or fail under CI (as tests/e2e/realnode does).
 export function nodeRequirements(): string {
-    return execFileSync(goBinary("./internal/controlplane/cmd/localcluster"), ["node-requirements"]).toString().trim();
+    return execFileSync(goBinary("./internal/localcluster"), ["node-requirements"]).toString().trim();
 }
 
 // request sends one API request to the control plane (loopback only).
@@ -143,7 +143,7 @@ function buildProviders(): string {
 export async function preparePulumi(): Promise<PulumiEnv> {
     const dir = tempDir("readiness-node-");
     const bin = buildProviders();
-    const toolsBin = execFileSync("go", ["run", "./internal/controlplane/cmd/localcluster", "tools"], { cwd: repoRoot }).toString().trim();
+    const toolsBin = execFileSync("go", ["run", "./internal/localcluster", "tools"], { cwd: repoRoot }).toString().trim();
     for (const d of ["state", "home", "tmp"]) fs.mkdirSync(path.join(dir, d), { recursive: true });
     // pulumi-kubernetes (the pinned plugin), installed once into the project's PULUMI_HOME; this
     // environment's home sees that plugins folder.

@@ -8,14 +8,14 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/k8splugin"
+	"github.com/readiness-io/pulumi-readiness/internal/tools"
 )
 
 func main() {
 	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 	ctx := context.Background()
-	bin, err := controlplane.EnsureTools(ctx, logf)
+	bin, err := tools.EnsureTools(ctx, logf)
 	if err == nil {
 		err = k8splugin.Install(ctx, filepath.Join(bin, "pulumi"), k8splugin.ProjectHome(), logf)
 	}

@@ -1,4 +1,4 @@
-package controlplane
+package realnode
 
 import (
 	"context"
@@ -14,13 +14,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 )
 
 // requireRealNode skips t on a machine that cannot run a real node, but fails it in CI, where
 // .ci/run installs what a node needs: a real-node test must never pass by being skipped there.
 func requireRealNode(t *testing.T) {
 	t.Helper()
-	if m := NodeRequirements(); m != "" {
+	if m := Requirements(); m != "" {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("a real node needs %s; .ci/run installs them", m)
 		}
@@ -37,25 +39,25 @@ func TestRealNodeRunsPodsAndGivesTheHostBack(t *testing.T) {
 	// tests/e2e/realnode's node runs (minutes), then gets three minutes of its own.
 	startCtx, cancelStart := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancelStart()
-	cp, err := Start(startCtx, Options{RealNode: true, Logf: t.Logf})
+	node, err := Start(startCtx, controlplane.Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What the host had before this node's kubelet (read under the machine's node lock).
-	panicBefore := cp.node.sysctls["kernel/panic"]
+	panicBefore := node.ns.sysctls["kernel/panic"]
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	stopped := false
 	defer func() {
 		if !stopped {
 			if t.Failed() {
-				t.Log(cp.NodePressure(context.Background()))
+				t.Log(node.Pressure(context.Background()))
 			}
-			cp.Stop()
+			node.Stop()
 		}
 	}()
-	t.Logf("control plane and real node up in %s", cp.StartTime.Round(time.Millisecond))
-	c := cp.Client
+	t.Logf("control plane and real node up in %s", node.StartTime.Round(time.Millisecond))
+	c := node.Client
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "mounts-tls", Namespace: "default"},
 		Spec: corev1.PodSpec{
@@ -112,12 +114,12 @@ func TestRealNodeRunsPodsAndGivesTheHostBack(t *testing.T) {
 	}
 	// A healthy node reports no pressure: the kubelet's own "NodeHasNoDiskPressure" and
 	// "NodeHasSufficientMemory" events at its start are not pressure.
-	if p := cp.NodePressure(ctx); p != "" {
+	if p := node.Pressure(ctx); p != "" {
 		t.Errorf("a node with room reports pressure: %s", p)
 	}
-	ns := cp.NetnsPath()
+	ns := node.NetnsPath()
 	nsLink, _ := os.Readlink(ns)
-	cp.Stop()
+	node.Stop()
 	stopped = true
 	if left := processesIn(nsLink, -1); len(left) > 0 {
 		t.Errorf("processes left in the node's namespace: %v", left)
@@ -137,12 +139,12 @@ func TestRealNodeRefusesAFullDisk(t *testing.T) {
 	dir := smallDisk(t, "1g")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cp, err := Start(ctx, Options{RealNode: true, Dir: dir})
+	node, err := Start(ctx, controlplane.Options{Dir: dir})
 	if err == nil {
-		cp.Stop()
+		node.Stop()
 		t.Fatal("a real node started on a disk with 1 GiB free")
 	}
-	if !strings.Contains(err.Error(), "MiB free of 1.0 GiB") || !strings.Contains(err.Error(), dir) {
+	if !strings.Contains(err.Error(), "free of 1.0 GiB") || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("the refusal does not name the disk and its free space: %v", err)
 	}
 	t.Log(err)
@@ -161,14 +163,14 @@ func TestRealNodeReportsDiskPressure(t *testing.T) {
 	dir := smallDisk(t, "2200m")
 	startCtx, cancelStart := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancelStart()
-	cp, err := Start(startCtx, Options{RealNode: true, Dir: filepath.Join(dir, "cp")})
+	node, err := Start(startCtx, controlplane.Options{Dir: filepath.Join(dir, "node")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cp.Stop()
+	defer node.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if p := cp.NodePressure(ctx); p != "" {
+	if p := node.Pressure(ctx); p != "" {
 		t.Fatalf("pressure before the disk filled: %s", p)
 	}
 	// Leave 8 MiB: below the kubelet's 1 % (22 MiB) of this disk.
@@ -186,7 +188,7 @@ func TestRealNodeReportsDiskPressure(t *testing.T) {
 		t.Fatalf("filling the disk: %v", err)
 	}
 	f.Close()
-	w, err := cp.Client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", NodeName).String()})
+	w, err := node.Client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", NodeName).String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,10 +203,10 @@ func TestRealNodeReportsDiskPressure(t *testing.T) {
 			t.Fatal("the kubelet reported no DiskPressure on a full disk")
 		}
 	}
-	p := cp.NodePressure(ctx)
+	p := node.Pressure(ctx)
 	for _, want := range []string{"now: DiskPressure", "MiB free of 2.1 GiB"} {
 		if !strings.Contains(p, want) {
-			t.Errorf("NodePressure does not say %q:\n%s", want, p)
+			t.Errorf("Pressure does not say %q:\n%s", want, p)
 		}
 	}
 	t.Log(p)

@@ -1,4 +1,4 @@
-package controlplane
+package tools
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 )
 
 // Pinned modules whose shipped CRDs the tests install, as users' Helm charts would.
@@ -22,10 +24,10 @@ const (
 	ExternalSecretsModule = "github.com/external-secrets/external-secrets@v0.12.1"
 )
 
-// moduleSource returns the folder holding module's source ("path@version"). A module already
+// ModuleSource returns the folder holding module's source ("path@version"). A module already
 // in the module cache is used as it is (it was verified when it was downloaded), so this works
 // offline, as inside a test's network namespace; otherwise `go mod download` fetches it.
-func moduleSource(ctx context.Context, module string) (string, error) {
+func ModuleSource(ctx context.Context, module string) (string, error) {
 	if dir := cachedModule(ctx, module); dir != "" {
 		return dir, nil
 	}
@@ -48,7 +50,7 @@ func ModuleDir(ctx context.Context, module string) (string, error) {
 		return dir, nil
 	}
 	path, version, _ := strings.Cut(module, "@")
-	mods, _ := filepath.Glob(filepath.Join(RepoRoot(), "tools", "*", "go.mod"))
+	mods, _ := filepath.Glob(filepath.Join(repo.Root(), "tools", "*", "go.mod"))
 	for _, gomod := range mods {
 		if b, err := os.ReadFile(gomod); err == nil && strings.Contains(string(b), path+" "+version) {
 			cmd := exec.CommandContext(ctx, "go", "mod", "download", module)
@@ -61,7 +63,7 @@ func ModuleDir(ctx context.Context, module string) (string, error) {
 			}
 		}
 	}
-	return moduleSource(ctx, module)
+	return ModuleSource(ctx, module)
 }
 
 // cachedModule is module's folder in the module cache, or "" when it is not there.
@@ -85,7 +87,7 @@ func cachedModule(ctx context.Context, module string) string {
 // labels is dropped, and conversion webhooks (placeholders a chart patches) are removed so the
 // API server never dials anything.
 func ModuleCRDs(ctx context.Context, module, dir string) ([]*unstructured.Unstructured, error) {
-	root, err := moduleSource(ctx, module)
+	root, err := ModuleSource(ctx, module)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
-// Package controlplane builds the pinned tools (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler, kwok, the Pulumi CLI) once into a cache directory and runs a real local
-// Kubernetes control plane on loopback for tests, the demo and benchmarks.
-package controlplane
+// Package tools builds and fetches what this repository pins as Go modules for its tests, the
+// demo and the benchmarks: the tools (etcd, the Kubernetes binaries, kwok, the Pulumi CLI),
+// built once into a cache folder, some with a dependency trimmed; container images made from
+// Go main packages; and pinned modules' sources (their CRDs and charts, kwok's stages).
+package tools
 
 import (
 	"context"
@@ -16,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/mod/modfile"
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 )
 
 // tool is one binary built from a pinned tools module under tools/.
@@ -45,48 +46,6 @@ var tools = []tool{
 // v0.0.0-master): the kubelet reports it in the Node's status, the API server in /version.
 const kubeVersion = "-X k8s.io/component-base/version.gitVersion=v1.34.2 " +
 	"-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34"
-
-// RepoRoot is the repository's top folder: found from this file's location, or, in a build
-// with -trimpath (the Makefile's, see GOFLAGS there: the location is then an import path),
-// from the working directory the process started in, up to the repository's go.mod. Outside
-// the repository it panics, naming where it looked: every path made from it would be wrong.
-func RepoRoot() string {
-	if repoRootErr != nil {
-		panic(repoRootErr)
-	}
-	return repoRoot
-}
-
-// Found as the process starts, before anything changes its working directory.
-var repoRoot, repoRootErr = findRepoRoot()
-
-func findRepoRoot() (string, error) {
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..")), nil
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("the repository's folder: the working directory: %w", err)
-	}
-	return repoRootFrom(dir)
-}
-
-// repoRootFrom is the nearest folder from dir up that holds the repository's go.mod.
-func repoRootFrom(dir string) (string, error) {
-	for d := dir; ; d = filepath.Dir(d) {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && isRepoGoMod(b) {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod of %s in %s or a folder above it: run this from inside the repository", RepoModule, dir)
-		}
-	}
-}
-
-// RepoModule is the repository's Go module path.
-const RepoModule = "github.com/readiness-io/pulumi-readiness"
-
-func isRepoGoMod(b []byte) bool { return modfile.ModulePath(b) == RepoModule }
 
 // CacheDir is where built tools live: $READINESS_TOOLS_CACHE, else the user cache folder.
 // It survives fresh clones on the same machine, so only a cold machine pays for the builds.
@@ -130,7 +89,7 @@ func ensureTools(ctx context.Context, logf func(string, ...any), node bool) (str
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	root := RepoRoot()
+	root := repo.Root()
 	cache := CacheDir()
 	binDir := filepath.Join(cache, "bin")
 	if err := os.MkdirAll(binDir, 0o755); err != nil {

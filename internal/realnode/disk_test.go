@@ -1,4 +1,4 @@
-package controlplane
+package realnode
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package controlplane
+package realnode
 
 import (
 	"errors"
@@ -21,10 +21,10 @@ import (
 // are started with Pdeathsig, which the kernel sends when the *thread* that forked them
 // exits, and any thread may have forked the kubelet. Seen here: a thread retired by a first
 // version of this function took the kubelet and kube-proxy with it.
-func (cp *ControlPlane) ListenInNamespace(network, addr string) (net.Listener, error) {
-	ns := cp.NetnsPath()
+func (n *Node) ListenInNamespace(network, addr string) (net.Listener, error) {
+	ns := n.NetnsPath()
 	if ns == "" {
-		return nil, errors.New("ListenInNamespace needs a real node (Options.RealNode)")
+		return nil, errors.New("ListenInNamespace: the node is stopped")
 	}
 	type result struct {
 		ln  net.Listener

@@ -1,10 +1,11 @@
-package controlplane
+package tools
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/readiness-io/pulumi-readiness/internal/repo"
 )
 
 // The file names `go build -o DIR/` gives the pinned tools' main packages.
@@ -20,34 +21,6 @@ func TestBinaryName(t *testing.T) {
 		if got := binaryName(pkg); got != want {
 			t.Errorf("binaryName(%q) = %q, want %q", pkg, got, want)
 		}
-	}
-}
-
-// Under the Makefile's -trimpath the repository is found from the working directory (a test
-// runs in its package's folder); either way RepoRoot must hold this repository's go.mod.
-func TestRepoRoot(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(RepoRoot(), "go.mod"))
-	if err != nil || !isRepoGoMod(b) {
-		t.Fatalf("RepoRoot() = %s, which holds no go.mod of %s (%v)", RepoRoot(), RepoModule, err)
-	}
-	for mod, want := range map[string]bool{
-		"module " + RepoModule + "\n\ngo 1.25\n":       true,
-		"// x\nmodule " + RepoModule + "/examples\n":   false,
-		"module github.com/readiness-io/other\n":       false,
-		"go 1.25\nrequire " + RepoModule + " v0.0.0\n": false,
-	} {
-		if got := isRepoGoMod([]byte(mod)); got != want {
-			t.Errorf("isRepoGoMod(%q) = %v, want %v", mod, got, want)
-		}
-	}
-	// From a folder inside the repository (one with a go.mod of another module: examples/), and
-	// from one outside it: an error naming where it looked, never a guess.
-	if got, err := repoRootFrom(filepath.Join(RepoRoot(), "examples", "cert-manager")); err != nil || got != RepoRoot() {
-		t.Errorf("repoRootFrom(examples/cert-manager) = %q, %v; want %q", got, err, RepoRoot())
-	}
-	outside := t.TempDir()
-	if got, err := repoRootFrom(outside); err == nil || !strings.Contains(err.Error(), outside) {
-		t.Errorf("repoRootFrom(%s) = %q, %v; want an error naming the folder", outside, got, err)
 	}
 }
 
@@ -71,7 +44,7 @@ func TestApplyEdit(t *testing.T) {
 // The Pulumi CLI's trim applies to the pinned module and leaves no cloud SDK (nor the slow-starting
 // password-strength estimator) in the CLI.
 func TestPulumiTrim(t *testing.T) {
-	deps, err := TrimmedDeps(t.Context(), filepath.Join(RepoRoot(), "tools", "pulumi"), pulumiTrim, "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi")
+	deps, err := TrimmedDeps(t.Context(), filepath.Join(repo.Root(), "tools", "pulumi"), pulumiTrim, "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi")
 	if err != nil {
 		t.Fatal(err)
 	}
