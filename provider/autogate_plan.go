@@ -174,7 +174,7 @@ func decidePlan(in AutoGatePlanArgs, cluster autogate.Cluster) AutoGatePlanResul
 	}
 	for _, g := range plan.Gates {
 		out.Gates = append(out.Gates, AutoGatePlanGate{
-			Key: g.Key, Name: g.Name, Type: g.Type, Args: g.Args,
+			Key: g.Key, Name: g.Name, Type: g.Type, Args: withPurpose(g.Args, in.Resource, g.Reason),
 			After: nonNil(g.After), AfterGates: nonNil(g.AfterGates), Reason: g.Reason, ArgsFrom: argsFrom(g.ArgsFrom),
 		})
 	}
@@ -320,6 +320,17 @@ func (m *memoCluster) Resource(gvk schema.GroupVersionKind) (string, bool, bool)
 		m.resources[gvk] = a
 	}
 	return a.resource, a.namespaced, a.known
+}
+
+// withPurpose is a gate's inputs with its `purpose`: the user's resource it was added for (its
+// Pulumi type and name: a batch gate names the first it holds) and why, quoted if it times out.
+func withPurpose(args map[string]any, res AutoGatePlanResource, reason string) map[string]any {
+	out := make(map[string]any, len(args)+1)
+	for k, v := range args {
+		out[k] = v
+	}
+	out["purpose"] = fmt.Sprintf("autoGate added it for %s %s: %s", res.Type, res.Name, reason)
+	return out
 }
 
 func nonNil(s []string) []string {

@@ -48,8 +48,14 @@ func TestNestedInputChangeReplacesThroughTheProvider(t *testing.T) {
 	}
 	replaced := inputs("v2")
 	replaced["timeout"] = property.New("2s")
-	if r := await(t, createAsync(t, s, "ResourceReady", replaced), 30*time.Second); r.err == nil || !strings.Contains(r.err.Error(), "timed out") {
+	replaced["purpose"] = property.New("autoGate added it for kubernetes:apps/v1:Deployment web: it reads ConfigMap web")
+	r := await(t, createAsync(t, s, "ResourceReady", replaced), 30*time.Second)
+	if r.err == nil || !strings.Contains(r.err.Error(), "timed out") {
 		t.Fatalf("the replacing gate must wait again (and time out here), got %v", r.err)
+	}
+	// Its timeout says why the gate is there: the user's resource that waits for it.
+	if !strings.Contains(r.err.Error(), "this gate is there because: autoGate added it for kubernetes:apps/v1:Deployment web: it reads ConfigMap web") {
+		t.Errorf("the timeout does not quote the gate's purpose: %v", r.err)
 	}
 }
 
@@ -129,6 +135,21 @@ func TestEveryGateDiffsInPlaceOnlyForHowLongToWait(t *testing.T) {
 				if !d.HasChanges || len(d.DetailedDiff) != 1 || d.DetailedDiff[key].Kind != want {
 					t.Errorf("%v: want %s %v, got %v", in, key, want, d.DetailedDiff)
 				}
+			}
+			// A new purpose (words for people, autoGate's reason) updates in place: never waits again.
+			olds, news := inputs("1m", "a"), inputs("1m", "a")
+			olds["purpose"], news["purpose"] = property.New("the app reads it"), property.New("the app and the job read it")
+			was := map[string]property.Value{"purpose": olds["purpose"]}
+			for k, v := range state {
+				was[k] = v
+			}
+			d, err := s.Diff(p.DiffRequest{ID: "id", Urn: urn(kind), State: property.NewMap(was),
+				Inputs: property.NewMap(news), OldInputs: property.NewMap(olds)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.HasChanges || len(d.DetailedDiff) != 1 || d.DetailedDiff["purpose"].Kind != p.Update {
+				t.Errorf("purpose changed: want an update in place, got %v", d.DetailedDiff)
 			}
 		})
 	}

@@ -29,6 +29,7 @@ type GateArgs struct {
 	Triggers     []any   `pulumi:"triggers,optional" provider:"replaceOnChanges"`
 	StableFor    *string `pulumi:"stableFor,optional"`
 	FailureGrace *string `pulumi:"failureGrace,optional"`
+	Purpose      *string `pulumi:"purpose,optional"`
 }
 
 func (g *GateArgs) Annotate(a infer.Annotator) {
@@ -42,6 +43,9 @@ func (g *GateArgs) Annotate(a infer.Annotator) {
 	a.Describe(&g.FailureGrace, "How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist "+
 		"before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. "+
 		"Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.")
+	a.Describe(&g.Purpose, "Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). "+
+		"Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate "+
+		"in place, it never waits again for it.")
 }
 
 // windows are the stableFor and failureGrace durations (zero when unset); Check has validated them.
@@ -210,6 +214,9 @@ func createGate[O any](ctx context.Context, name string, dryRun bool, args GateA
 		var te *wait.TimeoutError
 		if errors.As(err, &te) {
 			te.Waited += took // the gate's timeout covers reaching the cluster too: say the whole wait
+			if args.Purpose != nil && *args.Purpose != "" {
+				te.Context = append(te.Context, "this gate is there because: "+*args.Purpose)
+			}
 			if es, ok := e.(eventSubject); ok {
 				ns, name := es.subject()
 				if warnings := r.RecentWarnings(ctx, ns, name, 3); len(warnings) > 0 {
@@ -274,9 +281,10 @@ func importRefused(id string) error {
 // (`triggers[0]`, `probe.metadata.namespace`), finds none for nested paths and plans an in-place
 // update: the gate would never wait again. A client's own replaceOnChanges (the SDKs') hides
 // that, raw registrations (Pulumi YAML, a component's children) do not. Here any change of any
-// input but `timeout`, `stableFor` and `failureGrace` replaces the gate, so it waits again.
+// input but `timeout`, `stableFor`, `failureGrace` and `purpose` (words for people) replaces the
+// gate, so it waits again.
 func diffGate[I any](olds, news I) p.DiffResponse {
-	return inputdiff.Replace(olds, news, "timeout", "stableFor", "failureGrace")
+	return inputdiff.Replace(olds, news, "timeout", "stableFor", "failureGrace", "purpose")
 }
 
 // gate is embedded in a gate resource for the lifecycle methods that depend only on its input

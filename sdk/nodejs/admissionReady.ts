@@ -63,6 +63,10 @@ export class AdmissionReady extends pulumi.CustomResource {
      */
     declare public readonly objects: pulumi.Output<{[key: string]: any}[]>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
      */
     declare public readonly stableFor: pulumi.Output<string | undefined>;
@@ -93,6 +97,7 @@ export class AdmissionReady extends pulumi.CustomResource {
             resourceInputs["expect"] = args?.expect;
             resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["objects"] = args?.objects ? pulumi.secret(args.objects) : undefined;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
@@ -107,6 +112,7 @@ export class AdmissionReady extends pulumi.CustomResource {
             resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["mutated"] = undefined /*out*/;
             resourceInputs["objects"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
@@ -140,6 +146,10 @@ export interface AdmissionReadyArgs {
      * The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
      */
     objects: pulumi.Input<pulumi.Input<{[key: string]: any}>[]>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
      */

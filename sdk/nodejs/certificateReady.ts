@@ -73,6 +73,10 @@ export class CertificateReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly notBefore: pulumi.Output<string>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * When cert-manager will renew it (RFC 3339).
      */
     declare public /*out*/ readonly renewalTime: pulumi.Output<string>;
@@ -123,6 +127,7 @@ export class CertificateReady extends pulumi.CustomResource {
             resourceInputs["minValidity"] = args?.minValidity;
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["requiredKeys"] = args?.requiredKeys;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
@@ -146,6 +151,7 @@ export class CertificateReady extends pulumi.CustomResource {
             resourceInputs["namespace"] = undefined /*out*/;
             resourceInputs["notAfter"] = undefined /*out*/;
             resourceInputs["notBefore"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["renewalTime"] = undefined /*out*/;
             resourceInputs["requiredKeys"] = undefined /*out*/;
             resourceInputs["revision"] = undefined /*out*/;
@@ -182,6 +188,10 @@ export interface CertificateReadyArgs {
      * The namespace; the provider's default namespace if unset.
      */
     namespace?: pulumi.Input<string | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * Secret keys that must be present and non-empty (default `tls.crt`, `tls.key`).
      */

@@ -47,6 +47,10 @@ export class ChartReady extends pulumi.CustomResource {
      */
     declare public readonly probe: pulumi.Output<{[key: string]: any} | undefined>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * The objects to wait for: a `kubernetes:helm.sh/v4:Chart`'s `resources` output as it is (`chart.resources`), or any list of pulumi-kubernetes resources (a `yaml/v2:ConfigGroup`'s `resources`). Each entry must be a reference to one Kubernetes object (its type token says its kind, its ID where it is), or an object given as `{apiVersion, kind, namespace, name}`. As an output: each object as those fields.
      */
     declare public readonly resources: pulumi.Output<any[]>;
@@ -83,6 +87,7 @@ export class ChartReady extends pulumi.CustomResource {
             }
             resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["probe"] = args?.probe;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["resources"] = args?.resources;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
@@ -93,6 +98,7 @@ export class ChartReady extends pulumi.CustomResource {
             resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["objects"] = undefined /*out*/;
             resourceInputs["probe"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["resources"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
@@ -118,6 +124,10 @@ export interface ChartReadyArgs {
      * An object (manifest map) the chart's webhooks intercept, used instead of a probe derived from their rules.
      */
     probe?: pulumi.Input<{[key: string]: any} | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * The objects to wait for: a `kubernetes:helm.sh/v4:Chart`'s `resources` output as it is (`chart.resources`), or any list of pulumi-kubernetes resources (a `yaml/v2:ConfigGroup`'s `resources`). Each entry must be a reference to one Kubernetes object (its type token says its kind, its ID where it is), or an object given as `{apiVersion, kind, namespace, name}`. As an output: each object as those fields.
      */

@@ -63,6 +63,10 @@ export class CrdReady extends pulumi.CustomResource {
      */
     declare public readonly names: pulumi.Output<string[] | undefined>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * Every served group/version, such as `cert-manager.io/v1`.
      */
     declare public /*out*/ readonly servedVersions: pulumi.Output<string[]>;
@@ -95,6 +99,7 @@ export class CrdReady extends pulumi.CustomResource {
             resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["group"] = args?.group;
             resourceInputs["names"] = args?.names;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
@@ -109,6 +114,7 @@ export class CrdReady extends pulumi.CustomResource {
             resourceInputs["group"] = undefined /*out*/;
             resourceInputs["kinds"] = undefined /*out*/;
             resourceInputs["names"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["servedVersions"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
@@ -145,6 +151,10 @@ export interface CrdReadyArgs {
      * CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD the gate checked, including those found through `group`.
      */
     names?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
      */

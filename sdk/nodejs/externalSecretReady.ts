@@ -47,6 +47,10 @@ export class ExternalSecretReady extends pulumi.CustomResource {
      */
     declare public readonly namespace: pulumi.Output<string | undefined>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * status.refreshTime: when ESO last synced it.
      */
     declare public /*out*/ readonly refreshTime: pulumi.Output<string>;
@@ -88,6 +92,7 @@ export class ExternalSecretReady extends pulumi.CustomResource {
             resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
@@ -98,6 +103,7 @@ export class ExternalSecretReady extends pulumi.CustomResource {
             resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["name"] = undefined /*out*/;
             resourceInputs["namespace"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["refreshTime"] = undefined /*out*/;
             resourceInputs["secretName"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
@@ -128,6 +134,10 @@ export interface ExternalSecretReadyArgs {
      * The namespace; the provider's default namespace if unset.
      */
     namespace?: pulumi.Input<string | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
      */

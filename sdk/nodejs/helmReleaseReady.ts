@@ -63,6 +63,10 @@ export class HelmReleaseReady extends pulumi.CustomResource {
      */
     declare public readonly probe: pulumi.Output<{[key: string]: any} | undefined>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * The release revision that was waited for.
      */
     declare public /*out*/ readonly revision: pulumi.Output<number>;
@@ -101,6 +105,7 @@ export class HelmReleaseReady extends pulumi.CustomResource {
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["probe"] = args?.probe;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
@@ -117,6 +122,7 @@ export class HelmReleaseReady extends pulumi.CustomResource {
             resourceInputs["namespace"] = undefined /*out*/;
             resourceInputs["objects"] = undefined /*out*/;
             resourceInputs["probe"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["revision"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
@@ -150,6 +156,10 @@ export interface HelmReleaseReadyArgs {
      * An object (manifest map) the release's webhooks intercept, used instead of a probe derived from their rules.
      */
     probe?: pulumi.Input<{[key: string]: any} | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
      */

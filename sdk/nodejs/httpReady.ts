@@ -69,6 +69,10 @@ export class HttpReady extends pulumi.CustomResource {
      */
     declare public readonly insecureSkipVerify: pulumi.Output<boolean | undefined>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
      */
     declare public readonly service: pulumi.Output<outputs.HttpService | undefined>;
@@ -111,6 +115,7 @@ export class HttpReady extends pulumi.CustomResource {
             resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["headers"] = args?.headers ? pulumi.secret(args.headers) : undefined;
             resourceInputs["insecureSkipVerify"] = args?.insecureSkipVerify;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["service"] = args?.service;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
@@ -127,6 +132,7 @@ export class HttpReady extends pulumi.CustomResource {
             resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["headers"] = undefined /*out*/;
             resourceInputs["insecureSkipVerify"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["service"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["statusCode"] = undefined /*out*/;
@@ -175,6 +181,10 @@ export interface HttpReadyArgs {
      * Skip TLS verification for `url` (not recommended).
      */
     insecureSkipVerify?: pulumi.Input<boolean | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
      */

@@ -81,6 +81,10 @@ export class ImageReady extends pulumi.CustomResource {
      */
     declare public readonly pullSecret: pulumi.Output<outputs.ImagePullSecret | undefined>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
      */
     declare public readonly stableFor: pulumi.Output<string | undefined>;
@@ -113,6 +117,7 @@ export class ImageReady extends pulumi.CustomResource {
             resourceInputs["insecure"] = args?.insecure;
             resourceInputs["platform"] = args?.platform;
             resourceInputs["pullSecret"] = args?.pullSecret;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
@@ -133,6 +138,7 @@ export class ImageReady extends pulumi.CustomResource {
             resourceInputs["platformDigest"] = undefined /*out*/;
             resourceInputs["platforms"] = undefined /*out*/;
             resourceInputs["pullSecret"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
@@ -172,6 +178,10 @@ export interface ImageReadyArgs {
      * A `kubernetes.io/dockerconfigjson` Secret (an imagePullSecret) holding credentials for the image's registry, read through the Kubernetes API (needs `get` on that one Secret: a Role rule with `resourceNames`). Default: anonymous.
      */
     pullSecret?: pulumi.Input<inputs.ImagePullSecretArgs | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
      */

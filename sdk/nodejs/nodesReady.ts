@@ -47,6 +47,10 @@ export class NodesReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly names: pulumi.Output<string[]>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * How many matching nodes were Ready.
      */
     declare public /*out*/ readonly readyNodes: pulumi.Output<number>;
@@ -84,6 +88,7 @@ export class NodesReady extends pulumi.CustomResource {
         if (!opts.id) {
             resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["minCount"] = args?.minCount;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["selector"] = args?.selector;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
@@ -95,6 +100,7 @@ export class NodesReady extends pulumi.CustomResource {
             resourceInputs["failureGrace"] = undefined /*out*/;
             resourceInputs["minCount"] = undefined /*out*/;
             resourceInputs["names"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["readyNodes"] = undefined /*out*/;
             resourceInputs["selector"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
@@ -121,6 +127,10 @@ export interface NodesReadyArgs {
      * How many Ready nodes are needed (default 1).
      */
     minCount?: pulumi.Input<number | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
      */

@@ -93,6 +93,10 @@ export class ResourceReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly observedGeneration: pulumi.Output<number>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * With `jsonPath`: a regular expression the value must match.
      */
     declare public readonly regex: pulumi.Output<string | undefined>;
@@ -158,6 +162,7 @@ export class ResourceReady extends pulumi.CustomResource {
             resourceInputs["minCount"] = args?.minCount;
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["regex"] = args?.regex;
             resourceInputs["selector"] = args?.selector;
             resourceInputs["stableFor"] = args?.stableFor;
@@ -184,6 +189,7 @@ export class ResourceReady extends pulumi.CustomResource {
             resourceInputs["name"] = undefined /*out*/;
             resourceInputs["namespace"] = undefined /*out*/;
             resourceInputs["observedGeneration"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["regex"] = undefined /*out*/;
             resourceInputs["resourceVersion"] = undefined /*out*/;
             resourceInputs["selector"] = undefined /*out*/;
@@ -253,6 +259,10 @@ export interface ResourceReadyArgs {
      * The namespace, for namespaced kinds; the provider's default namespace if unset.
      */
     namespace?: pulumi.Input<string | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * With `jsonPath`: a regular expression the value must match.
      */

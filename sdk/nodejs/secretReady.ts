@@ -51,6 +51,10 @@ export class SecretReady extends pulumi.CustomResource {
      */
     declare public readonly namespace: pulumi.Output<string | undefined>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * Keys that must be present and non-empty (default: at least one key of any name).
      */
     declare public readonly requiredKeys: pulumi.Output<string[] | undefined>;
@@ -96,6 +100,7 @@ export class SecretReady extends pulumi.CustomResource {
             resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["requiredKeys"] = args?.requiredKeys;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
@@ -109,6 +114,7 @@ export class SecretReady extends pulumi.CustomResource {
             resourceInputs["keys"] = undefined /*out*/;
             resourceInputs["name"] = undefined /*out*/;
             resourceInputs["namespace"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["requiredKeys"] = undefined /*out*/;
             resourceInputs["resourceVersion"] = undefined /*out*/;
             resourceInputs["secretType"] = undefined /*out*/;
@@ -140,6 +146,10 @@ export interface SecretReadyArgs {
      * The namespace; the provider's default namespace if unset.
      */
     namespace?: pulumi.Input<string | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * Keys that must be present and non-empty (default: at least one key of any name).
      */

@@ -59,6 +59,10 @@ export class ServiceReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly ports: pulumi.Output<string[]>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * Ready endpoint addresses seen when the gate passed.
      */
     declare public /*out*/ readonly readyEndpoints: pulumi.Output<number>;
@@ -94,6 +98,7 @@ export class ServiceReady extends pulumi.CustomResource {
             resourceInputs["name"] = args?.name;
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["port"] = args?.port;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
@@ -106,6 +111,7 @@ export class ServiceReady extends pulumi.CustomResource {
             resourceInputs["namespace"] = undefined /*out*/;
             resourceInputs["port"] = undefined /*out*/;
             resourceInputs["ports"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["readyEndpoints"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
@@ -142,6 +148,10 @@ export interface ServiceReadyArgs {
      * Count only endpoints serving this port (its name, or its target port number).
      */
     port?: pulumi.Input<string | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
      */

@@ -73,6 +73,10 @@ export class WebhookReady extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly probed: pulumi.Output<boolean>;
     /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    declare public readonly purpose: pulumi.Output<string | undefined>;
+    /**
      * Ready endpoints of the backing Service.
      */
     declare public /*out*/ readonly readyEndpoints: pulumi.Output<number>;
@@ -125,6 +129,7 @@ export class WebhookReady extends pulumi.CustomResource {
             resourceInputs["minReadyEndpoints"] = args?.minReadyEndpoints;
             resourceInputs["mutatingWebhookConfiguration"] = args?.mutatingWebhookConfiguration;
             resourceInputs["probe"] = args?.probe ? pulumi.secret(args.probe) : undefined;
+            resourceInputs["purpose"] = args?.purpose;
             resourceInputs["service"] = args?.service;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
@@ -148,6 +153,7 @@ export class WebhookReady extends pulumi.CustomResource {
             resourceInputs["mutatingWebhookConfiguration"] = undefined /*out*/;
             resourceInputs["probe"] = undefined /*out*/;
             resourceInputs["probed"] = undefined /*out*/;
+            resourceInputs["purpose"] = undefined /*out*/;
             resourceInputs["readyEndpoints"] = undefined /*out*/;
             resourceInputs["service"] = undefined /*out*/;
             resourceInputs["serviceName"] = undefined /*out*/;
@@ -191,6 +197,10 @@ export interface WebhookReadyArgs {
      * A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).
      */
     probe?: pulumi.Input<{[key: string]: any} | undefined>;
+    /**
+     * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+     */
+    purpose?: pulumi.Input<string | undefined>;
     /**
      * A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
      */

@@ -30,6 +30,8 @@ type AdmissionReady struct {
 	Mutated pulumi.StringArrayOutput `pulumi:"mutated"`
 	// The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
 	Objects pulumi.MapArrayOutput `pulumi:"objects"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -103,6 +105,8 @@ type admissionReadyArgs struct {
 	FailureGrace *string `pulumi:"failureGrace"`
 	// The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
 	Objects []map[string]interface{} `pulumi:"objects"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -121,6 +125,8 @@ type AdmissionReadyArgs struct {
 	FailureGrace pulumi.StringPtrInput
 	// The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
 	Objects pulumi.MapArrayInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -249,6 +255,11 @@ func (o AdmissionReadyOutput) Mutated() pulumi.StringArrayOutput {
 // The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
 func (o AdmissionReadyOutput) Objects() pulumi.MapArrayOutput {
 	return o.ApplyT(func(v *AdmissionReady) pulumi.MapArrayOutput { return v.Objects }).(pulumi.MapArrayOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o AdmissionReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AdmissionReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.

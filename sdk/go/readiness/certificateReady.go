@@ -34,6 +34,8 @@ type CertificateReady struct {
 	NotAfter pulumi.StringOutput `pulumi:"notAfter"`
 	// The certificate's notBefore (RFC 3339).
 	NotBefore pulumi.StringOutput `pulumi:"notBefore"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// When cert-manager will renew it (RFC 3339).
 	RenewalTime pulumi.StringOutput `pulumi:"renewalTime"`
 	// Secret keys that must be present and non-empty (default `tls.crt`, `tls.key`).
@@ -111,6 +113,8 @@ type certificateReadyArgs struct {
 	Name string `pulumi:"name"`
 	// The namespace; the provider's default namespace if unset.
 	Namespace *string `pulumi:"namespace"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// Secret keys that must be present and non-empty (default `tls.crt`, `tls.key`).
 	RequiredKeys []string `pulumi:"requiredKeys"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -131,6 +135,8 @@ type CertificateReadyArgs struct {
 	Name pulumi.StringInput
 	// The namespace; the provider's default namespace if unset.
 	Namespace pulumi.StringPtrInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// Secret keys that must be present and non-empty (default `tls.crt`, `tls.key`).
 	RequiredKeys pulumi.StringArrayInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -271,6 +277,11 @@ func (o CertificateReadyOutput) NotAfter() pulumi.StringOutput {
 // The certificate's notBefore (RFC 3339).
 func (o CertificateReadyOutput) NotBefore() pulumi.StringOutput {
 	return o.ApplyT(func(v *CertificateReady) pulumi.StringOutput { return v.NotBefore }).(pulumi.StringOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o CertificateReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *CertificateReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // When cert-manager will renew it (RFC 3339).

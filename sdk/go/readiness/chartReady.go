@@ -22,6 +22,8 @@ type ChartReady struct {
 	Objects pulumi.IntOutput `pulumi:"objects"`
 	// An object (manifest map) the chart's webhooks intercept, used instead of a probe derived from their rules.
 	Probe pulumi.MapOutput `pulumi:"probe"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// The objects to wait for: a `kubernetes:helm.sh/v4:Chart`'s `resources` output as it is (`chart.resources`), or any list of pulumi-kubernetes resources (a `yaml/v2:ConfigGroup`'s `resources`). Each entry must be a reference to one Kubernetes object (its type token says its kind, its ID where it is), or an object given as `{apiVersion, kind, namespace, name}`. As an output: each object as those fields.
 	Resources pulumi.ArrayOutput `pulumi:"resources"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -87,6 +89,8 @@ type chartReadyArgs struct {
 	FailureGrace *string `pulumi:"failureGrace"`
 	// An object (manifest map) the chart's webhooks intercept, used instead of a probe derived from their rules.
 	Probe map[string]interface{} `pulumi:"probe"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// The objects to wait for: a `kubernetes:helm.sh/v4:Chart`'s `resources` output as it is (`chart.resources`), or any list of pulumi-kubernetes resources (a `yaml/v2:ConfigGroup`'s `resources`). Each entry must be a reference to one Kubernetes object (its type token says its kind, its ID where it is), or an object given as `{apiVersion, kind, namespace, name}`. As an output: each object as those fields.
 	Resources []interface{} `pulumi:"resources"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -103,6 +107,8 @@ type ChartReadyArgs struct {
 	FailureGrace pulumi.StringPtrInput
 	// An object (manifest map) the chart's webhooks intercept, used instead of a probe derived from their rules.
 	Probe pulumi.MapInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// The objects to wait for: a `kubernetes:helm.sh/v4:Chart`'s `resources` output as it is (`chart.resources`), or any list of pulumi-kubernetes resources (a `yaml/v2:ConfigGroup`'s `resources`). Each entry must be a reference to one Kubernetes object (its type token says its kind, its ID where it is), or an object given as `{apiVersion, kind, namespace, name}`. As an output: each object as those fields.
 	Resources pulumi.ArrayInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -213,6 +219,11 @@ func (o ChartReadyOutput) Objects() pulumi.IntOutput {
 // An object (manifest map) the chart's webhooks intercept, used instead of a probe derived from their rules.
 func (o ChartReadyOutput) Probe() pulumi.MapOutput {
 	return o.ApplyT(func(v *ChartReady) pulumi.MapOutput { return v.Probe }).(pulumi.MapOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o ChartReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ChartReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // The objects to wait for: a `kubernetes:helm.sh/v4:Chart`'s `resources` output as it is (`chart.resources`), or any list of pulumi-kubernetes resources (a `yaml/v2:ConfigGroup`'s `resources`). Each entry must be a reference to one Kubernetes object (its type token says its kind, its ID where it is), or an object given as `{apiVersion, kind, namespace, name}`. As an output: each object as those fields.

@@ -29,6 +29,8 @@ type CrdReady struct {
 	Kinds pulumi.StringArrayOutput `pulumi:"kinds"`
 	// CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD the gate checked, including those found through `group`.
 	Names pulumi.StringArrayOutput `pulumi:"names"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// Every served group/version, such as `cert-manager.io/v1`.
 	ServedVersions pulumi.StringArrayOutput `pulumi:"servedVersions"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -97,6 +99,8 @@ type crdReadyArgs struct {
 	Group *string `pulumi:"group"`
 	// CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD the gate checked, including those found through `group`.
 	Names []string `pulumi:"names"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -117,6 +121,8 @@ type CrdReadyArgs struct {
 	Group pulumi.StringPtrInput
 	// CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD the gate checked, including those found through `group`.
 	Names pulumi.StringArrayInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -245,6 +251,11 @@ func (o CrdReadyOutput) Kinds() pulumi.StringArrayOutput {
 // CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD the gate checked, including those found through `group`.
 func (o CrdReadyOutput) Names() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *CrdReady) pulumi.StringArrayOutput { return v.Names }).(pulumi.StringArrayOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o CrdReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *CrdReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // Every served group/version, such as `cert-manager.io/v1`.

@@ -22,6 +22,8 @@ type ExternalSecretReady struct {
 	Name pulumi.StringOutput `pulumi:"name"`
 	// The namespace; the provider's default namespace if unset.
 	Namespace pulumi.StringPtrOutput `pulumi:"namespace"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// status.refreshTime: when ESO last synced it.
 	RefreshTime pulumi.StringOutput `pulumi:"refreshTime"`
 	// The target's name (spec.target.name, else the ExternalSecret's name).
@@ -91,6 +93,8 @@ type externalSecretReadyArgs struct {
 	Name string `pulumi:"name"`
 	// The namespace; the provider's default namespace if unset.
 	Namespace *string `pulumi:"namespace"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -107,6 +111,8 @@ type ExternalSecretReadyArgs struct {
 	Name pulumi.StringInput
 	// The namespace; the provider's default namespace if unset.
 	Namespace pulumi.StringPtrInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -215,6 +221,11 @@ func (o ExternalSecretReadyOutput) Name() pulumi.StringOutput {
 // The namespace; the provider's default namespace if unset.
 func (o ExternalSecretReadyOutput) Namespace() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *ExternalSecretReady) pulumi.StringPtrOutput { return v.Namespace }).(pulumi.StringPtrOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o ExternalSecretReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ExternalSecretReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // status.refreshTime: when ESO last synced it.

@@ -30,6 +30,8 @@ type HelmReleaseReady struct {
 	Objects pulumi.IntOutput `pulumi:"objects"`
 	// An object (manifest map) the release's webhooks intercept, used instead of a probe derived from their rules.
 	Probe pulumi.MapOutput `pulumi:"probe"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// The release revision that was waited for.
 	Revision pulumi.IntOutput `pulumi:"revision"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -100,6 +102,8 @@ type helmReleaseReadyArgs struct {
 	Namespace *string `pulumi:"namespace"`
 	// An object (manifest map) the release's webhooks intercept, used instead of a probe derived from their rules.
 	Probe map[string]interface{} `pulumi:"probe"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -118,6 +122,8 @@ type HelmReleaseReadyArgs struct {
 	Namespace pulumi.StringPtrInput
 	// An object (manifest map) the release's webhooks intercept, used instead of a probe derived from their rules.
 	Probe pulumi.MapInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -246,6 +252,11 @@ func (o HelmReleaseReadyOutput) Objects() pulumi.IntOutput {
 // An object (manifest map) the release's webhooks intercept, used instead of a probe derived from their rules.
 func (o HelmReleaseReadyOutput) Probe() pulumi.MapOutput {
 	return o.ApplyT(func(v *HelmReleaseReady) pulumi.MapOutput { return v.Probe }).(pulumi.MapOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o HelmReleaseReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HelmReleaseReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // The release revision that was waited for.

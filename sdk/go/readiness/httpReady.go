@@ -31,6 +31,8 @@ type HttpReady struct {
 	Headers pulumi.StringMapOutput `pulumi:"headers"`
 	// Skip TLS verification for `url` (not recommended).
 	InsecureSkipVerify pulumi.BoolPtrOutput `pulumi:"insecureSkipVerify"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
 	Service HttpServicePtrOutput `pulumi:"service"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -118,6 +120,8 @@ type httpReadyArgs struct {
 	Headers map[string]string `pulumi:"headers"`
 	// Skip TLS verification for `url` (not recommended).
 	InsecureSkipVerify *bool `pulumi:"insecureSkipVerify"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
 	Service *HttpService `pulumi:"service"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -146,6 +150,8 @@ type HttpReadyArgs struct {
 	Headers pulumi.StringMapInput
 	// Skip TLS verification for `url` (not recommended).
 	InsecureSkipVerify pulumi.BoolPtrInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
 	Service HttpServicePtrInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -283,6 +289,11 @@ func (o HttpReadyOutput) Headers() pulumi.StringMapOutput {
 // Skip TLS verification for `url` (not recommended).
 func (o HttpReadyOutput) InsecureSkipVerify() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v *HttpReady) pulumi.BoolPtrOutput { return v.InsecureSkipVerify }).(pulumi.BoolPtrOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o HttpReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *HttpReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // A Service to request through the API server's service proxy (needs `get` on `services/proxy`).

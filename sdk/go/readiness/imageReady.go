@@ -38,6 +38,8 @@ type ImageReady struct {
 	Platforms pulumi.StringArrayOutput `pulumi:"platforms"`
 	// A `kubernetes.io/dockerconfigjson` Secret (an imagePullSecret) holding credentials for the image's registry, read through the Kubernetes API (needs `get` on that one Secret: a Role rule with `resourceNames`). Default: anonymous.
 	PullSecret ImagePullSecretPtrOutput `pulumi:"pullSecret"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -110,6 +112,8 @@ type imageReadyArgs struct {
 	Platform *string `pulumi:"platform"`
 	// A `kubernetes.io/dockerconfigjson` Secret (an imagePullSecret) holding credentials for the image's registry, read through the Kubernetes API (needs `get` on that one Secret: a Role rule with `resourceNames`). Default: anonymous.
 	PullSecret *ImagePullSecret `pulumi:"pullSecret"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -132,6 +136,8 @@ type ImageReadyArgs struct {
 	Platform pulumi.StringPtrInput
 	// A `kubernetes.io/dockerconfigjson` Secret (an imagePullSecret) holding credentials for the image's registry, read through the Kubernetes API (needs `get` on that one Secret: a Role rule with `resourceNames`). Default: anonymous.
 	PullSecret ImagePullSecretPtrInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -280,6 +286,11 @@ func (o ImageReadyOutput) Platforms() pulumi.StringArrayOutput {
 // A `kubernetes.io/dockerconfigjson` Secret (an imagePullSecret) holding credentials for the image's registry, read through the Kubernetes API (needs `get` on that one Secret: a Role rule with `resourceNames`). Default: anonymous.
 func (o ImageReadyOutput) PullSecret() ImagePullSecretPtrOutput {
 	return o.ApplyT(func(v *ImageReady) ImagePullSecretPtrOutput { return v.PullSecret }).(ImagePullSecretPtrOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o ImageReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ImageReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.

@@ -21,6 +21,8 @@ type NodesReady struct {
 	MinCount pulumi.IntPtrOutput `pulumi:"minCount"`
 	// The Ready nodes' names.
 	Names pulumi.StringArrayOutput `pulumi:"names"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// How many matching nodes were Ready.
 	ReadyNodes pulumi.IntOutput `pulumi:"readyNodes"`
 	// A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
@@ -86,6 +88,8 @@ type nodesReadyArgs struct {
 	FailureGrace *string `pulumi:"failureGrace"`
 	// How many Ready nodes are needed (default 1).
 	MinCount *int `pulumi:"minCount"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
 	Selector *string `pulumi:"selector"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -104,6 +108,8 @@ type NodesReadyArgs struct {
 	FailureGrace pulumi.StringPtrInput
 	// How many Ready nodes are needed (default 1).
 	MinCount pulumi.IntPtrInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
 	Selector pulumi.StringPtrInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -216,6 +222,11 @@ func (o NodesReadyOutput) MinCount() pulumi.IntPtrOutput {
 // The Ready nodes' names.
 func (o NodesReadyOutput) Names() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *NodesReady) pulumi.StringArrayOutput { return v.Names }).(pulumi.StringArrayOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o NodesReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *NodesReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // How many matching nodes were Ready.

@@ -44,6 +44,8 @@ type ResourceReady struct {
 	Namespace pulumi.StringPtrOutput `pulumi:"namespace"`
 	// status.observedGeneration when reported, else metadata.generation.
 	ObservedGeneration pulumi.IntOutput `pulumi:"observedGeneration"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// With `jsonPath`: a regular expression the value must match.
 	Regex pulumi.StringPtrOutput `pulumi:"regex"`
 	// The resourceVersion at which the object was seen ready.
@@ -153,6 +155,8 @@ type resourceReadyArgs struct {
 	Name *string `pulumi:"name"`
 	// The namespace, for namespaced kinds; the provider's default namespace if unset.
 	Namespace *string `pulumi:"namespace"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// With `jsonPath`: a regular expression the value must match.
 	Regex *string `pulumi:"regex"`
 	// A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.
@@ -195,6 +199,8 @@ type ResourceReadyArgs struct {
 	Name pulumi.StringPtrInput
 	// The namespace, for namespaced kinds; the provider's default namespace if unset.
 	Namespace pulumi.StringPtrInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// With `jsonPath`: a regular expression the value must match.
 	Regex pulumi.StringPtrInput
 	// A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.
@@ -366,6 +372,11 @@ func (o ResourceReadyOutput) Namespace() pulumi.StringPtrOutput {
 // status.observedGeneration when reported, else metadata.generation.
 func (o ResourceReadyOutput) ObservedGeneration() pulumi.IntOutput {
 	return o.ApplyT(func(v *ResourceReady) pulumi.IntOutput { return v.ObservedGeneration }).(pulumi.IntOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o ResourceReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ResourceReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // With `jsonPath`: a regular expression the value must match.

@@ -24,6 +24,8 @@ type SecretReady struct {
 	Name pulumi.StringOutput `pulumi:"name"`
 	// The namespace; the provider's default namespace if unset.
 	Namespace pulumi.StringPtrOutput `pulumi:"namespace"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// Keys that must be present and non-empty (default: at least one key of any name).
 	RequiredKeys pulumi.StringArrayOutput `pulumi:"requiredKeys"`
 	// The resourceVersion seen ready.
@@ -97,6 +99,8 @@ type secretReadyArgs struct {
 	Name string `pulumi:"name"`
 	// The namespace; the provider's default namespace if unset.
 	Namespace *string `pulumi:"namespace"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// Keys that must be present and non-empty (default: at least one key of any name).
 	RequiredKeys []string `pulumi:"requiredKeys"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -117,6 +121,8 @@ type SecretReadyArgs struct {
 	Name pulumi.StringInput
 	// The namespace; the provider's default namespace if unset.
 	Namespace pulumi.StringPtrInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// Keys that must be present and non-empty (default: at least one key of any name).
 	RequiredKeys pulumi.StringArrayInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -234,6 +240,11 @@ func (o SecretReadyOutput) Name() pulumi.StringOutput {
 // The namespace; the provider's default namespace if unset.
 func (o SecretReadyOutput) Namespace() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *SecretReady) pulumi.StringPtrOutput { return v.Namespace }).(pulumi.StringPtrOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o SecretReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *SecretReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // Keys that must be present and non-empty (default: at least one key of any name).

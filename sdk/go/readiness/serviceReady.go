@@ -28,6 +28,8 @@ type ServiceReady struct {
 	Port pulumi.StringPtrOutput `pulumi:"port"`
 	// Ports the EndpointSlices expose, as `name:port/protocol`.
 	Ports pulumi.StringArrayOutput `pulumi:"ports"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// Ready endpoint addresses seen when the gate passed.
 	ReadyEndpoints pulumi.IntOutput `pulumi:"readyEndpoints"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -99,6 +101,8 @@ type serviceReadyArgs struct {
 	Namespace *string `pulumi:"namespace"`
 	// Count only endpoints serving this port (its name, or its target port number).
 	Port *string `pulumi:"port"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -119,6 +123,8 @@ type ServiceReadyArgs struct {
 	Namespace pulumi.StringPtrInput
 	// Count only endpoints serving this port (its name, or its target port number).
 	Port pulumi.StringPtrInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -242,6 +248,11 @@ func (o ServiceReadyOutput) Port() pulumi.StringPtrOutput {
 // Ports the EndpointSlices expose, as `name:port/protocol`.
 func (o ServiceReadyOutput) Ports() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *ServiceReady) pulumi.StringArrayOutput { return v.Ports }).(pulumi.StringArrayOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o ServiceReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *ServiceReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // Ready endpoint addresses seen when the gate passed.

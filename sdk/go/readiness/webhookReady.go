@@ -33,6 +33,8 @@ type WebhookReady struct {
 	Probe pulumi.MapOutput `pulumi:"probe"`
 	// Whether a probe (given or derived) proved the webhooks answer; always true once created.
 	Probed pulumi.BoolOutput `pulumi:"probed"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
 	// Ready endpoints of the backing Service.
 	ReadyEndpoints pulumi.IntOutput `pulumi:"readyEndpoints"`
 	// A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
@@ -121,6 +123,8 @@ type webhookReadyArgs struct {
 	MutatingWebhookConfiguration *string `pulumi:"mutatingWebhookConfiguration"`
 	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).
 	Probe map[string]interface{} `pulumi:"probe"`
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose *string `pulumi:"purpose"`
 	// A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
 	Service *ServiceRef `pulumi:"service"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -147,6 +151,8 @@ type WebhookReadyArgs struct {
 	MutatingWebhookConfiguration pulumi.StringPtrInput
 	// A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).
 	Probe pulumi.MapInput
+	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+	Purpose pulumi.StringPtrInput
 	// A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
 	Service ServiceRefPtrInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -291,6 +297,11 @@ func (o WebhookReadyOutput) Probe() pulumi.MapOutput {
 // Whether a probe (given or derived) proved the webhooks answer; always true once created.
 func (o WebhookReadyOutput) Probed() pulumi.BoolOutput {
 	return o.ApplyT(func(v *WebhookReady) pulumi.BoolOutput { return v.Probed }).(pulumi.BoolOutput)
+}
+
+// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+func (o WebhookReadyOutput) Purpose() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *WebhookReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
 // Ready endpoints of the backing Service.

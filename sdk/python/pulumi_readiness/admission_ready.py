@@ -23,6 +23,7 @@ class AdmissionReadyArgs:
                  consecutive: pulumi.Input[Optional[_builtins.int]] = None,
                  expect: pulumi.Input[Optional[_builtins.str]] = None,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None):
@@ -33,6 +34,7 @@ class AdmissionReadyArgs:
         :param pulumi.Input[_builtins.int] consecutive: How many rounds in a row must admit every object (default 2): a webhook that flaps does not pass.
         :param pulumi.Input[_builtins.str] expect: A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false (or fails to evaluate, such as no such key) the gate waits. Holding on an object's result and false on the object as given, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook that may intercept the object. Compiled at preview with the cost limits of ResourceReady's `cel`.
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -44,6 +46,8 @@ class AdmissionReadyArgs:
             pulumi.set(__self__, "expect", expect)
         if failure_grace is not None:
             pulumi.set(__self__, "failure_grace", failure_grace)
+        if purpose is not None:
+            pulumi.set(__self__, "purpose", purpose)
         if stable_for is not None:
             pulumi.set(__self__, "stable_for", stable_for)
         if timeout is not None:
@@ -100,6 +104,18 @@ class AdmissionReadyArgs:
         pulumi.set(self, "failure_grace", value)
 
     @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
+
+    @purpose.setter
+    def purpose(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "purpose", value)
+
+    @_builtins.property
     @pulumi.getter(name="stableFor")
     def stable_for(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
@@ -146,6 +162,7 @@ class AdmissionReady(pulumi.CustomResource):
                  expect: pulumi.Input[Optional[_builtins.str]] = None,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  objects: pulumi.Input[Optional[Sequence[pulumi.Input[Mapping[str, Any]]]]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
@@ -159,6 +176,7 @@ class AdmissionReady(pulumi.CustomResource):
         :param pulumi.Input[_builtins.str] expect: A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false (or fails to evaluate, such as no such key) the gate waits. Holding on an object's result and false on the object as given, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook that may intercept the object. Compiled at preview with the cost limits of ResourceReady's `cel`.
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[Sequence[pulumi.Input[Mapping[str, Any]]]] objects: The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -191,6 +209,7 @@ class AdmissionReady(pulumi.CustomResource):
                  expect: pulumi.Input[Optional[_builtins.str]] = None,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  objects: pulumi.Input[Optional[Sequence[pulumi.Input[Mapping[str, Any]]]]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
@@ -209,6 +228,7 @@ class AdmissionReady(pulumi.CustomResource):
             if objects is None and not opts.urn:
                 raise TypeError("Missing required property 'objects'")
             __props__.__dict__["objects"] = None if objects is None else pulumi.Output.secret(objects)
+            __props__.__dict__["purpose"] = purpose
             __props__.__dict__["stable_for"] = stable_for
             __props__.__dict__["timeout"] = timeout
             __props__.__dict__["triggers"] = triggers
@@ -248,6 +268,7 @@ class AdmissionReady(pulumi.CustomResource):
         __props__.__dict__["failure_grace"] = None
         __props__.__dict__["mutated"] = None
         __props__.__dict__["objects"] = None
+        __props__.__dict__["purpose"] = None
         __props__.__dict__["stable_for"] = None
         __props__.__dict__["timeout"] = None
         __props__.__dict__["triggers"] = None
@@ -308,6 +329,14 @@ class AdmissionReady(pulumi.CustomResource):
         The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
         """
         return pulumi.get(self, "objects")
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
 
     @_builtins.property
     @pulumi.getter(name="stableFor")

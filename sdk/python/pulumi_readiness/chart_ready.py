@@ -22,6 +22,7 @@ class ChartReadyArgs:
                  resources: pulumi.Input[Sequence[Any]],
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  probe: pulumi.Input[Optional[Mapping[str, Any]]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None):
@@ -31,6 +32,7 @@ class ChartReadyArgs:
         :param pulumi.Input[Sequence[Any]] resources: The objects to wait for: a `kubernetes:helm.sh/v4:Chart`'s `resources` output as it is (`chart.resources`), or any list of pulumi-kubernetes resources (a `yaml/v2:ConfigGroup`'s `resources`). Each entry must be a reference to one Kubernetes object (its type token says its kind, its ID where it is), or an object given as `{apiVersion, kind, namespace, name}`. As an output: each object as those fields.
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[Mapping[str, Any]] probe: An object (manifest map) the chart's webhooks intercept, used instead of a probe derived from their rules.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -40,6 +42,8 @@ class ChartReadyArgs:
             pulumi.set(__self__, "failure_grace", failure_grace)
         if probe is not None:
             pulumi.set(__self__, "probe", probe)
+        if purpose is not None:
+            pulumi.set(__self__, "purpose", purpose)
         if stable_for is not None:
             pulumi.set(__self__, "stable_for", stable_for)
         if timeout is not None:
@@ -82,6 +86,18 @@ class ChartReadyArgs:
     @probe.setter
     def probe(self, value: pulumi.Input[Optional[Mapping[str, Any]]]):
         pulumi.set(self, "probe", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
+
+    @purpose.setter
+    def purpose(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "purpose", value)
 
     @_builtins.property
     @pulumi.getter(name="stableFor")
@@ -128,6 +144,7 @@ class ChartReady(pulumi.CustomResource):
                  opts: Optional[pulumi.ResourceOptions] = None,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  probe: pulumi.Input[Optional[Mapping[str, Any]]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  resources: pulumi.Input[Optional[Sequence[Any]]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -140,6 +157,7 @@ class ChartReady(pulumi.CustomResource):
         :param pulumi.ResourceOptions opts: Options for the resource.
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[Mapping[str, Any]] probe: An object (manifest map) the chart's webhooks intercept, used instead of a probe derived from their rules.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[Sequence[Any]] resources: The objects to wait for: a `kubernetes:helm.sh/v4:Chart`'s `resources` output as it is (`chart.resources`), or any list of pulumi-kubernetes resources (a `yaml/v2:ConfigGroup`'s `resources`). Each entry must be a reference to one Kubernetes object (its type token says its kind, its ID where it is), or an object given as `{apiVersion, kind, namespace, name}`. As an output: each object as those fields.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -171,6 +189,7 @@ class ChartReady(pulumi.CustomResource):
                  opts: Optional[pulumi.ResourceOptions] = None,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  probe: pulumi.Input[Optional[Mapping[str, Any]]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  resources: pulumi.Input[Optional[Sequence[Any]]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -186,6 +205,7 @@ class ChartReady(pulumi.CustomResource):
 
             __props__.__dict__["failure_grace"] = failure_grace
             __props__.__dict__["probe"] = probe
+            __props__.__dict__["purpose"] = purpose
             if resources is None and not opts.urn:
                 raise TypeError("Missing required property 'resources'")
             __props__.__dict__["resources"] = resources
@@ -221,6 +241,7 @@ class ChartReady(pulumi.CustomResource):
         __props__.__dict__["failure_grace"] = None
         __props__.__dict__["objects"] = None
         __props__.__dict__["probe"] = None
+        __props__.__dict__["purpose"] = None
         __props__.__dict__["resources"] = None
         __props__.__dict__["stable_for"] = None
         __props__.__dict__["timeout"] = None
@@ -251,6 +272,14 @@ class ChartReady(pulumi.CustomResource):
         An object (manifest map) the chart's webhooks intercept, used instead of a probe derived from their rules.
         """
         return pulumi.get(self, "probe")
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
 
     @_builtins.property
     @pulumi.getter

@@ -24,6 +24,7 @@ class CrdReadyArgs:
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  group: pulumi.Input[Optional[_builtins.str]] = None,
                  names: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None):
@@ -35,6 +36,7 @@ class CrdReadyArgs:
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] group: An API group such as `cert-manager.io`: wait for every CRD of that group present when the wait runs (at least one must appear).
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] names: CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD the gate checked, including those found through `group`.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -49,6 +51,8 @@ class CrdReadyArgs:
             pulumi.set(__self__, "group", group)
         if names is not None:
             pulumi.set(__self__, "names", names)
+        if purpose is not None:
+            pulumi.set(__self__, "purpose", purpose)
         if stable_for is not None:
             pulumi.set(__self__, "stable_for", stable_for)
         if timeout is not None:
@@ -117,6 +121,18 @@ class CrdReadyArgs:
         pulumi.set(self, "names", value)
 
     @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
+
+    @purpose.setter
+    def purpose(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "purpose", value)
+
+    @_builtins.property
     @pulumi.getter(name="stableFor")
     def stable_for(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
@@ -164,6 +180,7 @@ class CrdReady(pulumi.CustomResource):
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  group: pulumi.Input[Optional[_builtins.str]] = None,
                  names: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
@@ -178,6 +195,7 @@ class CrdReady(pulumi.CustomResource):
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] group: An API group such as `cert-manager.io`: wait for every CRD of that group present when the wait runs (at least one must appear).
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] names: CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD the gate checked, including those found through `group`.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -211,6 +229,7 @@ class CrdReady(pulumi.CustomResource):
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  group: pulumi.Input[Optional[_builtins.str]] = None,
                  names: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
@@ -228,6 +247,7 @@ class CrdReady(pulumi.CustomResource):
             __props__.__dict__["failure_grace"] = failure_grace
             __props__.__dict__["group"] = group
             __props__.__dict__["names"] = names
+            __props__.__dict__["purpose"] = purpose
             __props__.__dict__["stable_for"] = stable_for
             __props__.__dict__["timeout"] = timeout
             __props__.__dict__["triggers"] = triggers
@@ -265,6 +285,7 @@ class CrdReady(pulumi.CustomResource):
         __props__.__dict__["group"] = None
         __props__.__dict__["kinds"] = None
         __props__.__dict__["names"] = None
+        __props__.__dict__["purpose"] = None
         __props__.__dict__["served_versions"] = None
         __props__.__dict__["stable_for"] = None
         __props__.__dict__["timeout"] = None
@@ -326,6 +347,14 @@ class CrdReady(pulumi.CustomResource):
         CRD names to wait for, such as `certificates.cert-manager.io`. As an output: every CRD the gate checked, including those found through `group`.
         """
         return pulumi.get(self, "names")
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
 
     @_builtins.property
     @pulumi.getter(name="servedVersions")

@@ -28,6 +28,7 @@ class HttpReadyArgs:
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  headers: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  insecure_skip_verify: pulumi.Input[Optional[_builtins.bool]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  service: pulumi.Input[Optional['HttpServiceArgs']] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -43,6 +44,7 @@ class HttpReadyArgs:
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] headers: Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
         :param pulumi.Input[_builtins.bool] insecure_skip_verify: Skip TLS verification for `url` (not recommended).
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input['HttpServiceArgs'] service: A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -63,6 +65,8 @@ class HttpReadyArgs:
             pulumi.set(__self__, "headers", headers)
         if insecure_skip_verify is not None:
             pulumi.set(__self__, "insecure_skip_verify", insecure_skip_verify)
+        if purpose is not None:
+            pulumi.set(__self__, "purpose", purpose)
         if service is not None:
             pulumi.set(__self__, "service", service)
         if stable_for is not None:
@@ -160,6 +164,18 @@ class HttpReadyArgs:
 
     @_builtins.property
     @pulumi.getter
+    def purpose(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
+
+    @purpose.setter
+    def purpose(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "purpose", value)
+
+    @_builtins.property
+    @pulumi.getter
     def service(self) -> pulumi.Input[Optional['HttpServiceArgs']]:
         """
         A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
@@ -232,6 +248,7 @@ class HttpReady(pulumi.CustomResource):
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  headers: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  insecure_skip_verify: pulumi.Input[Optional[_builtins.bool]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  service: pulumi.Input[Optional[Union['HttpServiceArgs', 'HttpServiceArgsDict']]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -250,6 +267,7 @@ class HttpReady(pulumi.CustomResource):
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[Mapping[str, pulumi.Input[_builtins.str]]] headers: Request headers for `url` (`Authorization: Bearer ...`, an API key, `Host` for a virtual host): always kept secret in the state and never shown in a message. Not with `service`: through the service proxy the API server takes `Authorization` for itself.
         :param pulumi.Input[_builtins.bool] insecure_skip_verify: Skip TLS verification for `url` (not recommended).
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[Union['HttpServiceArgs', 'HttpServiceArgsDict']] service: A Service to request through the API server's service proxy (needs `get` on `services/proxy`).
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -287,6 +305,7 @@ class HttpReady(pulumi.CustomResource):
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  headers: pulumi.Input[Optional[Mapping[str, pulumi.Input[_builtins.str]]]] = None,
                  insecure_skip_verify: pulumi.Input[Optional[_builtins.bool]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  service: pulumi.Input[Optional[Union['HttpServiceArgs', 'HttpServiceArgsDict']]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -308,6 +327,7 @@ class HttpReady(pulumi.CustomResource):
             __props__.__dict__["failure_grace"] = failure_grace
             __props__.__dict__["headers"] = None if headers is None else pulumi.Output.secret(headers)
             __props__.__dict__["insecure_skip_verify"] = insecure_skip_verify
+            __props__.__dict__["purpose"] = purpose
             __props__.__dict__["service"] = service
             __props__.__dict__["stable_for"] = stable_for
             __props__.__dict__["timeout"] = timeout
@@ -349,6 +369,7 @@ class HttpReady(pulumi.CustomResource):
         __props__.__dict__["failure_grace"] = None
         __props__.__dict__["headers"] = None
         __props__.__dict__["insecure_skip_verify"] = None
+        __props__.__dict__["purpose"] = None
         __props__.__dict__["service"] = None
         __props__.__dict__["stable_for"] = None
         __props__.__dict__["status_code"] = None
@@ -420,6 +441,14 @@ class HttpReady(pulumi.CustomResource):
         Skip TLS verification for `url` (not recommended).
         """
         return pulumi.get(self, "insecure_skip_verify")
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
 
     @_builtins.property
     @pulumi.getter

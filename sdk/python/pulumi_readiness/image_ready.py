@@ -27,6 +27,7 @@ class ImageReadyArgs:
                  insecure: pulumi.Input[Optional[_builtins.bool]] = None,
                  platform: pulumi.Input[Optional[_builtins.str]] = None,
                  pull_secret: pulumi.Input[Optional['ImagePullSecretArgs']] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None):
@@ -39,6 +40,7 @@ class ImageReadyArgs:
         :param pulumi.Input[_builtins.bool] insecure: Trust the registry without TLS proof, as Docker's `insecure-registries` does: plain HTTP is allowed and an HTTPS certificate is not verified. Without it, plain HTTP is only used for loopback registries (`localhost`, `127.0.0.0/8`), as Docker does; prefer `caCertificate` for a private CA.
         :param pulumi.Input[_builtins.str] platform: A platform the image must have, `os/arch[/variant]` (`linux/amd64`, `linux/arm64`, `linux/arm/v7`). An index must list it and its image must resolve; a single image's config must be for it. An index without it fails at once: an index is pushed whole, so the tag will not gain it.
         :param pulumi.Input['ImagePullSecretArgs'] pull_secret: A `kubernetes.io/dockerconfigjson` Secret (an imagePullSecret) holding credentials for the image's registry, read through the Kubernetes API (needs `get` on that one Secret: a Role rule with `resourceNames`). Default: anonymous.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -54,6 +56,8 @@ class ImageReadyArgs:
             pulumi.set(__self__, "platform", platform)
         if pull_secret is not None:
             pulumi.set(__self__, "pull_secret", pull_secret)
+        if purpose is not None:
+            pulumi.set(__self__, "purpose", purpose)
         if stable_for is not None:
             pulumi.set(__self__, "stable_for", stable_for)
         if timeout is not None:
@@ -134,6 +138,18 @@ class ImageReadyArgs:
         pulumi.set(self, "pull_secret", value)
 
     @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
+
+    @purpose.setter
+    def purpose(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "purpose", value)
+
+    @_builtins.property
     @pulumi.getter(name="stableFor")
     def stable_for(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
@@ -182,6 +198,7 @@ class ImageReady(pulumi.CustomResource):
                  insecure: pulumi.Input[Optional[_builtins.bool]] = None,
                  platform: pulumi.Input[Optional[_builtins.str]] = None,
                  pull_secret: pulumi.Input[Optional[Union['ImagePullSecretArgs', 'ImagePullSecretArgsDict']]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
@@ -197,6 +214,7 @@ class ImageReady(pulumi.CustomResource):
         :param pulumi.Input[_builtins.bool] insecure: Trust the registry without TLS proof, as Docker's `insecure-registries` does: plain HTTP is allowed and an HTTPS certificate is not verified. Without it, plain HTTP is only used for loopback registries (`localhost`, `127.0.0.0/8`), as Docker does; prefer `caCertificate` for a private CA.
         :param pulumi.Input[_builtins.str] platform: A platform the image must have, `os/arch[/variant]` (`linux/amd64`, `linux/arm64`, `linux/arm/v7`). An index must list it and its image must resolve; a single image's config must be for it. An index without it fails at once: an index is pushed whole, so the tag will not gain it.
         :param pulumi.Input[Union['ImagePullSecretArgs', 'ImagePullSecretArgsDict']] pull_secret: A `kubernetes.io/dockerconfigjson` Secret (an imagePullSecret) holding credentials for the image's registry, read through the Kubernetes API (needs `get` on that one Secret: a Role rule with `resourceNames`). Default: anonymous.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -231,6 +249,7 @@ class ImageReady(pulumi.CustomResource):
                  insecure: pulumi.Input[Optional[_builtins.bool]] = None,
                  platform: pulumi.Input[Optional[_builtins.str]] = None,
                  pull_secret: pulumi.Input[Optional[Union['ImagePullSecretArgs', 'ImagePullSecretArgsDict']]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
@@ -251,6 +270,7 @@ class ImageReady(pulumi.CustomResource):
             __props__.__dict__["insecure"] = insecure
             __props__.__dict__["platform"] = platform
             __props__.__dict__["pull_secret"] = pull_secret
+            __props__.__dict__["purpose"] = purpose
             __props__.__dict__["stable_for"] = stable_for
             __props__.__dict__["timeout"] = timeout
             __props__.__dict__["triggers"] = triggers
@@ -294,6 +314,7 @@ class ImageReady(pulumi.CustomResource):
         __props__.__dict__["platform_digest"] = None
         __props__.__dict__["platforms"] = None
         __props__.__dict__["pull_secret"] = None
+        __props__.__dict__["purpose"] = None
         __props__.__dict__["stable_for"] = None
         __props__.__dict__["timeout"] = None
         __props__.__dict__["triggers"] = None
@@ -386,6 +407,14 @@ class ImageReady(pulumi.CustomResource):
         A `kubernetes.io/dockerconfigjson` Secret (an imagePullSecret) holding credentials for the image's registry, read through the Kubernetes API (needs `get` on that one Secret: a Role rule with `resourceNames`). Default: anonymous.
         """
         return pulumi.get(self, "pull_secret")
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
 
     @_builtins.property
     @pulumi.getter(name="stableFor")

@@ -21,6 +21,7 @@ class NodesReadyArgs:
     def __init__(__self__, *,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  min_count: pulumi.Input[Optional[_builtins.int]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  selector: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -31,6 +32,7 @@ class NodesReadyArgs:
 
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.int] min_count: How many Ready nodes are needed (default 1).
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] selector: A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -41,6 +43,8 @@ class NodesReadyArgs:
             pulumi.set(__self__, "failure_grace", failure_grace)
         if min_count is not None:
             pulumi.set(__self__, "min_count", min_count)
+        if purpose is not None:
+            pulumi.set(__self__, "purpose", purpose)
         if selector is not None:
             pulumi.set(__self__, "selector", selector)
         if stable_for is not None:
@@ -75,6 +79,18 @@ class NodesReadyArgs:
     @min_count.setter
     def min_count(self, value: pulumi.Input[Optional[_builtins.int]]):
         pulumi.set(self, "min_count", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
+
+    @purpose.setter
+    def purpose(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "purpose", value)
 
     @_builtins.property
     @pulumi.getter
@@ -145,6 +161,7 @@ class NodesReady(pulumi.CustomResource):
                  opts: Optional[pulumi.ResourceOptions] = None,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  min_count: pulumi.Input[Optional[_builtins.int]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  selector: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -158,6 +175,7 @@ class NodesReady(pulumi.CustomResource):
         :param pulumi.ResourceOptions opts: Options for the resource.
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.int] min_count: How many Ready nodes are needed (default 1).
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] selector: A label selector nodes must match, such as `node-role.kubernetes.io/worker`.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -190,6 +208,7 @@ class NodesReady(pulumi.CustomResource):
                  opts: Optional[pulumi.ResourceOptions] = None,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  min_count: pulumi.Input[Optional[_builtins.int]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  selector: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -206,6 +225,7 @@ class NodesReady(pulumi.CustomResource):
 
             __props__.__dict__["failure_grace"] = failure_grace
             __props__.__dict__["min_count"] = min_count
+            __props__.__dict__["purpose"] = purpose
             __props__.__dict__["selector"] = selector
             __props__.__dict__["stable_for"] = stable_for
             __props__.__dict__["timeout"] = timeout
@@ -240,6 +260,7 @@ class NodesReady(pulumi.CustomResource):
         __props__.__dict__["failure_grace"] = None
         __props__.__dict__["min_count"] = None
         __props__.__dict__["names"] = None
+        __props__.__dict__["purpose"] = None
         __props__.__dict__["ready_nodes"] = None
         __props__.__dict__["selector"] = None
         __props__.__dict__["stable_for"] = None
@@ -271,6 +292,14 @@ class NodesReady(pulumi.CustomResource):
         The Ready nodes' names.
         """
         return pulumi.get(self, "names")
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
 
     @_builtins.property
     @pulumi.getter(name="readyNodes")

@@ -33,6 +33,7 @@ class ResourceReadyArgs:
                  min_count: pulumi.Input[Optional[_builtins.int]] = None,
                  name: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  regex: pulumi.Input[Optional[_builtins.str]] = None,
                  selector: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
@@ -55,6 +56,7 @@ class ResourceReadyArgs:
         :param pulumi.Input[_builtins.int] min_count: With `selector`: how many objects must exist at least (default 1; at least 1).
         :param pulumi.Input[_builtins.str] name: The object's name. Give `name` or `selector`.
         :param pulumi.Input[_builtins.str] namespace: The namespace, for namespaced kinds; the provider's default namespace if unset.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] regex: With `jsonPath`: a regular expression the value must match.
         :param pulumi.Input[_builtins.str] selector: A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -85,6 +87,8 @@ class ResourceReadyArgs:
             pulumi.set(__self__, "name", name)
         if namespace is not None:
             pulumi.set(__self__, "namespace", namespace)
+        if purpose is not None:
+            pulumi.set(__self__, "purpose", purpose)
         if regex is not None:
             pulumi.set(__self__, "regex", regex)
         if selector is not None:
@@ -246,6 +250,18 @@ class ResourceReadyArgs:
 
     @_builtins.property
     @pulumi.getter
+    def purpose(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
+
+    @purpose.setter
+    def purpose(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "purpose", value)
+
+    @_builtins.property
+    @pulumi.getter
     def regex(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
         With `jsonPath`: a regular expression the value must match.
@@ -347,6 +363,7 @@ class ResourceReady(pulumi.CustomResource):
                  min_count: pulumi.Input[Optional[_builtins.int]] = None,
                  name: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  regex: pulumi.Input[Optional[_builtins.str]] = None,
                  selector: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
@@ -372,6 +389,7 @@ class ResourceReady(pulumi.CustomResource):
         :param pulumi.Input[_builtins.int] min_count: With `selector`: how many objects must exist at least (default 1; at least 1).
         :param pulumi.Input[_builtins.str] name: The object's name. Give `name` or `selector`.
         :param pulumi.Input[_builtins.str] namespace: The namespace, for namespaced kinds; the provider's default namespace if unset.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] regex: With `jsonPath`: a regular expression the value must match.
         :param pulumi.Input[_builtins.str] selector: A label selector (`app=web,tier!=cache`): every matching object must be ready and at least `minCount` must exist.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
@@ -416,6 +434,7 @@ class ResourceReady(pulumi.CustomResource):
                  min_count: pulumi.Input[Optional[_builtins.int]] = None,
                  name: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  regex: pulumi.Input[Optional[_builtins.str]] = None,
                  selector: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
@@ -448,6 +467,7 @@ class ResourceReady(pulumi.CustomResource):
             __props__.__dict__["min_count"] = min_count
             __props__.__dict__["name"] = name
             __props__.__dict__["namespace"] = namespace
+            __props__.__dict__["purpose"] = purpose
             __props__.__dict__["regex"] = regex
             __props__.__dict__["selector"] = selector
             __props__.__dict__["stable_for"] = stable_for
@@ -497,6 +517,7 @@ class ResourceReady(pulumi.CustomResource):
         __props__.__dict__["name"] = None
         __props__.__dict__["namespace"] = None
         __props__.__dict__["observed_generation"] = None
+        __props__.__dict__["purpose"] = None
         __props__.__dict__["regex"] = None
         __props__.__dict__["resource_version"] = None
         __props__.__dict__["selector"] = None
@@ -619,6 +640,14 @@ class ResourceReady(pulumi.CustomResource):
         status.observedGeneration when reported, else metadata.generation.
         """
         return pulumi.get(self, "observed_generation")
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
 
     @_builtins.property
     @pulumi.getter

@@ -22,6 +22,7 @@ class SecretReadyArgs:
                  name: pulumi.Input[_builtins.str],
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  required_keys: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -33,6 +34,7 @@ class SecretReadyArgs:
         :param pulumi.Input[_builtins.str] name: The Secret's name.
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] namespace: The namespace; the provider's default namespace if unset.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] required_keys: Keys that must be present and non-empty (default: at least one key of any name).
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -44,6 +46,8 @@ class SecretReadyArgs:
             pulumi.set(__self__, "failure_grace", failure_grace)
         if namespace is not None:
             pulumi.set(__self__, "namespace", namespace)
+        if purpose is not None:
+            pulumi.set(__self__, "purpose", purpose)
         if required_keys is not None:
             pulumi.set(__self__, "required_keys", required_keys)
         if stable_for is not None:
@@ -90,6 +94,18 @@ class SecretReadyArgs:
     @namespace.setter
     def namespace(self, value: pulumi.Input[Optional[_builtins.str]]):
         pulumi.set(self, "namespace", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
+
+    @purpose.setter
+    def purpose(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "purpose", value)
 
     @_builtins.property
     @pulumi.getter(name="requiredKeys")
@@ -161,6 +177,7 @@ class SecretReady(pulumi.CustomResource):
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  name: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  required_keys: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -175,6 +192,7 @@ class SecretReady(pulumi.CustomResource):
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] name: The Secret's name.
         :param pulumi.Input[_builtins.str] namespace: The namespace; the provider's default namespace if unset.
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] required_keys: Keys that must be present and non-empty (default: at least one key of any name).
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -208,6 +226,7 @@ class SecretReady(pulumi.CustomResource):
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  name: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  required_keys: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -227,6 +246,7 @@ class SecretReady(pulumi.CustomResource):
                 raise TypeError("Missing required property 'name'")
             __props__.__dict__["name"] = name
             __props__.__dict__["namespace"] = namespace
+            __props__.__dict__["purpose"] = purpose
             __props__.__dict__["required_keys"] = required_keys
             __props__.__dict__["stable_for"] = stable_for
             __props__.__dict__["timeout"] = timeout
@@ -263,6 +283,7 @@ class SecretReady(pulumi.CustomResource):
         __props__.__dict__["keys"] = None
         __props__.__dict__["name"] = None
         __props__.__dict__["namespace"] = None
+        __props__.__dict__["purpose"] = None
         __props__.__dict__["required_keys"] = None
         __props__.__dict__["resource_version"] = None
         __props__.__dict__["secret_type"] = None
@@ -303,6 +324,14 @@ class SecretReady(pulumi.CustomResource):
         The namespace; the provider's default namespace if unset.
         """
         return pulumi.get(self, "namespace")
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
 
     @_builtins.property
     @pulumi.getter(name="requiredKeys")

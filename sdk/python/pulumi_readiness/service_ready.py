@@ -24,6 +24,7 @@ class ServiceReadyArgs:
                  min_ready_endpoints: pulumi.Input[Optional[_builtins.int]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
                  port: pulumi.Input[Optional[_builtins.str]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None):
@@ -35,6 +36,7 @@ class ServiceReadyArgs:
         :param pulumi.Input[_builtins.int] min_ready_endpoints: How many ready endpoints are needed (default 1).
         :param pulumi.Input[_builtins.str] namespace: The namespace; the provider's default namespace if unset.
         :param pulumi.Input[_builtins.str] port: Count only endpoints serving this port (its name, or its target port number).
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -48,6 +50,8 @@ class ServiceReadyArgs:
             pulumi.set(__self__, "namespace", namespace)
         if port is not None:
             pulumi.set(__self__, "port", port)
+        if purpose is not None:
+            pulumi.set(__self__, "purpose", purpose)
         if stable_for is not None:
             pulumi.set(__self__, "stable_for", stable_for)
         if timeout is not None:
@@ -116,6 +120,18 @@ class ServiceReadyArgs:
         pulumi.set(self, "port", value)
 
     @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
+
+    @purpose.setter
+    def purpose(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "purpose", value)
+
+    @_builtins.property
     @pulumi.getter(name="stableFor")
     def stable_for(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
@@ -163,6 +179,7 @@ class ServiceReady(pulumi.CustomResource):
                  name: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
                  port: pulumi.Input[Optional[_builtins.str]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
@@ -177,6 +194,7 @@ class ServiceReady(pulumi.CustomResource):
         :param pulumi.Input[_builtins.str] name: The Service's name.
         :param pulumi.Input[_builtins.str] namespace: The namespace; the provider's default namespace if unset.
         :param pulumi.Input[_builtins.str] port: Count only endpoints serving this port (its name, or its target port number).
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -210,6 +228,7 @@ class ServiceReady(pulumi.CustomResource):
                  name: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
                  port: pulumi.Input[Optional[_builtins.str]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
@@ -229,6 +248,7 @@ class ServiceReady(pulumi.CustomResource):
             __props__.__dict__["name"] = name
             __props__.__dict__["namespace"] = namespace
             __props__.__dict__["port"] = port
+            __props__.__dict__["purpose"] = purpose
             __props__.__dict__["stable_for"] = stable_for
             __props__.__dict__["timeout"] = timeout
             __props__.__dict__["triggers"] = triggers
@@ -264,6 +284,7 @@ class ServiceReady(pulumi.CustomResource):
         __props__.__dict__["namespace"] = None
         __props__.__dict__["port"] = None
         __props__.__dict__["ports"] = None
+        __props__.__dict__["purpose"] = None
         __props__.__dict__["ready_endpoints"] = None
         __props__.__dict__["stable_for"] = None
         __props__.__dict__["timeout"] = None
@@ -317,6 +338,14 @@ class ServiceReady(pulumi.CustomResource):
         Ports the EndpointSlices expose, as `name:port/protocol`.
         """
         return pulumi.get(self, "ports")
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
 
     @_builtins.property
     @pulumi.getter(name="readyEndpoints")

@@ -26,6 +26,7 @@ class WebhookReadyArgs:
                  min_ready_endpoints: pulumi.Input[Optional[_builtins.int]] = None,
                  mutating_webhook_configuration: pulumi.Input[Optional[_builtins.str]] = None,
                  probe: pulumi.Input[Optional[Mapping[str, Any]]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  service: pulumi.Input[Optional['ServiceRefArgs']] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -40,6 +41,7 @@ class WebhookReadyArgs:
         :param pulumi.Input[_builtins.int] min_ready_endpoints: Ready endpoints the webhook Service needs (default 1).
         :param pulumi.Input[_builtins.str] mutating_webhook_configuration: The MutatingWebhookConfiguration's name.
         :param pulumi.Input[Mapping[str, Any]] probe: A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input['ServiceRefArgs'] service: A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -57,6 +59,8 @@ class WebhookReadyArgs:
             pulumi.set(__self__, "mutating_webhook_configuration", mutating_webhook_configuration)
         if probe is not None:
             pulumi.set(__self__, "probe", probe)
+        if purpose is not None:
+            pulumi.set(__self__, "purpose", purpose)
         if service is not None:
             pulumi.set(__self__, "service", service)
         if stable_for is not None:
@@ -129,6 +133,18 @@ class WebhookReadyArgs:
     @probe.setter
     def probe(self, value: pulumi.Input[Optional[Mapping[str, Any]]]):
         pulumi.set(self, "probe", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
+
+    @purpose.setter
+    def purpose(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "purpose", value)
 
     @_builtins.property
     @pulumi.getter
@@ -214,6 +230,7 @@ class WebhookReady(pulumi.CustomResource):
                  min_ready_endpoints: pulumi.Input[Optional[_builtins.int]] = None,
                  mutating_webhook_configuration: pulumi.Input[Optional[_builtins.str]] = None,
                  probe: pulumi.Input[Optional[Mapping[str, Any]]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  service: pulumi.Input[Optional[Union['ServiceRefArgs', 'ServiceRefArgsDict']]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -231,6 +248,7 @@ class WebhookReady(pulumi.CustomResource):
         :param pulumi.Input[_builtins.int] min_ready_endpoints: Ready endpoints the webhook Service needs (default 1).
         :param pulumi.Input[_builtins.str] mutating_webhook_configuration: The MutatingWebhookConfiguration's name.
         :param pulumi.Input[Mapping[str, Any]] probe: A Kubernetes object, as a manifest map, that the webhook intercepts. The gate dry-run creates it: admission, or a denial naming one of the target's webhooks, proves it answers. Without it, the gate derives a minimal object of a served kind the webhooks' rules cover (in the provider's default namespace when namespaced); give it when the rules cover no served kind (the gate waits, asking for it) or schema validation rejects that minimal object (it fails, saying so).
+        :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         :param pulumi.Input[Union['ServiceRefArgs', 'ServiceRefArgsDict']] service: A webhook Service to wait for directly (no configuration named): its endpoints are checked, then the webhooks that point at it in any Validating- or MutatingWebhookConfiguration are found and each must be proven, as for a configuration (with `probe`, or one derived from their rules); while none points at it, the gate waits.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -267,6 +285,7 @@ class WebhookReady(pulumi.CustomResource):
                  min_ready_endpoints: pulumi.Input[Optional[_builtins.int]] = None,
                  mutating_webhook_configuration: pulumi.Input[Optional[_builtins.str]] = None,
                  probe: pulumi.Input[Optional[Mapping[str, Any]]] = None,
+                 purpose: pulumi.Input[Optional[_builtins.str]] = None,
                  service: pulumi.Input[Optional[Union['ServiceRefArgs', 'ServiceRefArgsDict']]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
@@ -287,6 +306,7 @@ class WebhookReady(pulumi.CustomResource):
             __props__.__dict__["min_ready_endpoints"] = min_ready_endpoints
             __props__.__dict__["mutating_webhook_configuration"] = mutating_webhook_configuration
             __props__.__dict__["probe"] = None if probe is None else pulumi.Output.secret(probe)
+            __props__.__dict__["purpose"] = purpose
             __props__.__dict__["service"] = service
             __props__.__dict__["stable_for"] = stable_for
             __props__.__dict__["timeout"] = timeout
@@ -335,6 +355,7 @@ class WebhookReady(pulumi.CustomResource):
         __props__.__dict__["mutating_webhook_configuration"] = None
         __props__.__dict__["probe"] = None
         __props__.__dict__["probed"] = None
+        __props__.__dict__["purpose"] = None
         __props__.__dict__["ready_endpoints"] = None
         __props__.__dict__["service"] = None
         __props__.__dict__["service_name"] = None
@@ -417,6 +438,14 @@ class WebhookReady(pulumi.CustomResource):
         Whether a probe (given or derived) proved the webhooks answer; always true once created.
         """
         return pulumi.get(self, "probed")
+
+    @_builtins.property
+    @pulumi.getter
+    def purpose(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        """
+        return pulumi.get(self, "purpose")
 
     @_builtins.property
     @pulumi.getter(name="readyEndpoints")
