@@ -542,7 +542,7 @@ export class AutoGater {
             this.installers.splice(at < 0 ? this.installers.length : at, 0, inst);
             this.byUrn.set(r.urn, inst);
             if (registered) this.late++;
-            if (r.type.endsWith("WebhookConfiguration")) void this.warnIntercepted(inst, [...this.finals.values()]);
+            if (r.type.endsWith("WebhookConfiguration")) void this.warnInterceptedOnceDecided(inst);
         }
         const handGated = r.deps.some((d) => d.type.startsWith("readiness:"));
         const optedOut = String(r.object?.metadata?.annotations?.[autoGateOptOutAnnotation] ?? "").toLowerCase() === "false";
@@ -584,6 +584,15 @@ export class AutoGater {
         if (waits.length === 0) return;
         await withTimeout(this.deps.planTimeoutMs ?? 120_000, `the values of the installers before ${r.type} ${r.name}`, () => Promise.all(waits))
             .catch((e) => this.deps.warn(`autoGate: ${r.type} ${r.name} is decided without every installer's values: ${errorText(e)}`));
+    }
+
+    // warnInterceptedOnceDecided is warnIntercepted once every resource the program wrote above the
+    // webhook configuration was decided: their decisions run concurrently with its own, and one
+    // not final yet when it is remembered would not be warned about.
+    private async warnInterceptedOnceDecided(hook: Installer): Promise<void> {
+        const above = [...this.constructed.entries()].filter(([urn, c]) => urn !== hook.urn && c.order < hook.order);
+        await Promise.all(above.map(([, c]) => c.decision.catch(() => undefined)));
+        await this.warnIntercepted(hook, [...this.finals.values()]);
     }
 
     // warnIntercepted warns about registrations decided before a webhook configuration installer

@@ -38,10 +38,19 @@ def corpus_cluster(cluster, webhooks):
     return cluster
 
 
+_CHARTS: Dict[str, str] = {}
+
+
 def _expand(v: Any, webhooks, handles: Dict[str, Any]) -> Any:
     """The corpus' placeholders: {"$crd": [group, kind, plural]}, "$webhook-up" and "$webhook-down"
-    (a clientConfig), {"$ref": name, "path": "a.b"} (an Output of the program's resource name)."""
+    (a clientConfig), {"$ref": name, "path": "a.b"} (an Output of the program's resource name),
+    "$chart:NAME" (a local chart of fixture NAME, its webhooks the down server's)."""
     up, down = webhooks
+    if isinstance(v, str) and v.startswith("$chart:"):
+        name = v[len("$chart:"):]
+        if name not in _CHARTS:
+            _CHARTS[name] = harness.local_chart(name, down)
+        return _CHARTS[name]
     if v == "$webhook-up":
         return {"url": up.url, "caBundle": up.ca_bundle}
     if v == "$webhook-down":
@@ -119,6 +128,14 @@ def _program(shape: Dict[str, Any], cluster: harness.Cluster, webhooks):
                 handles[name] = k8s.Provider(name, kubeconfig=cluster.kubeconfig, **{_snake(k): v for k, v in item["kubernetesProvider"].items()})
             elif "component" in item:
                 handles[name] = Component(item["component"], name)
+            elif "chartV4" in item:
+                c = item["chartV4"]
+                handles[name] = k8s.helm.v4.Chart(name, chart=_expand(c["chart"], webhooks, handles), namespace=c["namespace"], opts=opts)
+            elif "release" in item:
+                c = item["release"]
+                handles[name] = k8s.helm.v3.Release(name, chart=_expand(c["chart"], webhooks, handles), namespace=c["namespace"], opts=opts)
+            elif "resourceReady" in item:
+                handles[name] = readiness.ResourceReady(name, opts=opts, **{_snake(k): v for k, v in item["resourceReady"].items()})
             elif "configGroupV1" in item:
                 handles[name] = k8s.yaml.ConfigGroup(name, yaml=[yaml.safe_dump(o) for o in _expand(item["configGroupV1"], webhooks, handles)], opts=opts)
             else:

@@ -19,6 +19,8 @@ import (
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	helmv3 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v3"
+	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/yaml"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
@@ -30,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/examples/internal/run"
+	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/controlplane"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness"
@@ -43,6 +46,9 @@ type item struct {
 	KubernetesProvider map[string]string `json:"kubernetesProvider"`
 	Component          string            `json:"component"`
 	ConfigGroupV1      []any             `json:"configGroupV1"`
+	ChartV4            map[string]string `json:"chartV4"`
+	Release            map[string]string `json:"release"`
+	ResourceReady      map[string]any    `json:"resourceReady"`
 	DependsOn          []string          `json:"dependsOn"`
 	Provider           string            `json:"provider"`
 	Parent             string            `json:"parent"`
@@ -77,7 +83,18 @@ func TestCorpus(t *testing.T) {
 	up := testenv.NewWebhook(t)
 	up.Start(t)
 	down := testenv.NewWebhook(t) // never serves: its port refuses connections
-	x := expander{up: up, down: down}
+	charts := map[string]string{}
+	x := expander{up: up, down: down, chart: func(name string) string {
+		if path, ok := charts[name]; ok {
+			return path
+		}
+		path, err := localChart(t.TempDir(), name, down)
+		if err != nil {
+			t.Fatal(err)
+		}
+		charts[name] = path
+		return path
+	}}
 	for _, o := range c.Setup {
 		apply(t, x.expand(o, nil).(map[string]any))
 	}
@@ -134,7 +151,22 @@ func TestCorpus(t *testing.T) {
 // expander replaces the corpus' placeholders: {"$crd": [group, kind, plural]}, "$webhook-up" and
 // "$webhook-down" (a clientConfig), {"$ref": name, "path": "a.b"} (an Output of the program's
 // resource name).
-type expander struct{ up, down *testenv.Webhook }
+type expander struct {
+	up, down *testenv.Webhook
+	chart    func(name string) string // "$chart:NAME": a local chart of fixture NAME, its webhooks down's
+}
+
+// localChart is what tests/nodejs and tests/python's localChart write (internal/charts/cmd/localchart).
+func localChart(dir, name string, webhook *testenv.Webhook) (string, error) {
+	var crds []*unstructured.Unstructured
+	if name == "external-secrets" {
+		var err error
+		if crds, err = charts.ExternalSecretsCRDs(context.Background()); err != nil {
+			return "", err
+		}
+	}
+	return charts.Local(dir, name, webhook.Webhook, crds...)
+}
 
 func (x expander) expand(v any, handles map[string]pulumi.Resource) any {
 	switch v := v.(type) {
@@ -144,6 +176,9 @@ func (x expander) expand(v any, handles map[string]pulumi.Resource) any {
 			return map[string]any{"url": x.up.URL(), "caBundle": x.up.CABundle()}
 		case "$webhook-down":
 			return map[string]any{"url": x.down.URL(), "caBundle": x.down.CABundle()}
+		}
+		if name, ok := strings.CutPrefix(v, "$chart:"); ok {
+			return x.chart(name)
 		}
 		return v
 	case []any:
@@ -249,6 +284,17 @@ func program(sh shape, x expander) pulumi.RunFunc {
 					err = ctx.RegisterResourceOutputs(c, pulumi.Map{})
 				}
 				r = c
+			case it.ChartV4 != nil:
+				r, err = helmv4.NewChart(ctx, it.Name, &helmv4.ChartArgs{Chart: pulumi.String(x.expand(it.ChartV4["chart"], handles).(string)),
+					Namespace: pulumi.String(it.ChartV4["namespace"])}, opts...)
+			case it.Release != nil:
+				r, err = helmv3.NewRelease(ctx, it.Name, &helmv3.ReleaseArgs{Chart: pulumi.String(x.expand(it.Release["chart"], handles).(string)),
+					Namespace: pulumi.String(it.Release["namespace"])}, opts...)
+			case it.ResourceReady != nil:
+				a := it.ResourceReady
+				r, err = readiness.NewResourceReady(ctx, it.Name, &readiness.ResourceReadyArgs{ApiVersion: pulumi.String(a["apiVersion"].(string)),
+					Kind: pulumi.String(a["kind"].(string)), Namespace: pulumi.String(a["namespace"].(string)), Name: pulumi.String(a["name"].(string)),
+					Exists: pulumi.Bool(a["exists"].(bool))}, opts...)
 			case it.ConfigGroupV1 != nil:
 				var objs []map[string]any
 				for _, o := range x.expand(it.ConfigGroupV1, handles).([]any) {
@@ -279,11 +325,13 @@ type kubeObject struct {
 func newObject(ctx *pulumi.Context, name string, obj map[string]any, opts []pulumi.ResourceOption) (pulumi.Resource, error) {
 	meta := &metav1.ObjectMetaArgs{}
 	if m, ok := obj["metadata"].(map[string]any); ok {
-		if v, ok := m["name"].(string); ok {
-			meta.Name = pulumi.String(v)
-		}
-		if v, ok := m["namespace"].(string); ok {
-			meta.Namespace = pulumi.String(v)
+		for k, field := range map[string]*pulumi.StringPtrInput{"name": &meta.Name, "namespace": &meta.Namespace} {
+			switch v := m[k].(type) {
+			case string:
+				*field = pulumi.String(v)
+			case pulumi.StringOutput: // a $ref
+				*field = v
+			}
 		}
 		for k, field := range map[string]*pulumi.StringMapInput{"labels": &meta.Labels, "annotations": &meta.Annotations} {
 			if l, ok := m[k].(map[string]any); ok {

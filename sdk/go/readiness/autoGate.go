@@ -5,6 +5,7 @@ package readiness
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -115,8 +116,8 @@ func newAutoGate(ctx *pulumi.Context, opts AutoGateOptions) *autoGate {
 	}
 	g := &autoGate{ctx: ctx, opts: opts, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{},
 		known: map[string]pulumi.Resource{}, edges: map[string][]string{}, clusters: map[string]*autoGateCluster{}, planned: map[string]bool{},
-		componentDeps: map[string][]pulumi.Resource{}, orderOf: map[string]int{}, plainKeys: map[string]bool{}, plannedKeys: map[string]bool{},
-		plainRes: map[pulumi.Resource]bool{}, installerOrder: map[string]int{}}
+		componentDeps: map[string][]pulumi.Resource{}, orderOf: map[string]int{}, providerOf: map[string]pulumi.ProviderResource{},
+		plannedKeys: map[string]bool{}, installerOrder: map[string]int{}}
 	g.planCond = sync.NewCond(&g.mu)
 	return g
 }
@@ -142,16 +143,14 @@ type autoGate struct {
 	// them (Go values), by registrationKey.
 	componentDeps map[string][]pulumi.Resource
 	// Program order (recordOrder): the Kubernetes registrations outside kubernetes components, in
-	// the order the program wrote them, by registrationKey; whether each is sent without waiting
-	// for another resource (plain); the keys whose first plan call returned; every resource seen
-	// and whether it is plain.
-	// orderMu guards order, orderOf, plainKeys and plainRes: recordOrder runs inside every
-	// RegisterResource, a gate's too, which gate makes with mu held (lock order: mu, then orderMu).
+	// the order the program wrote them, by registrationKey, with their explicit provider (nil: the
+	// default one); the keys whose first plan call returned.
+	// orderMu guards order, orderOf and providerOf: recordOrder runs inside every RegisterResource,
+	// a gate's too, which gate makes with mu held (lock order: mu, then orderMu).
 	orderMu     sync.Mutex
 	order       []string
 	orderOf     map[string]int
-	plainKeys   map[string]bool
-	plainRes    map[pulumi.Resource]bool
+	providerOf  map[string]pulumi.ProviderResource
 	plannedKeys map[string]bool // mu
 	// installerOrder is each installer's place in program order (-1: none), by its URN.
 	installerOrder map[string]int
@@ -370,7 +369,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		if plan, err = g.planWith(res, g.snapshot(seen, false, false), dependsOn, prov); err != nil {
 			return nil, err
 		}
-	} else if g.waitEarlier(args, key, len(asked)) {
+	} else if g.waitEarlier(c, args, key, cluster, len(asked)) {
 		// An installer the program wrote above it was planned after its question: ask again.
 		if plan, err = g.planWith(res, g.snapshot(seen, false, false), dependsOn, prov); err != nil {
 			return nil, err
@@ -516,26 +515,11 @@ func (g *autoGate) markPlanned(c context.Context, args *pulumi.ResourceTransform
 	g.markPlannedKey(registrationKey(args.Type, args.Name, parentName(parentURN)))
 }
 
-// recordOrder notes, in program order (the legacy transformation runs as the program registers),
-// each resource and whether the SDK sends it without waiting for another resource: its props hold
-// no Output and it depends on, is parented by and is provided by plain resources only. The Go SDK
-// sends registrations concurrently, each once its inputs resolve, so the engine's transform sees
-// a Deployment before the Certificate written above it; waitEarlier puts them back in order.
+// recordOrder notes the program's Kubernetes registrations in program order (the legacy
+// transformation runs as the program calls RegisterResource). The Go SDK sends registrations
+// concurrently, each once its inputs resolve, so the engine's transform may see a Deployment
+// before the Certificate written above it; waitEarlier puts them back in order.
 func (g *autoGate) recordOrder(args *pulumi.ResourceTransformationArgs, ro *pulumi.ResourceOptions) {
-	plain := !holdsOutput(reflect.ValueOf(args.Props), 0)
-	g.orderMu.Lock()
-	defer g.orderMu.Unlock()
-	for _, d := range ro.DependsOn {
-		plain = plain && g.plainRes[d]
-	}
-	for _, r := range []pulumi.Resource{ro.Parent, ro.Provider} {
-		if r != nil && !isNil(r) {
-			plain = plain && g.plainRes[r]
-		}
-	}
-	if args.Resource != nil {
-		g.plainRes[args.Resource] = plain
-	}
 	if !strings.HasPrefix(args.Type, "kubernetes:") {
 		return
 	}
@@ -553,42 +537,48 @@ func (g *autoGate) recordOrder(args *pulumi.ResourceTransformationArgs, ro *pulu
 		parent = named.PulumiResourceName()
 	}
 	key := registrationKey(args.Type, args.Name, parent)
+	g.orderMu.Lock()
+	defer g.orderMu.Unlock()
 	if _, dup := g.orderOf[key]; dup {
 		return
 	}
 	g.orderOf[key] = len(g.order)
 	g.order = append(g.order, key)
-	g.plainKeys[key] = plain
+	if ro.Provider != nil && !isNil(ro.Provider) {
+		g.providerOf[key] = ro.Provider
+	}
 }
 
-// waitEarlier waits until every plain registration the program wrote above key had its first
-// plan call answered (its installer, if any, is then known), at most the plan timeout; it says
-// whether an installer written above key was added after key's question (of asked installers).
-// A registration that waits for other resources' values is not waited for: it may wait for key
-// itself (its namespace from key's outputs); should it be an installer key needed, it is too late.
-func (g *autoGate) waitEarlier(args *pulumi.ResourceTransformArgs, key string, asked int) bool {
+// waitEarlier waits until every registration the program wrote above key, for the same cluster,
+// had its first plan call answered (its installer, if any, is then known), at most the plan
+// timeout; it says whether an installer written above key was added after key's question (of
+// asked installers). No deadlock: a resource written above key cannot wait for key's outputs
+// (the program had not made key yet), and each waits only for those above it.
+func (g *autoGate) waitEarlier(c context.Context, args *pulumi.ResourceTransformArgs, key, cluster string, asked int) bool {
 	timeout := g.planTimeout
 	if timeout <= 0 {
 		timeout = autoGatePlanTimeout
 	}
-	deadline := time.Now().Add(timeout)
-	wake := time.AfterFunc(timeout, func() { g.mu.Lock(); g.planCond.Broadcast(); g.mu.Unlock() })
-	defer wake.Stop()
 	g.orderMu.Lock()
 	at, ok := g.orderOf[key]
-	var earlier []string
-	for _, k := range g.order[:max(at, 0)] {
-		if g.plainKeys[k] {
-			earlier = append(earlier, k)
-		}
-	}
+	earlier := slices.Clone(g.order[:max(at, 0)])
+	providers := maps.Clone(g.providerOf)
 	g.orderMu.Unlock()
 	if !ok {
 		return false
 	}
+	var wait []string
+	for _, k := range earlier {
+		if g.clusterOfProvider(c, providers[k]) == cluster {
+			wait = append(wait, k)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	wake := time.AfterFunc(timeout, func() { g.mu.Lock(); g.planCond.Broadcast(); g.mu.Unlock() })
+	defer wake.Stop()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, k := range earlier {
+	for _, k := range wait {
 		for !g.plannedKeys[k] {
 			if time.Now().After(deadline) {
 				g.warn(fmt.Sprintf("%s %s was decided without %s, written above it, whose registration had not come after %s",
@@ -604,6 +594,33 @@ func (g *autoGate) waitEarlier(args *pulumi.ResourceTransformArgs, key string, a
 		}
 	}
 	return false
+}
+
+// clusterOfProvider is clusterOf's cluster for a registration with explicit provider prov (nil:
+// the default one, ""). A provider still waiting for its own inputs (a kubeconfig from a cluster
+// being made) is another cluster than that of the registration deciding now, whose provider is
+// registered: its URN does not resolve at once, and it counts as "unknown".
+func (g *autoGate) clusterOfProvider(c context.Context, prov pulumi.ProviderResource) string {
+	if prov == nil {
+		return ""
+	}
+	done := make(chan string, 1)
+	go func() {
+		u, err := g.urnOf(c, prov)
+		if err != nil {
+			u = "unknown"
+		}
+		done <- u
+	}()
+	select {
+	case u := <-done:
+		if name := resource.URN(u).Name(); u == "" || name == "default" || strings.HasPrefix(name, "default_") {
+			return ""
+		}
+		return u
+	case <-time.After(time.Second):
+		return "unknown"
+	}
 }
 
 // placeOf is key's place in program order (-1: none).
@@ -629,42 +646,6 @@ func parentName(parentURN string) string {
 		return ""
 	}
 	return resource.URN(parentURN).Name()
-}
-
-// holdsOutput says whether v holds a pulumi.Output anywhere (props as the program wrote them:
-// pulumi.Map, typed args structs, slices).
-func holdsOutput(v reflect.Value, depth int) bool {
-	if !v.IsValid() || depth > 64 {
-		return false
-	}
-	if v.CanInterface() {
-		if _, ok := v.Interface().(pulumi.Output); ok {
-			return true
-		}
-	}
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		return !v.IsNil() && holdsOutput(v.Elem(), depth+1)
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).IsExported() && holdsOutput(v.Field(i), depth+1) {
-				return true
-			}
-		}
-	case reflect.Map:
-		for it := v.MapRange(); it.Next(); {
-			if holdsOutput(it.Value(), depth+1) {
-				return true
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		for i := 0; i < v.Len(); i++ {
-			if holdsOutput(v.Index(i), depth+1) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func isNil(r pulumi.Resource) bool {

@@ -10,7 +10,7 @@ import * as path from "path";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as readiness from "@readiness-io/pulumi-readiness";
-import { Cluster, crd, FakeWebhook, preparePulumi, PulumiEnv, repoRoot, request, sleep, stack, startCluster } from "./harness";
+import { Cluster, crd, FakeWebhook, localChart, preparePulumi, PulumiEnv, repoRoot, request, sleep, stack, startCluster } from "./harness";
 
 interface Item {
     name: string;
@@ -18,6 +18,9 @@ interface Item {
     kubernetesProvider?: Record<string, string>;
     component?: string;
     configGroupV1?: any[];
+    chartV4?: { chart: string; namespace: string };
+    release?: { chart: string; namespace: string };
+    resourceReady?: Record<string, any>;
     dependsOn?: string[];
     provider?: string;
     parent?: string;
@@ -46,8 +49,15 @@ after(async () => {
 
 // expand replaces the corpus' placeholders: {"$crd": [group, kind, plural]}, "$webhook-up" and
 // "$webhook-down" (a clientConfig), {"$ref": name, "path": "a.b"} (an Output of the program's
-// resource name, only inside a program).
+// resource name, only inside a program), "$chart:NAME" (a local chart of fixture NAME, its webhooks
+// the down server's).
+const charts = new Map<string, string>();
 function expand(v: any, handles: Record<string, any>): any {
+    if (typeof v === "string" && v.startsWith("$chart:")) {
+        const name = v.slice("$chart:".length);
+        if (!charts.has(name)) charts.set(name, localChart(name, down));
+        return charts.get(name);
+    }
     if (v === "$webhook-up") return { url: up.url, caBundle: up.caBundle };
     if (v === "$webhook-down") return { url: down.url, caBundle: down.caBundle };
     if (Array.isArray(v)) return v.map((e) => expand(e, handles));
@@ -113,6 +123,12 @@ function program(shape: Shape) {
                 handles[item.name] = new k8s.Provider(item.name, { kubeconfig: cluster.kubeconfig, ...item.kubernetesProvider });
             } else if (item.component) {
                 handles[item.name] = new Component(item.component, item.name);
+            } else if (item.chartV4) {
+                handles[item.name] = new k8s.helm.v4.Chart(item.name, { chart: expand(item.chartV4.chart, handles), namespace: item.chartV4.namespace }, opts);
+            } else if (item.release) {
+                handles[item.name] = new k8s.helm.v3.Release(item.name, { chart: expand(item.release.chart, handles), namespace: item.release.namespace }, opts);
+            } else if (item.resourceReady) {
+                handles[item.name] = new readiness.ResourceReady(item.name, item.resourceReady as readiness.ResourceReadyArgs, opts);
             } else if (item.configGroupV1) {
                 handles[item.name] = new k8s.yaml.ConfigGroup(item.name, { objs: expand(item.configGroupV1, handles) }, opts);
             } else {
