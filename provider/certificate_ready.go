@@ -159,8 +159,8 @@ func (e *certificateEval) check(context.Context) verdict.Result {
 	return v.Result
 }
 
-// gather reads what issuance.Decide needs, or returns the Certificate's read when it gave no
-// answer (Decide is not called then). It stops reading where the verdict no longer depends on
+// gather reads what issuance.Decide needs, or returns the Certificate's or the Secret's read
+// when it gave no answer (Decide is not called then). It stops reading where the verdict no longer depends on
 // more: no Certificate, or a Secret read that failed.
 func (e *certificateEval) gather() (issuance.Input, *verdict.Result) {
 	in := issuance.Input{Namespace: e.namespace, Name: e.name, MinValidity: e.minValidity}
@@ -178,6 +178,9 @@ func (e *certificateEval) gather() (issuance.Input, *verdict.Result) {
 	sec := &secretEval{r: e.r, namespace: e.namespace, name: secretName, required: e.keys}
 	in.Secret = sec.check(context.Background())
 	in.SecretObject = sec.secret
+	if in.Secret.Unsynced || in.Secret.Poll {
+		return in, &in.Secret // the Secret's read gave no answer yet: nothing to decide over
+	}
 	if in.Secret.Failed != nil {
 		return in, nil
 	}

@@ -325,7 +325,13 @@ func (e *webhookEval) gatherConfiguration(gvk schema.GroupVersionKind, name stri
 		}
 		key := admission.ServiceKey(h.SvcNamespace, h.SvcName, h.SvcPort)
 		if _, done := snap.Services[key]; !done && len(h.CABundle) > 0 {
-			snap.Services[key] = e.serviceReady(h.SvcNamespace, h.SvcName, h.SvcPort)
+			res := e.serviceReady(h.SvcNamespace, h.SvcName, h.SvcPort)
+			if res.Unsynced || res.Poll {
+				// The Service's read gave no answer yet: nothing to decide over.
+				res.Message = fmt.Sprintf("webhook %s: %s", h.Name, res.Message)
+				return snap, &res
+			}
+			snap.Services[key] = res
 		}
 	}
 	return snap, nil

@@ -21,8 +21,9 @@ type Configuration struct {
 	Object     *unstructured.Unstructured // nil: not found
 	Want       []string                   // `webhooks`: the webhooks to check; empty: all
 	// Services are the states of the checked Service-backed webhooks' Services (endpoints
-	// ready on the webhook's port), by ServiceKey, as the caller judged them. A Service missing
-	// from the map is not ready.
+	// ready on the webhook's port), by ServiceKey, as the caller judged them, settled: a read
+	// that gave no answer is returned by the gather step itself. A Service missing from the map
+	// is not ready.
 	Services map[string]verdict.Result
 }
 

@@ -23,8 +23,9 @@ type Input struct {
 	Namespace, Name string
 	// Certificate is the Certificate; nil when it does not exist (the rest is then empty).
 	Certificate *unstructured.Unstructured
-	// Secret is the Secret check's result for spec.secretName (presence, required keys); when
-	// it Failed, Requests were not read.
+	// Secret is the Secret check's result for spec.secretName (presence, required keys), settled:
+	// a read that gave no answer is returned by the gather step itself. When it Failed,
+	// Requests were not read.
 	Secret verdict.Result
 	// SecretObject is the Secret, set when Secret is Ready.
 	SecretObject *unstructured.Unstructured
