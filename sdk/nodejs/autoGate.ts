@@ -205,6 +205,9 @@ export class AutoGater {
     private pendingValues = new Map<string, Promise<void>>(); // installers constructed with unknown values, until registered
     private clusters = new Map<string, Promise<{ provider?: pulumi.ProviderResource; skip?: string }>>();
     private decidedAtRegistration = new Set<string>(); // URNs whose registration's decision is made
+    // Objects of explicit kubernetes providers, by URN: where the program wrote them, their
+    // provider, and a promise resolved once their registration was decided.
+    private explicitOrder = new Map<string, { order: number; provider: pulumi.ProviderResource; decided: Promise<void>; done: () => void }>();
     private decidedChildren = new Map<string, { count: number; waiters: { n: number; resolve: () => void }[] }>(); // by parent URN
 
     constructor(private opts: AutoGateOptions, private deps: AutoGateDeps) {
@@ -241,8 +244,13 @@ export class AutoGater {
             return;
         }
         // An object of an explicit kubernetes provider is decided when it registers, once its
-        // provider (its cluster) is known.
-        if (opts.provider) return;
+        // provider (its cluster) is known, but in program order among that cluster's (inOrderOf).
+        if (opts.provider) {
+            let done!: () => void;
+            const decided = new Promise<void>((r) => (done = r));
+            this.explicitOrder.set(urn, { order: this.seq++, provider: opts.provider, decided, done });
+            return;
+        }
         const object = plainNow(props);
         const deps = toArray(opts.dependsOn as any).flatMap((d: any) =>
             pulumi.Resource.isInstance(d) ? [{ handle: d, type: String((d as any).__pulumiType ?? "") }] : []);
@@ -274,6 +282,7 @@ export class AutoGater {
      */
     async transform(a: pulumi.ResourceTransformArgs): Promise<pulumi.ResourceTransformResult | undefined> {
         if (!a.custom || !a.type.startsWith("kubernetes:")) return undefined;
+        let explicit: { done: () => void } | undefined; // decided: objects written below it may go on
         try {
             const parentUrn = await urnOf(a.opts.parent);
             if (parentUrn && isComponentChild(parentUrn)) {
@@ -285,6 +294,8 @@ export class AutoGater {
             }
             const c = this.constructed.get(childUrn(this.deps.urnPrefix(), parentUrn, a.type, a.name));
             const reg = await this.reg(a, parentUrn, c?.resource);
+            const inOrder = this.explicitOrder.get(reg.urn);
+            explicit = inOrder;
             const skip = await this.cluster(reg, a);
             if (skip) {
                 c?.valuesKnown?.();
@@ -314,14 +325,37 @@ export class AutoGater {
                     c.valuesKnown?.();
                 }
             }
+            if (inOrder) {
+                reg.order = inOrder.order;
+                await this.inOrderOf(reg, inOrder.order);
+            }
             await this.valuesOfInstallers(reg, this.seq);
             const gates = (await this.decideInOrder(reg, true)).gates;
             this.finals.set(reg.urn, reg);
             this.decidedAtRegistration.add(reg.urn);
+            inOrder?.done();
             return await this.wire(a, gates, reg);
         } catch (e) {
             throw this.failure(a, e);
+        } finally {
+            explicit?.done(); // every way out: nothing written below waits for it in vain
         }
+    }
+
+    // inOrderOf waits (at most the plan timeout) until every object the program wrote above r for
+    // r's explicit kubernetes provider was decided: they register in no guaranteed order, and an
+    // installer among them (a Certificate above the Deployment that mounts its Secret) must count.
+    // A provider still unregistered is another cluster's (r's own is registered).
+    private async inOrderOf(r: Reg, order: number): Promise<void> {
+        const waits: Promise<void>[] = [];
+        await Promise.all([...this.explicitOrder.entries()]
+            .filter(([urn, e]) => urn !== r.urn && e.order < order)
+            .map(async ([, e]) => {
+                if ((await Promise.race([urnOf(e.provider), sleep(1000).then(() => "")])) === r.cluster) waits.push(e.decided);
+            }));
+        if (waits.length === 0) return;
+        await withTimeout(this.deps.planTimeoutMs ?? 120_000, `the objects written above ${r.type} ${r.name}`, () => Promise.all(waits))
+            .catch((e) => this.deps.warn(`autoGate: ${r.type} ${r.name} is decided without every object written above it: ${errorText(e)}`));
     }
 
     // failure is the error that fails a registration autoGate could not decide, logged as one.
@@ -915,6 +949,8 @@ function hasUnknowns(v: any): boolean {
 
 // withTimeout is f's answer, or an error once ms passed: one plan call that never returns must
 // not hold its registration (and every later decision waiting on it) forever.
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
 async function withTimeout<T>(ms: number, what: string, f: () => Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => {

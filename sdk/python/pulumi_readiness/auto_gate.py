@@ -309,6 +309,9 @@ class AutoGater:
         self._late = 0  # installers remembered at registration time rather than in program order
         self._gates: Dict[str, asyncio.Future] = {}
         self._constructed: Dict[str, _Constructed] = {}  # by URN
+        # Objects of explicit kubernetes providers, by URN: where the program wrote them, their
+        # provider, and a future set once their registration was decided (_in_order_of).
+        self._explicit_order: Dict[str, Tuple[int, Any, asyncio.Future]] = {}
         self._groups: Dict[str, _Group] = {}
         self._seq = 0
         self._unanswered: Dict[int, _Reg] = {}  # by seq: registrations whose first answer has not come yet
@@ -378,8 +381,9 @@ class AutoGater:
             self._local_components[urn] = resource
             return
         # An object of an explicit kubernetes provider is decided when it registers, once its
-        # provider (its cluster) is known.
+        # provider (its cluster) is known, but in program order among that cluster's (_in_order_of).
         if opts.provider is not None:
+            self._explicit_order[urn] = (self._next_seq(), opts.provider, _loop().create_future())
             return
         obj = plain_now(props, _args_type(resource))
         deps = [_Dep(type=_resource_type(d), handle=d) for d in _to_list(opts.depends_on) if isinstance(d, pulumi.Resource)]
@@ -415,6 +419,7 @@ class AutoGater:
         """
         if not a.custom or not a.type_.startswith("kubernetes:"):
             return None
+        explicit: Optional[asyncio.Future] = None  # set once decided: objects written below it may go on
         try:
             parent_urn = await _urn_of(a.opts.parent)
             if parent_urn and is_component_child(parent_urn):
@@ -424,6 +429,8 @@ class AutoGater:
                 return await held
             c = self._constructed.get(child_urn(self._deps.urn_prefix(), parent_urn, a.type_, a.name))
             reg = await self._reg(a, parent_urn, c.resource if c else None)
+            in_order = self._explicit_order.get(reg.urn)
+            explicit = in_order[2] if in_order else None
             skip = await self._cluster(reg, a)
             if skip:
                 if c and c.values_known:
@@ -454,15 +461,45 @@ class AutoGater:
                 finally:
                     if c.values_known:
                         c.values_known()
+            if in_order:
+                reg.order = in_order[0]
+                await self._in_order_of(reg, in_order[0])
             await self._values_of_installers(reg, self._seq)
             gates = (await self._decide_in_order(reg, True)).gates
             self._finals[reg.urn] = reg
             self._decided_at_registration.add(reg.urn)
+            if explicit is not None and not explicit.done():
+                explicit.set_result(None)
             return await self._wire(a, gates, reg)
         except AutoGateError:
             raise  # a held child's failure, logged already
         except Exception as e:  # noqa: BLE001 every cause fails the registration
             raise self._failure(a, e) from e
+        finally:
+            if explicit is not None and not explicit.done():
+                explicit.set_result(None)  # every way out: nothing written below waits for it in vain
+
+    async def _in_order_of(self, r: _Reg, order: int) -> None:
+        """Waits (at most the plan timeout) until every object the program wrote above r for r's
+        explicit kubernetes provider was decided: they register in no guaranteed order, and an
+        installer among them (a Certificate above the Deployment that mounts its Secret) must
+        count. A provider still unregistered is another cluster's (r's own is registered)."""
+        waits = []
+        for urn, (o, provider, decided) in list(self._explicit_order.items()):
+            if urn == r.urn or o >= order or decided.done():
+                continue
+            try:
+                provider_urn = await asyncio.wait_for(asyncio.shield(_urn_of(provider)), 1)
+            except asyncio.TimeoutError:
+                continue
+            if provider_urn == r.cluster:
+                waits.append(decided)
+        if not waits:
+            return
+        try:
+            await _with_timeout(self._plan_timeout(), f"the objects written above {r.type} {r.name}", lambda: asyncio.gather(*waits))
+        except TimeoutError as e:
+            self._deps.warn(f"autoGate: {r.type} {r.name} is decided without every object written above it: {e}")
 
     # failure is the error that fails a registration auto_gate could not decide, logged as one.
     def _failure(self, a: pulumi.ResourceTransformArgs, e: BaseException) -> AutoGateError:
