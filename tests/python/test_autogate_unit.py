@@ -17,7 +17,7 @@ import pytest
 
 import pulumi
 from pulumi.output import Unknown
-from pulumi.resource import DependencyResource
+from pulumi.resource import DependencyProviderResource, DependencyResource
 from pulumi.runtime.mocks import MockMonitor
 
 from pulumi_readiness import (
@@ -391,6 +391,39 @@ async def test_program_order():
     assert await g.transform(reg("kubernetes:cert-manager.io/v1:Certificate", "agent-cert", cert)) is None
     assert len([c for c in f.calls if c["resource"]["name"] == "agent-cert"]) == 1, "decided at construction, its values all known then"
     assert [i["name"] for i in [c for c in f.calls if c["resource"]["name"] == "agent"][-1]["installers"]] == ["agent-cert"]
+
+
+@async_test
+async def test_program_order_of_an_explicit_provider():
+    """Objects of an explicit kubernetes provider are decided in program order among that
+    provider's, whatever order they register in."""
+    f = Fake()
+
+    async def cluster_provider(urn: str) -> Dict[str, Any]:
+        return {}
+
+    f.deps.cluster_provider = cluster_provider
+    g = gater(f)
+    apps = DependencyProviderResource(f"{PREFIX}pulumi:providers:kubernetes::apps::id-apps")
+    cert = {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": {"name": "web"}, "spec": {"secretName": "web-tls"}}
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+              "spec": {"template": {"spec": {"volumes": [{"name": "tls", "secret": {"secretName": "web-tls"}}]}}}}
+    cert_urn = f"{PREFIX}kubernetes:cert-manager.io/v1:Certificate::web-cert"
+
+    def on_apps(a: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformArgs:
+        a.opts.provider = apps
+        return a
+
+    # The program writes the Certificate, then the Deployment; the Deployment registers first.
+    g.track("kubernetes:cert-manager.io/v1:Certificate", "web-cert", DependencyResource(cert_urn), cert, pulumi.ResourceOptions(provider=apps))
+    g.track("kubernetes:apps/v1:Deployment", "web", DependencyResource(f"{PREFIX}kubernetes:apps/v1:Deployment::web"), deploy,
+            pulumi.ResourceOptions(provider=apps))
+    d = start(g.transform(on_apps(reg("kubernetes:apps/v1:Deployment", "web", deploy))))
+    await asyncio.sleep(0.1)
+    assert not d.done(), "the Deployment was decided before the Certificate written above it"
+    assert await g.transform(on_apps(reg("kubernetes:cert-manager.io/v1:Certificate", "web-cert", cert))) is None
+    f.register(cert_urn)  # the engine registered it: its gate may be made
+    assert await dep_urns(await d) == [f"{PREFIX}readiness:index:CertificateReady::auto-certificate-web-cert"]
 
 
 @async_test

@@ -297,6 +297,27 @@ test("top-level resources are decided in program order, not in the order Node re
     assert.deepEqual(f.calls.filter((c) => c.resource.name === "agent").pop()!.installers.map((i) => i.name), ["agent-cert"]);
 });
 
+test("objects of an explicit kubernetes provider are decided in program order among that provider's, whatever order they register in", async () => {
+    const f = fake();
+    f.deps.clusterProvider = async () => ({});
+    const g = gater(f);
+    const apps = new pulumi.DependencyProviderResource(`${prefix}pulumi:providers:kubernetes::apps::id-apps`);
+    const cert = { apiVersion: "cert-manager.io/v1", kind: "Certificate", metadata: { name: "web" }, spec: { secretName: "web-tls" } };
+    const deploy = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "web" },
+        spec: { template: { spec: { volumes: [{ name: "tls", secret: { secretName: "web-tls" } }] } } } };
+    const onApps = (a: pulumi.ResourceTransformArgs) => ({ ...a, opts: { ...a.opts, provider: apps } });
+    // The program writes the Certificate, then the Deployment; the Deployment registers first.
+    g.track("kubernetes:cert-manager.io/v1:Certificate", "web-cert", new pulumi.DependencyResource(`${prefix}kubernetes:cert-manager.io/v1:Certificate::web-cert`), cert, { provider: apps });
+    g.track("kubernetes:apps/v1:Deployment", "web", new pulumi.DependencyResource(`${prefix}kubernetes:apps/v1:Deployment::web`), deploy, { provider: apps });
+    let decided = false;
+    const d = g.transform(onApps(reg("kubernetes:apps/v1:Deployment", "web", deploy))).then((r) => ((decided = true), r));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(decided, false, "the Deployment was decided before the Certificate written above it");
+    assert.equal(await g.transform(onApps(reg("kubernetes:cert-manager.io/v1:Certificate", "web-cert", cert))), undefined);
+    f.register(`${prefix}kubernetes:cert-manager.io/v1:Certificate::web-cert`); // the engine registered it: its gate may be made
+    assert.deepEqual(await depUrns(await d), [`${prefix}readiness:index:CertificateReady::auto-certificate-web-cert`]);
+});
+
 test("plan calls run concurrently and every answer still counts every installer registered before it", async () => {
     let inFlight = 0, most = 0;
     const f = fake(async (a) => {
