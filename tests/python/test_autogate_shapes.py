@@ -39,6 +39,7 @@ def corpus_cluster(cluster, webhooks):
 
 
 _CHARTS: Dict[str, str] = {}
+_OTHER: list = []  # a second cluster, while a shape needs it ("$other-cluster")
 
 
 def _expand(v: Any, webhooks, handles: Dict[str, Any]) -> Any:
@@ -125,7 +126,10 @@ def _program(shape: Dict[str, Any], cluster: harness.Cluster, webhooks):
                 parent=handles.get(item["parent"]) if "parent" in item else None)
             name = item["name"]
             if "kubernetesProvider" in item:
-                handles[name] = k8s.Provider(name, kubeconfig=cluster.kubeconfig, **{_snake(k): v for k, v in item["kubernetesProvider"].items()})
+                args = {"kubeconfig": cluster.kubeconfig, **{_snake(k): v for k, v in item["kubernetesProvider"].items()}}
+                if args["kubeconfig"] == "$other-cluster":
+                    args["kubeconfig"] = _OTHER[0].kubeconfig
+                handles[name] = k8s.Provider(name, **args)
             elif "component" in item:
                 handles[name] = Component(item["component"], name)
             elif "chartV4" in item:
@@ -156,6 +160,10 @@ def test_corpus_shape(shape, corpus_cluster, env, webhooks):
     objects = [_expand(o, webhooks, {}) for o in shape.get("cluster", [])]
     for o in objects:
         _apply(corpus_cluster, o)
+    if shape.get("otherCluster"):
+        _OTHER.append(harness.start_cluster())
+        for o in shape["otherCluster"]:
+            _apply(_OTHER[0], _expand(o, webhooks, {}))
     try:
         s = harness.stack(env, corpus_cluster, "corpus-py", shape["name"], _program(shape, corpus_cluster, webhooks))
         for k, v in shape.get("config", {}).items():
@@ -185,3 +193,5 @@ def test_corpus_shape(shape, corpus_cluster, env, webhooks):
     finally:
         for o in reversed(objects):
             corpus_cluster.request("DELETE", f"{_path(o)}/{o['metadata']['name']}")
+        while _OTHER:
+            _OTHER.pop().stop()

@@ -55,13 +55,15 @@ type item struct {
 }
 
 type shape struct {
-	Name     string            `json:"name"`
-	Why      string            `json:"why"`
-	Config   map[string]string `json:"config"`
-	Cluster  []any             `json:"cluster"`
-	Program  []item            `json:"program"`
-	Gates    []string          `json:"gates"`
-	Warnings []string          `json:"warnings"`
+	Name    string            `json:"name"`
+	Why     string            `json:"why"`
+	Config  map[string]string `json:"config"`
+	Cluster []any             `json:"cluster"`
+	// OtherCluster: objects created in a second cluster ("$other-cluster" is its kubeconfig).
+	OtherCluster []any    `json:"otherCluster"`
+	Program      []item   `json:"program"`
+	Gates        []string `json:"gates"`
+	Warnings     []string `json:"warnings"`
 	// PreviewError: the preview must fail, saying it.
 	PreviewError string `json:"previewError"`
 }
@@ -96,14 +98,28 @@ func TestCorpus(t *testing.T) {
 		return path
 	}}
 	for _, o := range c.Setup {
-		apply(t, x.expand(o, nil).(map[string]any))
+		apply(t, testenv.CP, x.expand(o, nil).(map[string]any))
 	}
 	for _, sh := range c.Shapes {
 		t.Run(sh.Name, func(t *testing.T) {
 			for _, o := range sh.Cluster {
-				obj := apply(t, x.expand(o, nil).(map[string]any))
+				obj := apply(t, testenv.CP, x.expand(o, nil).(map[string]any))
+				t.Cleanup(func() { remove(testenv.CP, obj) })
+			}
+			if len(sh.OtherCluster) > 0 && x.other == nil {
+				other, err := controlplane.Start(context.Background(), controlplane.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				x.other = other
+				defer func() { other.Stop(); x.other = nil }()
+			}
+			for _, o := range sh.OtherCluster {
+				obj := apply(t, x.other, x.expand(o, nil).(map[string]any))
 				t.Cleanup(func() {
-					_ = testenv.Resource(t, obj).Delete(context.Background(), obj.GetName(), k8smeta.DeleteOptions{})
+					if x.other != nil {
+						remove(x.other, obj)
+					}
 				})
 			}
 			s := run.Stack(t, "corpus-go", sh.Config, program(sh, x))
@@ -153,7 +169,8 @@ func TestCorpus(t *testing.T) {
 // resource name).
 type expander struct {
 	up, down *testenv.Webhook
-	chart    func(name string) string // "$chart:NAME": a local chart of fixture NAME, its webhooks down's
+	other    *controlplane.ControlPlane // the second cluster, while a shape needs it
+	chart    func(name string) string   // "$chart:NAME": a local chart of fixture NAME, its webhooks down's
 }
 
 // localChart is what tests/nodejs and tests/python's localChart write (internal/charts/cmd/localchart).
@@ -220,16 +237,20 @@ func (x expander) expand(v any, handles map[string]pulumi.Resource) any {
 	return v
 }
 
-// apply creates an object as another stack would have (a CRD: until it is served).
-func apply(t *testing.T, obj map[string]any) *unstructured.Unstructured {
+// apply creates an object in cp as another stack would have (a CRD: until it is served).
+func apply(t *testing.T, cp *controlplane.ControlPlane, obj map[string]any) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: obj}
-	if _, err := testenv.Resource(t, u).Create(context.Background(), u, k8smeta.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	ri, err := cp.ResourceFor(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ri.Create(context.Background(), u, k8smeta.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	if u.GetKind() == "CustomResourceDefinition" {
 		group, _, _ := unstructured.NestedString(obj, "spec", "group")
-		for deadline := time.Now().Add(30 * time.Second); !served(group + "/v1"); time.Sleep(100 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); !served(cp, group+"/v1"); time.Sleep(100 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s is not served", u.GetName())
 			}
@@ -238,9 +259,15 @@ func apply(t *testing.T, obj map[string]any) *unstructured.Unstructured {
 	return u
 }
 
-// served says whether the API server serves group/version (a CRD is established).
-func served(groupVersion string) bool {
-	_, err := testenv.CP.Client.Discovery().ServerResourcesForGroupVersion(groupVersion)
+func remove(cp *controlplane.ControlPlane, u *unstructured.Unstructured) {
+	if ri, err := cp.ResourceFor(context.Background(), u); err == nil {
+		_ = ri.Delete(context.Background(), u.GetName(), k8smeta.DeleteOptions{})
+	}
+}
+
+// served says whether cp's API server serves group/version (a CRD is established).
+func served(cp *controlplane.ControlPlane, groupVersion string) bool {
+	_, err := cp.Client.Discovery().ServerResourcesForGroupVersion(groupVersion)
 	return err == nil
 }
 
@@ -273,6 +300,9 @@ func program(sh shape, x expander) pulumi.RunFunc {
 			switch {
 			case it.KubernetesProvider != nil:
 				args := &kubernetes.ProviderArgs{Kubeconfig: pulumi.String(string(testenv.CP.Kubeconfig))}
+				if it.KubernetesProvider["kubeconfig"] == "$other-cluster" {
+					args.Kubeconfig = pulumi.String(string(x.other.Kubeconfig))
+				}
 				if ns := it.KubernetesProvider["namespace"]; ns != "" {
 					args.Namespace = pulumi.String(ns)
 				}

@@ -25,10 +25,11 @@ interface Item {
     provider?: string;
     parent?: string;
 }
-interface Shape { name: string; why: string; config?: Record<string, string>; cluster?: any[]; program: Item[]; gates: string[]; warnings?: string[]; previewError?: string }
+interface Shape { name: string; why: string; config?: Record<string, string>; cluster?: any[]; otherCluster?: any[]; program: Item[]; gates: string[]; warnings?: string[]; previewError?: string }
 const corpus: { setup: any[]; shapes: Shape[] } = JSON.parse(fs.readFileSync(path.join(repoRoot, "tests", "corpus", "autogate.json"), "utf8"));
 
 let cluster: Cluster;
+let other: Cluster | undefined; // a second cluster, while a shape needs it ("$other-cluster")
 let env: PulumiEnv;
 let up: FakeWebhook;
 let down: FakeWebhook;
@@ -72,27 +73,27 @@ function expand(v: any, handles: Record<string, any>): any {
     return v;
 }
 
-// apply creates an object in the cluster as another stack would have (a CRD: until it is served).
-async function apply(o: any): Promise<void> {
+// apply creates an object in cluster c as another stack would have (a CRD: until it is served).
+async function apply(o: any, c: Cluster = cluster): Promise<void> {
     const [group, version] = o.apiVersion.includes("/") ? o.apiVersion.split("/") : ["", o.apiVersion];
     const plural = o.kind === "CustomResourceDefinition" ? "customresourcedefinitions" : `${o.kind.toLowerCase()}s`;
     const base = group ? `/apis/${group}/${version}` : `/api/${version}`;
-    const res = await request(cluster, "POST", `${base}/${plural}`, o);
+    const res = await request(c, "POST", `${base}/${plural}`, o);
     assert.ok(res.status === 201 || res.status === 409, `creating ${o.kind} ${o.metadata.name}: ${res.status} ${JSON.stringify(res.body)}`);
     if (o.kind === "CustomResourceDefinition") {
         // Established: the API server serves its kind (a 404 of the kind's own path is not JSON).
         const established = (c: any) => (c?.status?.conditions ?? []).some((x: any) => x.type === "Established" && x.status === "True");
-        for (let i = 0; !established((await request(cluster, "GET", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${o.metadata.name}`)).body); i++) {
+        for (let i = 0; !established((await request(c, "GET", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${o.metadata.name}`)).body); i++) {
             assert.ok(i < 300, `${o.metadata.name} is not served`);
             await sleep(100);
         }
     }
 }
 
-async function remove(o: any): Promise<void> {
+async function remove(o: any, c: Cluster = cluster): Promise<void> {
     const [group, version] = o.apiVersion.includes("/") ? o.apiVersion.split("/") : ["", o.apiVersion];
     const base = group ? `/apis/${group}/${version}` : `/api/${version}`;
-    await request(cluster, "DELETE", `${base}/${o.kind.toLowerCase()}s/${o.metadata.name}`);
+    await request(c, "DELETE", `${base}/${o.kind.toLowerCase()}s/${o.metadata.name}`);
 }
 
 // Kubernetes' own groups have typed classes (k8s.apps.v1.Deployment); the others are custom resources.
@@ -120,7 +121,9 @@ function program(shape: Shape) {
             if (item.provider) opts.provider = handles[item.provider];
             if (item.parent) opts.parent = handles[item.parent];
             if (item.kubernetesProvider) {
-                handles[item.name] = new k8s.Provider(item.name, { kubeconfig: cluster.kubeconfig, ...item.kubernetesProvider });
+                const args = { kubeconfig: cluster.kubeconfig, ...item.kubernetesProvider };
+                if (args.kubeconfig === "$other-cluster") args.kubeconfig = other!.kubeconfig;
+                handles[item.name] = new k8s.Provider(item.name, args);
             } else if (item.component) {
                 handles[item.name] = new Component(item.component, item.name);
             } else if (item.chartV4) {
@@ -145,6 +148,8 @@ for (const shape of corpus.shapes) {
     test(`corpus: ${shape.name}`, { timeout: 600_000 }, async () => {
         const objects = (shape.cluster ?? []).map((o) => expand(o, {}));
         for (const o of objects) await apply(o);
+        if (shape.otherCluster) other = await startCluster();
+        for (const o of shape.otherCluster ?? []) await apply(expand(o, {}), other);
         try {
             const s = await stack(env, cluster, { stackName: shape.name, projectName: "corpus-ts", program: program(shape) });
             for (const [k, v] of Object.entries(shape.config ?? {})) await s.setConfig(k, { value: v });
@@ -165,6 +170,8 @@ for (const shape of corpus.shapes) {
             await s.workspace.removeStack(shape.name);
         } finally {
             for (const o of [...objects].reverse()) await remove(o);
+            await other?.stop();
+            other = undefined;
         }
     });
 }
