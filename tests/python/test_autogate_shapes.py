@@ -89,7 +89,7 @@ def _apply(c: harness.Cluster, o: Dict[str, Any]) -> None:
         # Established: the API server serves its kind (a 404 of the kind's own path is not JSON).
         def established() -> bool:
             _, crd = c.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{o['metadata']['name']}")
-            return any(x["type"] == "Established" and x["status"] == "True" for x in (crd or {}).get("status", {}).get("conditions", []))
+            return any(x["type"] == "Established" and x["status"] == "True" for x in ((crd or {}).get("status") or {}).get("conditions") or [])
         deadline = time.time() + 30
         while not established():
             assert time.time() < deadline, f"{o['metadata']['name']} is not served"

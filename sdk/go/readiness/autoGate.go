@@ -334,7 +334,13 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 	// its children after its own registration, and after a resource that depends on it may have
 	// been sent: decide that resource once every child was planned (its installers known).
 	g.childrenPlanned(c, args)
-	asked := g.snapshot(seen, true, true)
+	// Only installers the program wrote above it count for a top-level registration (one written
+	// below may depend on it: a cycle); a component's child counts its siblings too (settle).
+	at := -1
+	if !child {
+		at = g.placeOf(key)
+	}
+	asked, known := g.snapshot(seen, true, true, at)
 	plan, err := g.planWith(res, asked, dependsOn, prov)
 	if err != nil {
 		return nil, err
@@ -366,18 +372,23 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		// A sibling registered later (the chart's webhook configuration) may block this child:
 		// decide once the component's registrations settle.
 		g.settle(family)
-		if plan, err = g.planWith(res, g.snapshot(seen, false, false), dependsOn, prov); err != nil {
-			return nil, err
-		}
-	} else if g.waitEarlier(c, args, key, cluster, len(asked)) {
-		// An installer the program wrote above it was planned after its question: ask again.
-		if plan, err = g.planWith(res, g.snapshot(seen, false, false), dependsOn, prov); err != nil {
+		again, _ := g.snapshot(seen, false, false, -1)
+		if plan, err = g.planWith(res, again, dependsOn, prov); err != nil {
 			return nil, err
 		}
 	} else {
-		g.mu.Lock()
-		seen.pending = false
-		g.mu.Unlock()
+		if g.waitEarlier(c, args, key, cluster, known) {
+			// An installer the program wrote above it was planned after its question: ask again.
+			again, _ := g.snapshot(seen, true, false, at)
+			if plan, err = g.planWith(res, again, dependsOn, prov); err != nil {
+				return nil, err
+			}
+		}
+		// Final now: a webhook configuration written below it and known already did not hold it
+		// (one known later warns itself, see missed).
+		for _, hook := range g.finalize(seen, at) {
+			g.warnIntercepted(hook, []AutoGatePlanResource{res}, prov)
+		}
 	}
 	for _, w := range plan.Warnings {
 		g.warn(w)
@@ -695,14 +706,37 @@ func (g *autoGate) reaches(from, to string, seen map[string]bool) bool {
 
 // snapshot is the installers a decision sees, recording that it saw them (and, first, the
 // registration itself), in one step: an installer added later knows who decided without it.
-func (g *autoGate) snapshot(seen *autoGateSeen, pending, first bool) []AutoGatePlanInstaller {
+// (at: the registration's place in program order; installers written below it are left out;
+// -1: none are). It also returns how many installers there were, written below or not.
+func (g *autoGate) snapshot(seen *autoGateSeen, pending, first bool, at int) ([]AutoGatePlanInstaller, int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	seen.pending = pending
 	if first {
 		g.earlier = append(g.earlier, seen)
 	}
-	return slices.Clone(g.installers)
+	var out []AutoGatePlanInstaller
+	for _, inst := range g.installers {
+		if at < 0 || g.installerOrder[inst.Id] <= at {
+			out = append(out, inst)
+		}
+	}
+	return out, len(g.installers)
+}
+
+// finalize marks seen's decision final and returns the webhook configurations written below it
+// (at) that are installers already: they did not hold it.
+func (g *autoGate) finalize(seen *autoGateSeen, at int) []AutoGatePlanInstaller {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	seen.pending = false
+	var out []AutoGatePlanInstaller
+	for _, inst := range g.installers {
+		if at >= 0 && g.installerOrder[inst.Id] > at && strings.HasSuffix(inst.Type, "WebhookConfiguration") {
+			out = append(out, inst)
+		}
+	}
+	return out
 }
 
 // missed lists the registrations whose final decision cannot see an installer added now
