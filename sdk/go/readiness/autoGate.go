@@ -181,6 +181,8 @@ type autoGateEntry struct {
 type autoGateSeen struct {
 	res     AutoGatePlanResource
 	pending bool // a component's child before its final decision (which will see later installers)
+	urn     string
+	at      int // its place in program order (-1: none)
 }
 
 // autoGateFamily tracks a component's children: when the last one arrived, and how many are
@@ -314,7 +316,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		res.Cluster = &cluster
 	}
 
-	seen := &autoGateSeen{res: res}
+	seen := &autoGateSeen{res: res, urn: self, at: -1}
 	child := componentParent(parentType)
 	var fam *autoGateFamily
 	land := func() { // once, and on every way out (an error, a panic): siblings wait for it
@@ -340,6 +342,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 	if !child {
 		at = g.placeOf(key)
 	}
+	seen.at = at
 	asked, known := g.snapshot(seen, true, true, at)
 	plan, err := g.planWith(res, asked, dependsOn, prov)
 	if err != nil {
@@ -377,7 +380,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 			return nil, err
 		}
 	} else {
-		if g.waitEarlier(c, args, key, cluster, known) {
+		if g.waitEarlier(c, args, key, cluster, known, asked) {
 			// An installer the program wrote above it was planned after its question: ask again.
 			again, _ := g.snapshot(seen, true, false, at)
 			if plan, err = g.planWith(res, again, dependsOn, prov); err != nil {
@@ -565,7 +568,7 @@ func (g *autoGate) recordOrder(args *pulumi.ResourceTransformationArgs, ro *pulu
 // timeout; it says whether an installer written above key was added after key's question (of
 // asked installers). No deadlock: a resource written above key cannot wait for key's outputs
 // (the program had not made key yet), and each waits only for those above it.
-func (g *autoGate) waitEarlier(c context.Context, args *pulumi.ResourceTransformArgs, key, cluster string, asked int) bool {
+func (g *autoGate) waitEarlier(c context.Context, args *pulumi.ResourceTransformArgs, key, cluster string, asked int, sent []AutoGatePlanInstaller) bool {
 	timeout := g.planTimeout
 	if timeout <= 0 {
 		timeout = autoGatePlanTimeout
@@ -578,9 +581,12 @@ func (g *autoGate) waitEarlier(c context.Context, args *pulumi.ResourceTransform
 	if !ok {
 		return false
 	}
+	// A registration of the same type is not waited for: no rule lets an object gate another of
+	// its own kind (an ExternalSecret another, a CRD another), and 200 ExternalSecrets each
+	// waiting for all before it cost more than the rest of the `up`.
 	var wait []string
 	for _, k := range earlier {
-		if g.clusterOfProvider(c, providers[k]) == cluster {
+		if strings.SplitN(k, "::", 2)[0] != args.Type && g.clusterOfProvider(c, providers[k]) == cluster {
 			wait = append(wait, k)
 		}
 	}
@@ -600,7 +606,8 @@ func (g *autoGate) waitEarlier(c context.Context, args *pulumi.ResourceTransform
 		}
 	}
 	for _, inst := range g.installers[min(asked, len(g.installers)):] {
-		if o, ok := g.installerOrder[inst.Id]; ok && o >= 0 && o < at {
+		if o, ok := g.installerOrder[inst.Id]; ok && o >= 0 && o < at && inst.Type != args.Type &&
+			!slices.ContainsFunc(sent, func(i AutoGatePlanInstaller) bool { return i.Id == inst.Id }) {
 			return true
 		}
 	}
