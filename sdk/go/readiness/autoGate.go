@@ -181,8 +181,6 @@ type autoGateEntry struct {
 type autoGateSeen struct {
 	res     AutoGatePlanResource
 	pending bool // a component's child before its final decision (which will see later installers)
-	urn     string
-	at      int // its place in program order (-1: none)
 }
 
 // autoGateFamily tracks a component's children: when the last one arrived, and how many are
@@ -316,7 +314,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		res.Cluster = &cluster
 	}
 
-	seen := &autoGateSeen{res: res, urn: self, at: -1}
+	seen := &autoGateSeen{res: res}
 	child := componentParent(parentType)
 	var fam *autoGateFamily
 	land := func() { // once, and on every way out (an error, a panic): siblings wait for it
@@ -342,7 +340,6 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 	if !child {
 		at = g.placeOf(key)
 	}
-	seen.at = at
 	asked, known := g.snapshot(seen, true, true, at)
 	plan, err := g.planWith(res, asked, dependsOn, prov)
 	if err != nil {
