@@ -79,6 +79,7 @@ func New() (p.Provider, error) {
 		WithFunctions(
 			infer.Function(&AutoGatePlan{}),
 			infer.Function(&AutoGatePlanBatch{}),
+			infer.Function(&AutoGateDecide{}),
 		).
 		WithComponents(
 			infer.ComponentF(NewCertManagerReady),

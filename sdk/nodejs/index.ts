@@ -11,6 +11,11 @@ export const AdmissionReady: typeof import("./admissionReady").AdmissionReady = 
 utilities.lazyLoad(exports, ["AdmissionReady"], () => require("./admissionReady"));
 
 export * from "./autoGate";
+export { AutoGateDecideArgs, AutoGateDecideResult, AutoGateDecideOutputArgs } from "./autoGateDecide";
+export const autoGateDecide: typeof import("./autoGateDecide").autoGateDecide = null as any;
+export const autoGateDecideOutput: typeof import("./autoGateDecide").autoGateDecideOutput = null as any;
+utilities.lazyLoad(exports, ["autoGateDecide","autoGateDecideOutput"], () => require("./autoGateDecide"));
+
 export { AutoGatePlanArgs, AutoGatePlanResult, AutoGatePlanOutputArgs } from "./autoGatePlan";
 export const autoGatePlan: typeof import("./autoGatePlan").autoGatePlan = null as any;
 export const autoGatePlanOutput: typeof import("./autoGatePlan").autoGatePlanOutput = null as any;

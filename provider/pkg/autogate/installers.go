@@ -98,3 +98,35 @@ func objectGVK(typ string, obj map[string]any) (schema.GroupVersionKind, bool) {
 	}
 	return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}, true
 }
+
+// InstallerOf says whether a registration can block others (an installer), and what of it the
+// rules read later (TrimInstaller).
+func InstallerOf(typ string, obj map[string]any) (map[string]any, bool) {
+	if kindOf(typ, obj) == notInstaller {
+		return nil, false
+	}
+	return TrimInstaller(typ, obj), true
+}
+
+// MayInstall says whether a registration of type typ can be an installer whatever its object
+// (a ServiceAccount is one only when it names imagePullSecrets; a custom resource's type token
+// names its kind): what a registration written below it must wait for.
+func MayInstall(typ string) bool {
+	if typ == releaseType {
+		return true
+	}
+	gvk, ok := objectGVK(typ, nil)
+	if !ok {
+		// kubernetes:apiextensions.k8s.io:CustomResource and the like: any kind.
+		return true
+	}
+	switch {
+	case gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition",
+		gvk.Group == "admissionregistration.k8s.io" && strings.HasSuffix(gvk.Kind, "WebhookConfiguration"),
+		gvk.Group == "cert-manager.io" && gvk.Kind == "Certificate",
+		gvk.Group == "external-secrets.io" && gvk.Kind == "ExternalSecret",
+		gvk.Group == "" && gvk.Kind == "ServiceAccount":
+		return true
+	}
+	return false
+}

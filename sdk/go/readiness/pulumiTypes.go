@@ -13,6 +13,281 @@ import (
 
 var _ = internal.GetEnvOrDefault
 
+// A kubernetes provider's configuration as pulumi-kubernetes reads it.
+type AutoGateCluster struct {
+	// Its `cluster` setting.
+	Cluster *string `pulumi:"cluster"`
+	Context *string `pulumi:"context"`
+	// The provider's URN; "" for the default kubernetes provider (the stack's `kubernetes:` configuration).
+	Id         string  `pulumi:"id"`
+	Kubeconfig *string `pulumi:"kubeconfig"`
+	Name       *string `pulumi:"name"`
+	Namespace  *string `pulumi:"namespace"`
+	// The readiness provider answering is configured for this cluster (passed to autoGate).
+	Planner               *bool   `pulumi:"planner"`
+	RenderYamlToDirectory *string `pulumi:"renderYamlToDirectory"`
+	// Its configuration is not known yet (a preview).
+	Unknown *bool `pulumi:"unknown"`
+}
+
+// AutoGateClusterInput is an input type that accepts AutoGateClusterArgs and AutoGateClusterOutput values.
+// You can construct a concrete instance of `AutoGateClusterInput` via:
+//
+//	AutoGateClusterArgs{...}
+type AutoGateClusterInput interface {
+	pulumi.Input
+
+	ToAutoGateClusterOutput() AutoGateClusterOutput
+	ToAutoGateClusterOutputWithContext(context.Context) AutoGateClusterOutput
+}
+
+// A kubernetes provider's configuration as pulumi-kubernetes reads it.
+type AutoGateClusterArgs struct {
+	// Its `cluster` setting.
+	Cluster pulumi.StringPtrInput `pulumi:"cluster"`
+	Context pulumi.StringPtrInput `pulumi:"context"`
+	// The provider's URN; "" for the default kubernetes provider (the stack's `kubernetes:` configuration).
+	Id         pulumi.StringInput    `pulumi:"id"`
+	Kubeconfig pulumi.StringPtrInput `pulumi:"kubeconfig"`
+	Name       pulumi.StringPtrInput `pulumi:"name"`
+	Namespace  pulumi.StringPtrInput `pulumi:"namespace"`
+	// The readiness provider answering is configured for this cluster (passed to autoGate).
+	Planner               pulumi.BoolPtrInput   `pulumi:"planner"`
+	RenderYamlToDirectory pulumi.StringPtrInput `pulumi:"renderYamlToDirectory"`
+	// Its configuration is not known yet (a preview).
+	Unknown pulumi.BoolPtrInput `pulumi:"unknown"`
+}
+
+func (AutoGateClusterArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGateCluster)(nil)).Elem()
+}
+
+func (i AutoGateClusterArgs) ToAutoGateClusterOutput() AutoGateClusterOutput {
+	return i.ToAutoGateClusterOutputWithContext(context.Background())
+}
+
+func (i AutoGateClusterArgs) ToAutoGateClusterOutputWithContext(ctx context.Context) AutoGateClusterOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGateClusterOutput)
+}
+
+// AutoGateClusterArrayInput is an input type that accepts AutoGateClusterArray and AutoGateClusterArrayOutput values.
+// You can construct a concrete instance of `AutoGateClusterArrayInput` via:
+//
+//	AutoGateClusterArray{ AutoGateClusterArgs{...} }
+type AutoGateClusterArrayInput interface {
+	pulumi.Input
+
+	ToAutoGateClusterArrayOutput() AutoGateClusterArrayOutput
+	ToAutoGateClusterArrayOutputWithContext(context.Context) AutoGateClusterArrayOutput
+}
+
+type AutoGateClusterArray []AutoGateClusterInput
+
+func (AutoGateClusterArray) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AutoGateCluster)(nil)).Elem()
+}
+
+func (i AutoGateClusterArray) ToAutoGateClusterArrayOutput() AutoGateClusterArrayOutput {
+	return i.ToAutoGateClusterArrayOutputWithContext(context.Background())
+}
+
+func (i AutoGateClusterArray) ToAutoGateClusterArrayOutputWithContext(ctx context.Context) AutoGateClusterArrayOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGateClusterArrayOutput)
+}
+
+// A kubernetes provider's configuration as pulumi-kubernetes reads it.
+type AutoGateClusterOutput struct{ *pulumi.OutputState }
+
+func (AutoGateClusterOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGateCluster)(nil)).Elem()
+}
+
+func (o AutoGateClusterOutput) ToAutoGateClusterOutput() AutoGateClusterOutput {
+	return o
+}
+
+func (o AutoGateClusterOutput) ToAutoGateClusterOutputWithContext(ctx context.Context) AutoGateClusterOutput {
+	return o
+}
+
+// Its `cluster` setting.
+func (o AutoGateClusterOutput) Cluster() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateCluster) *string { return v.Cluster }).(pulumi.StringPtrOutput)
+}
+
+func (o AutoGateClusterOutput) Context() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateCluster) *string { return v.Context }).(pulumi.StringPtrOutput)
+}
+
+// The provider's URN; "" for the default kubernetes provider (the stack's `kubernetes:` configuration).
+func (o AutoGateClusterOutput) Id() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGateCluster) string { return v.Id }).(pulumi.StringOutput)
+}
+
+func (o AutoGateClusterOutput) Kubeconfig() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateCluster) *string { return v.Kubeconfig }).(pulumi.StringPtrOutput)
+}
+
+func (o AutoGateClusterOutput) Name() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateCluster) *string { return v.Name }).(pulumi.StringPtrOutput)
+}
+
+func (o AutoGateClusterOutput) Namespace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateCluster) *string { return v.Namespace }).(pulumi.StringPtrOutput)
+}
+
+// The readiness provider answering is configured for this cluster (passed to autoGate).
+func (o AutoGateClusterOutput) Planner() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v AutoGateCluster) *bool { return v.Planner }).(pulumi.BoolPtrOutput)
+}
+
+func (o AutoGateClusterOutput) RenderYamlToDirectory() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateCluster) *string { return v.RenderYamlToDirectory }).(pulumi.StringPtrOutput)
+}
+
+// Its configuration is not known yet (a preview).
+func (o AutoGateClusterOutput) Unknown() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v AutoGateCluster) *bool { return v.Unknown }).(pulumi.BoolPtrOutput)
+}
+
+type AutoGateClusterArrayOutput struct{ *pulumi.OutputState }
+
+func (AutoGateClusterArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AutoGateCluster)(nil)).Elem()
+}
+
+func (o AutoGateClusterArrayOutput) ToAutoGateClusterArrayOutput() AutoGateClusterArrayOutput {
+	return o
+}
+
+func (o AutoGateClusterArrayOutput) ToAutoGateClusterArrayOutputWithContext(ctx context.Context) AutoGateClusterArrayOutput {
+	return o
+}
+
+func (o AutoGateClusterArrayOutput) Index(i pulumi.IntInput) AutoGateClusterOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) AutoGateCluster {
+		return vs[0].([]AutoGateCluster)[vs[1].(int)]
+	}).(AutoGateClusterOutput)
+}
+
+// A Kubernetes registration the program wrote, by its place in program order.
+type AutoGateEntry struct {
+	// Its kubernetes provider's URN; unset for the default one; "?" when not known yet.
+	Cluster *string `pulumi:"cluster"`
+	Name    string  `pulumi:"name"`
+	Order   int     `pulumi:"order"`
+	Type    string  `pulumi:"type"`
+}
+
+// AutoGateEntryInput is an input type that accepts AutoGateEntryArgs and AutoGateEntryOutput values.
+// You can construct a concrete instance of `AutoGateEntryInput` via:
+//
+//	AutoGateEntryArgs{...}
+type AutoGateEntryInput interface {
+	pulumi.Input
+
+	ToAutoGateEntryOutput() AutoGateEntryOutput
+	ToAutoGateEntryOutputWithContext(context.Context) AutoGateEntryOutput
+}
+
+// A Kubernetes registration the program wrote, by its place in program order.
+type AutoGateEntryArgs struct {
+	// Its kubernetes provider's URN; unset for the default one; "?" when not known yet.
+	Cluster pulumi.StringPtrInput `pulumi:"cluster"`
+	Name    pulumi.StringInput    `pulumi:"name"`
+	Order   pulumi.IntInput       `pulumi:"order"`
+	Type    pulumi.StringInput    `pulumi:"type"`
+}
+
+func (AutoGateEntryArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGateEntry)(nil)).Elem()
+}
+
+func (i AutoGateEntryArgs) ToAutoGateEntryOutput() AutoGateEntryOutput {
+	return i.ToAutoGateEntryOutputWithContext(context.Background())
+}
+
+func (i AutoGateEntryArgs) ToAutoGateEntryOutputWithContext(ctx context.Context) AutoGateEntryOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGateEntryOutput)
+}
+
+// AutoGateEntryArrayInput is an input type that accepts AutoGateEntryArray and AutoGateEntryArrayOutput values.
+// You can construct a concrete instance of `AutoGateEntryArrayInput` via:
+//
+//	AutoGateEntryArray{ AutoGateEntryArgs{...} }
+type AutoGateEntryArrayInput interface {
+	pulumi.Input
+
+	ToAutoGateEntryArrayOutput() AutoGateEntryArrayOutput
+	ToAutoGateEntryArrayOutputWithContext(context.Context) AutoGateEntryArrayOutput
+}
+
+type AutoGateEntryArray []AutoGateEntryInput
+
+func (AutoGateEntryArray) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AutoGateEntry)(nil)).Elem()
+}
+
+func (i AutoGateEntryArray) ToAutoGateEntryArrayOutput() AutoGateEntryArrayOutput {
+	return i.ToAutoGateEntryArrayOutputWithContext(context.Background())
+}
+
+func (i AutoGateEntryArray) ToAutoGateEntryArrayOutputWithContext(ctx context.Context) AutoGateEntryArrayOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGateEntryArrayOutput)
+}
+
+// A Kubernetes registration the program wrote, by its place in program order.
+type AutoGateEntryOutput struct{ *pulumi.OutputState }
+
+func (AutoGateEntryOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGateEntry)(nil)).Elem()
+}
+
+func (o AutoGateEntryOutput) ToAutoGateEntryOutput() AutoGateEntryOutput {
+	return o
+}
+
+func (o AutoGateEntryOutput) ToAutoGateEntryOutputWithContext(ctx context.Context) AutoGateEntryOutput {
+	return o
+}
+
+// Its kubernetes provider's URN; unset for the default one; "?" when not known yet.
+func (o AutoGateEntryOutput) Cluster() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateEntry) *string { return v.Cluster }).(pulumi.StringPtrOutput)
+}
+
+func (o AutoGateEntryOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGateEntry) string { return v.Name }).(pulumi.StringOutput)
+}
+
+func (o AutoGateEntryOutput) Order() pulumi.IntOutput {
+	return o.ApplyT(func(v AutoGateEntry) int { return v.Order }).(pulumi.IntOutput)
+}
+
+func (o AutoGateEntryOutput) Type() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGateEntry) string { return v.Type }).(pulumi.StringOutput)
+}
+
+type AutoGateEntryArrayOutput struct{ *pulumi.OutputState }
+
+func (AutoGateEntryArrayOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*[]AutoGateEntry)(nil)).Elem()
+}
+
+func (o AutoGateEntryArrayOutput) ToAutoGateEntryArrayOutput() AutoGateEntryArrayOutput {
+	return o
+}
+
+func (o AutoGateEntryArrayOutput) ToAutoGateEntryArrayOutputWithContext(ctx context.Context) AutoGateEntryArrayOutput {
+	return o
+}
+
+func (o AutoGateEntryArrayOutput) Index(i pulumi.IntInput) AutoGateEntryOutput {
+	return pulumi.All(o, i).ApplyT(func(vs []interface{}) AutoGateEntry {
+		return vs[0].([]AutoGateEntry)[vs[1].(int)]
+	}).(AutoGateEntryOutput)
+}
+
 // `autoGatePlan`'s answer for one plan of a batch.
 type AutoGatePlanAnswer struct {
 	// The plan's gates, in order, as indexes into the batch's `gates`.
@@ -765,6 +1040,393 @@ func (o AutoGatePlanResourceOutput) Type() pulumi.StringOutput {
 	return o.ApplyT(func(v AutoGatePlanResource) string { return v.Type }).(pulumi.StringOutput)
 }
 
+// A Kubernetes registration as the SDK's transform sees it.
+type AutoGateRegistration struct {
+	// URNs that register first: the children of components the SDK renders in-process that it depends on.
+	Awaits []string `pulumi:"awaits"`
+	// Its kubernetes provider's URN; unset for the default one.
+	Cluster *string `pulumi:"cluster"`
+	// The URNs it depends on.
+	DependsOn []string `pulumi:"dependsOn"`
+	// The program keeps autoGate off it.
+	Excluded *bool `pulumi:"excluded"`
+	// Its URN.
+	Id   string `pulumi:"id"`
+	Name string `pulumi:"name"`
+	// Its props as plain JSON, unknown values left out.
+	Object map[string]interface{} `pulumi:"object"`
+	// Its place in program order; unset for a kubernetes component's child.
+	Order *int `pulumi:"order"`
+	// Its parent's URN (unset at the top level).
+	Parent     *string `pulumi:"parent"`
+	ParentType *string `pulumi:"parentType"`
+	Type       string  `pulumi:"type"`
+}
+
+// AutoGateRegistrationInput is an input type that accepts AutoGateRegistrationArgs and AutoGateRegistrationOutput values.
+// You can construct a concrete instance of `AutoGateRegistrationInput` via:
+//
+//	AutoGateRegistrationArgs{...}
+type AutoGateRegistrationInput interface {
+	pulumi.Input
+
+	ToAutoGateRegistrationOutput() AutoGateRegistrationOutput
+	ToAutoGateRegistrationOutputWithContext(context.Context) AutoGateRegistrationOutput
+}
+
+// A Kubernetes registration as the SDK's transform sees it.
+type AutoGateRegistrationArgs struct {
+	// URNs that register first: the children of components the SDK renders in-process that it depends on.
+	Awaits pulumi.StringArrayInput `pulumi:"awaits"`
+	// Its kubernetes provider's URN; unset for the default one.
+	Cluster pulumi.StringPtrInput `pulumi:"cluster"`
+	// The URNs it depends on.
+	DependsOn pulumi.StringArrayInput `pulumi:"dependsOn"`
+	// The program keeps autoGate off it.
+	Excluded pulumi.BoolPtrInput `pulumi:"excluded"`
+	// Its URN.
+	Id   pulumi.StringInput `pulumi:"id"`
+	Name pulumi.StringInput `pulumi:"name"`
+	// Its props as plain JSON, unknown values left out.
+	Object pulumi.MapInput `pulumi:"object"`
+	// Its place in program order; unset for a kubernetes component's child.
+	Order pulumi.IntPtrInput `pulumi:"order"`
+	// Its parent's URN (unset at the top level).
+	Parent     pulumi.StringPtrInput `pulumi:"parent"`
+	ParentType pulumi.StringPtrInput `pulumi:"parentType"`
+	Type       pulumi.StringInput    `pulumi:"type"`
+}
+
+func (AutoGateRegistrationArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGateRegistration)(nil)).Elem()
+}
+
+func (i AutoGateRegistrationArgs) ToAutoGateRegistrationOutput() AutoGateRegistrationOutput {
+	return i.ToAutoGateRegistrationOutputWithContext(context.Background())
+}
+
+func (i AutoGateRegistrationArgs) ToAutoGateRegistrationOutputWithContext(ctx context.Context) AutoGateRegistrationOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGateRegistrationOutput)
+}
+
+// A Kubernetes registration as the SDK's transform sees it.
+type AutoGateRegistrationOutput struct{ *pulumi.OutputState }
+
+func (AutoGateRegistrationOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGateRegistration)(nil)).Elem()
+}
+
+func (o AutoGateRegistrationOutput) ToAutoGateRegistrationOutput() AutoGateRegistrationOutput {
+	return o
+}
+
+func (o AutoGateRegistrationOutput) ToAutoGateRegistrationOutputWithContext(ctx context.Context) AutoGateRegistrationOutput {
+	return o
+}
+
+// URNs that register first: the children of components the SDK renders in-process that it depends on.
+func (o AutoGateRegistrationOutput) Awaits() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v AutoGateRegistration) []string { return v.Awaits }).(pulumi.StringArrayOutput)
+}
+
+// Its kubernetes provider's URN; unset for the default one.
+func (o AutoGateRegistrationOutput) Cluster() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateRegistration) *string { return v.Cluster }).(pulumi.StringPtrOutput)
+}
+
+// The URNs it depends on.
+func (o AutoGateRegistrationOutput) DependsOn() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v AutoGateRegistration) []string { return v.DependsOn }).(pulumi.StringArrayOutput)
+}
+
+// The program keeps autoGate off it.
+func (o AutoGateRegistrationOutput) Excluded() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v AutoGateRegistration) *bool { return v.Excluded }).(pulumi.BoolPtrOutput)
+}
+
+// Its URN.
+func (o AutoGateRegistrationOutput) Id() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGateRegistration) string { return v.Id }).(pulumi.StringOutput)
+}
+
+func (o AutoGateRegistrationOutput) Name() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGateRegistration) string { return v.Name }).(pulumi.StringOutput)
+}
+
+// Its props as plain JSON, unknown values left out.
+func (o AutoGateRegistrationOutput) Object() pulumi.MapOutput {
+	return o.ApplyT(func(v AutoGateRegistration) map[string]interface{} { return v.Object }).(pulumi.MapOutput)
+}
+
+// Its place in program order; unset for a kubernetes component's child.
+func (o AutoGateRegistrationOutput) Order() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v AutoGateRegistration) *int { return v.Order }).(pulumi.IntPtrOutput)
+}
+
+// Its parent's URN (unset at the top level).
+func (o AutoGateRegistrationOutput) Parent() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateRegistration) *string { return v.Parent }).(pulumi.StringPtrOutput)
+}
+
+func (o AutoGateRegistrationOutput) ParentType() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateRegistration) *string { return v.ParentType }).(pulumi.StringPtrOutput)
+}
+
+func (o AutoGateRegistrationOutput) Type() pulumi.StringOutput {
+	return o.ApplyT(func(v AutoGateRegistration) string { return v.Type }).(pulumi.StringOutput)
+}
+
+type AutoGateSessionOptions struct {
+	// Passed to every gate that takes it.
+	FailureGrace *string `pulumi:"failureGrace"`
+	// Only these installers (Pulumi names) count (all if empty).
+	Installers []string `pulumi:"installers"`
+	// Only objects in these namespaces are gated (all if empty).
+	Namespaces []string `pulumi:"namespaces"`
+	// Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
+	PlanTimeout *string `pulumi:"planTimeout"`
+	// How long a component's children settle after the last one arrived (default 200ms).
+	Settle *string `pulumi:"settle"`
+	// Passed to every gate that takes it.
+	StableFor *string `pulumi:"stableFor"`
+	// Passed to every gate (a Go duration).
+	Timeout *string `pulumi:"timeout"`
+}
+
+// AutoGateSessionOptionsInput is an input type that accepts AutoGateSessionOptionsArgs and AutoGateSessionOptionsOutput values.
+// You can construct a concrete instance of `AutoGateSessionOptionsInput` via:
+//
+//	AutoGateSessionOptionsArgs{...}
+type AutoGateSessionOptionsInput interface {
+	pulumi.Input
+
+	ToAutoGateSessionOptionsOutput() AutoGateSessionOptionsOutput
+	ToAutoGateSessionOptionsOutputWithContext(context.Context) AutoGateSessionOptionsOutput
+}
+
+type AutoGateSessionOptionsArgs struct {
+	// Passed to every gate that takes it.
+	FailureGrace pulumi.StringPtrInput `pulumi:"failureGrace"`
+	// Only these installers (Pulumi names) count (all if empty).
+	Installers pulumi.StringArrayInput `pulumi:"installers"`
+	// Only objects in these namespaces are gated (all if empty).
+	Namespaces pulumi.StringArrayInput `pulumi:"namespaces"`
+	// Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
+	PlanTimeout pulumi.StringPtrInput `pulumi:"planTimeout"`
+	// How long a component's children settle after the last one arrived (default 200ms).
+	Settle pulumi.StringPtrInput `pulumi:"settle"`
+	// Passed to every gate that takes it.
+	StableFor pulumi.StringPtrInput `pulumi:"stableFor"`
+	// Passed to every gate (a Go duration).
+	Timeout pulumi.StringPtrInput `pulumi:"timeout"`
+}
+
+func (AutoGateSessionOptionsArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGateSessionOptions)(nil)).Elem()
+}
+
+func (i AutoGateSessionOptionsArgs) ToAutoGateSessionOptionsOutput() AutoGateSessionOptionsOutput {
+	return i.ToAutoGateSessionOptionsOutputWithContext(context.Background())
+}
+
+func (i AutoGateSessionOptionsArgs) ToAutoGateSessionOptionsOutputWithContext(ctx context.Context) AutoGateSessionOptionsOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGateSessionOptionsOutput)
+}
+
+func (i AutoGateSessionOptionsArgs) ToAutoGateSessionOptionsPtrOutput() AutoGateSessionOptionsPtrOutput {
+	return i.ToAutoGateSessionOptionsPtrOutputWithContext(context.Background())
+}
+
+func (i AutoGateSessionOptionsArgs) ToAutoGateSessionOptionsPtrOutputWithContext(ctx context.Context) AutoGateSessionOptionsPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGateSessionOptionsOutput).ToAutoGateSessionOptionsPtrOutputWithContext(ctx)
+}
+
+// AutoGateSessionOptionsPtrInput is an input type that accepts AutoGateSessionOptionsArgs, AutoGateSessionOptionsPtr and AutoGateSessionOptionsPtrOutput values.
+// You can construct a concrete instance of `AutoGateSessionOptionsPtrInput` via:
+//
+//	        AutoGateSessionOptionsArgs{...}
+//
+//	or:
+//
+//	        nil
+type AutoGateSessionOptionsPtrInput interface {
+	pulumi.Input
+
+	ToAutoGateSessionOptionsPtrOutput() AutoGateSessionOptionsPtrOutput
+	ToAutoGateSessionOptionsPtrOutputWithContext(context.Context) AutoGateSessionOptionsPtrOutput
+}
+
+type autoGateSessionOptionsPtrType AutoGateSessionOptionsArgs
+
+func AutoGateSessionOptionsPtr(v *AutoGateSessionOptionsArgs) AutoGateSessionOptionsPtrInput {
+	return (*autoGateSessionOptionsPtrType)(v)
+}
+
+func (*autoGateSessionOptionsPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**AutoGateSessionOptions)(nil)).Elem()
+}
+
+func (i *autoGateSessionOptionsPtrType) ToAutoGateSessionOptionsPtrOutput() AutoGateSessionOptionsPtrOutput {
+	return i.ToAutoGateSessionOptionsPtrOutputWithContext(context.Background())
+}
+
+func (i *autoGateSessionOptionsPtrType) ToAutoGateSessionOptionsPtrOutputWithContext(ctx context.Context) AutoGateSessionOptionsPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoGateSessionOptionsPtrOutput)
+}
+
+type AutoGateSessionOptionsOutput struct{ *pulumi.OutputState }
+
+func (AutoGateSessionOptionsOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*AutoGateSessionOptions)(nil)).Elem()
+}
+
+func (o AutoGateSessionOptionsOutput) ToAutoGateSessionOptionsOutput() AutoGateSessionOptionsOutput {
+	return o
+}
+
+func (o AutoGateSessionOptionsOutput) ToAutoGateSessionOptionsOutputWithContext(ctx context.Context) AutoGateSessionOptionsOutput {
+	return o
+}
+
+func (o AutoGateSessionOptionsOutput) ToAutoGateSessionOptionsPtrOutput() AutoGateSessionOptionsPtrOutput {
+	return o.ToAutoGateSessionOptionsPtrOutputWithContext(context.Background())
+}
+
+func (o AutoGateSessionOptionsOutput) ToAutoGateSessionOptionsPtrOutputWithContext(ctx context.Context) AutoGateSessionOptionsPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v AutoGateSessionOptions) *AutoGateSessionOptions {
+		return &v
+	}).(AutoGateSessionOptionsPtrOutput)
+}
+
+// Passed to every gate that takes it.
+func (o AutoGateSessionOptionsOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateSessionOptions) *string { return v.FailureGrace }).(pulumi.StringPtrOutput)
+}
+
+// Only these installers (Pulumi names) count (all if empty).
+func (o AutoGateSessionOptionsOutput) Installers() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v AutoGateSessionOptions) []string { return v.Installers }).(pulumi.StringArrayOutput)
+}
+
+// Only objects in these namespaces are gated (all if empty).
+func (o AutoGateSessionOptionsOutput) Namespaces() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v AutoGateSessionOptions) []string { return v.Namespaces }).(pulumi.StringArrayOutput)
+}
+
+// Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
+func (o AutoGateSessionOptionsOutput) PlanTimeout() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateSessionOptions) *string { return v.PlanTimeout }).(pulumi.StringPtrOutput)
+}
+
+// How long a component's children settle after the last one arrived (default 200ms).
+func (o AutoGateSessionOptionsOutput) Settle() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateSessionOptions) *string { return v.Settle }).(pulumi.StringPtrOutput)
+}
+
+// Passed to every gate that takes it.
+func (o AutoGateSessionOptionsOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateSessionOptions) *string { return v.StableFor }).(pulumi.StringPtrOutput)
+}
+
+// Passed to every gate (a Go duration).
+func (o AutoGateSessionOptionsOutput) Timeout() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v AutoGateSessionOptions) *string { return v.Timeout }).(pulumi.StringPtrOutput)
+}
+
+type AutoGateSessionOptionsPtrOutput struct{ *pulumi.OutputState }
+
+func (AutoGateSessionOptionsPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**AutoGateSessionOptions)(nil)).Elem()
+}
+
+func (o AutoGateSessionOptionsPtrOutput) ToAutoGateSessionOptionsPtrOutput() AutoGateSessionOptionsPtrOutput {
+	return o
+}
+
+func (o AutoGateSessionOptionsPtrOutput) ToAutoGateSessionOptionsPtrOutputWithContext(ctx context.Context) AutoGateSessionOptionsPtrOutput {
+	return o
+}
+
+func (o AutoGateSessionOptionsPtrOutput) Elem() AutoGateSessionOptionsOutput {
+	return o.ApplyT(func(v *AutoGateSessionOptions) AutoGateSessionOptions {
+		if v != nil {
+			return *v
+		}
+		var ret AutoGateSessionOptions
+		return ret
+	}).(AutoGateSessionOptionsOutput)
+}
+
+// Passed to every gate that takes it.
+func (o AutoGateSessionOptionsPtrOutput) FailureGrace() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AutoGateSessionOptions) *string {
+		if v == nil {
+			return nil
+		}
+		return v.FailureGrace
+	}).(pulumi.StringPtrOutput)
+}
+
+// Only these installers (Pulumi names) count (all if empty).
+func (o AutoGateSessionOptionsPtrOutput) Installers() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v *AutoGateSessionOptions) []string {
+		if v == nil {
+			return nil
+		}
+		return v.Installers
+	}).(pulumi.StringArrayOutput)
+}
+
+// Only objects in these namespaces are gated (all if empty).
+func (o AutoGateSessionOptionsPtrOutput) Namespaces() pulumi.StringArrayOutput {
+	return o.ApplyT(func(v *AutoGateSessionOptions) []string {
+		if v == nil {
+			return nil
+		}
+		return v.Namespaces
+	}).(pulumi.StringArrayOutput)
+}
+
+// Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
+func (o AutoGateSessionOptionsPtrOutput) PlanTimeout() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AutoGateSessionOptions) *string {
+		if v == nil {
+			return nil
+		}
+		return v.PlanTimeout
+	}).(pulumi.StringPtrOutput)
+}
+
+// How long a component's children settle after the last one arrived (default 200ms).
+func (o AutoGateSessionOptionsPtrOutput) Settle() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AutoGateSessionOptions) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Settle
+	}).(pulumi.StringPtrOutput)
+}
+
+// Passed to every gate that takes it.
+func (o AutoGateSessionOptionsPtrOutput) StableFor() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AutoGateSessionOptions) *string {
+		if v == nil {
+			return nil
+		}
+		return v.StableFor
+	}).(pulumi.StringPtrOutput)
+}
+
+// Passed to every gate (a Go duration).
+func (o AutoGateSessionOptionsPtrOutput) Timeout() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *AutoGateSessionOptions) *string {
+		if v == nil {
+			return nil
+		}
+		return v.Timeout
+	}).(pulumi.StringPtrOutput)
+}
+
 type Condition struct {
 	// The status it must have: `True` (default), `False` or `Unknown`.
 	Status *string `pulumi:"status"`
@@ -1504,6 +2166,10 @@ func (o ServiceRefPtrOutput) Port() pulumi.IntPtrOutput {
 }
 
 func init() {
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGateClusterInput)(nil)).Elem(), AutoGateClusterArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGateClusterArrayInput)(nil)).Elem(), AutoGateClusterArray{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGateEntryInput)(nil)).Elem(), AutoGateEntryArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGateEntryArrayInput)(nil)).Elem(), AutoGateEntryArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanBatchItemInput)(nil)).Elem(), AutoGatePlanBatchItemArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanBatchItemArrayInput)(nil)).Elem(), AutoGatePlanBatchItemArray{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanInstallerInput)(nil)).Elem(), AutoGatePlanInstallerArgs{})
@@ -1511,6 +2177,9 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanOptionsInput)(nil)).Elem(), AutoGatePlanOptionsArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanOptionsPtrInput)(nil)).Elem(), AutoGatePlanOptionsArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AutoGatePlanResourceInput)(nil)).Elem(), AutoGatePlanResourceArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGateRegistrationInput)(nil)).Elem(), AutoGateRegistrationArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGateSessionOptionsInput)(nil)).Elem(), AutoGateSessionOptionsArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoGateSessionOptionsPtrInput)(nil)).Elem(), AutoGateSessionOptionsArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ConditionInput)(nil)).Elem(), ConditionArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ConditionPtrInput)(nil)).Elem(), ConditionArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*HttpServiceInput)(nil)).Elem(), HttpServiceArgs{})
@@ -1519,6 +2188,10 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*ImagePullSecretPtrInput)(nil)).Elem(), ImagePullSecretArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefInput)(nil)).Elem(), ServiceRefArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ServiceRefPtrInput)(nil)).Elem(), ServiceRefArgs{})
+	pulumi.RegisterOutputType(AutoGateClusterOutput{})
+	pulumi.RegisterOutputType(AutoGateClusterArrayOutput{})
+	pulumi.RegisterOutputType(AutoGateEntryOutput{})
+	pulumi.RegisterOutputType(AutoGateEntryArrayOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanAnswerOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanAnswerArrayOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanArgFromOutput{})
@@ -1532,6 +2205,9 @@ func init() {
 	pulumi.RegisterOutputType(AutoGatePlanOptionsOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanOptionsPtrOutput{})
 	pulumi.RegisterOutputType(AutoGatePlanResourceOutput{})
+	pulumi.RegisterOutputType(AutoGateRegistrationOutput{})
+	pulumi.RegisterOutputType(AutoGateSessionOptionsOutput{})
+	pulumi.RegisterOutputType(AutoGateSessionOptionsPtrOutput{})
 	pulumi.RegisterOutputType(ConditionOutput{})
 	pulumi.RegisterOutputType(ConditionPtrOutput{})
 	pulumi.RegisterOutputType(HttpServiceOutput{})

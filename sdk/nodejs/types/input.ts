@@ -5,6 +5,86 @@ import * as pulumi from "@pulumi/pulumi";
 import * as inputs from "../types/input";
 import * as outputs from "../types/output";
 
+/**
+ * A kubernetes provider's configuration as pulumi-kubernetes reads it.
+ */
+export interface AutoGateCluster {
+    /**
+     * Its `cluster` setting.
+     */
+    cluster?: string;
+    context?: string;
+    /**
+     * The provider's URN; "" for the default kubernetes provider (the stack's `kubernetes:` configuration).
+     */
+    id: string;
+    kubeconfig?: string;
+    name?: string;
+    namespace?: string;
+    /**
+     * The readiness provider answering is configured for this cluster (passed to autoGate).
+     */
+    planner?: boolean;
+    renderYamlToDirectory?: string;
+    /**
+     * Its configuration is not known yet (a preview).
+     */
+    unknown?: boolean;
+}
+
+/**
+ * A kubernetes provider's configuration as pulumi-kubernetes reads it.
+ */
+export interface AutoGateClusterArgs {
+    /**
+     * Its `cluster` setting.
+     */
+    cluster?: pulumi.Input<string | undefined>;
+    context?: pulumi.Input<string | undefined>;
+    /**
+     * The provider's URN; "" for the default kubernetes provider (the stack's `kubernetes:` configuration).
+     */
+    id: pulumi.Input<string>;
+    kubeconfig?: pulumi.Input<string | undefined>;
+    name?: pulumi.Input<string | undefined>;
+    namespace?: pulumi.Input<string | undefined>;
+    /**
+     * The readiness provider answering is configured for this cluster (passed to autoGate).
+     */
+    planner?: pulumi.Input<boolean | undefined>;
+    renderYamlToDirectory?: pulumi.Input<string | undefined>;
+    /**
+     * Its configuration is not known yet (a preview).
+     */
+    unknown?: pulumi.Input<boolean | undefined>;
+}
+
+/**
+ * A Kubernetes registration the program wrote, by its place in program order.
+ */
+export interface AutoGateEntry {
+    /**
+     * Its kubernetes provider's URN; unset for the default one; "?" when not known yet.
+     */
+    cluster?: string;
+    name: string;
+    order: number;
+    type: string;
+}
+
+/**
+ * A Kubernetes registration the program wrote, by its place in program order.
+ */
+export interface AutoGateEntryArgs {
+    /**
+     * Its kubernetes provider's URN; unset for the default one; "?" when not known yet.
+     */
+    cluster?: pulumi.Input<string | undefined>;
+    name: pulumi.Input<string>;
+    order: pulumi.Input<number>;
+    type: pulumi.Input<string>;
+}
+
 export interface AutoGatePlanBatchItem {
     /**
      * As `autoGatePlan`'s `dependsOn`.
@@ -145,6 +225,150 @@ export interface AutoGatePlanResourceArgs {
      * The Pulumi type token (`kubernetes:apps/v1:Deployment`).
      */
     type: pulumi.Input<string>;
+}
+
+/**
+ * A Kubernetes registration as the SDK's transform sees it.
+ */
+export interface AutoGateRegistration {
+    /**
+     * URNs that register first: the children of components the SDK renders in-process that it depends on.
+     */
+    awaits?: string[];
+    /**
+     * Its kubernetes provider's URN; unset for the default one.
+     */
+    cluster?: string;
+    /**
+     * The URNs it depends on.
+     */
+    dependsOn?: string[];
+    /**
+     * The program keeps autoGate off it.
+     */
+    excluded?: boolean;
+    /**
+     * Its URN.
+     */
+    id: string;
+    name: string;
+    /**
+     * Its props as plain JSON, unknown values left out.
+     */
+    object?: {[key: string]: any};
+    /**
+     * Its place in program order; unset for a kubernetes component's child.
+     */
+    order?: number;
+    /**
+     * Its parent's URN (unset at the top level).
+     */
+    parent?: string;
+    parentType?: string;
+    type: string;
+}
+
+/**
+ * A Kubernetes registration as the SDK's transform sees it.
+ */
+export interface AutoGateRegistrationArgs {
+    /**
+     * URNs that register first: the children of components the SDK renders in-process that it depends on.
+     */
+    awaits?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * Its kubernetes provider's URN; unset for the default one.
+     */
+    cluster?: pulumi.Input<string | undefined>;
+    /**
+     * The URNs it depends on.
+     */
+    dependsOn?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * The program keeps autoGate off it.
+     */
+    excluded?: pulumi.Input<boolean | undefined>;
+    /**
+     * Its URN.
+     */
+    id: pulumi.Input<string>;
+    name: pulumi.Input<string>;
+    /**
+     * Its props as plain JSON, unknown values left out.
+     */
+    object?: pulumi.Input<{[key: string]: any} | undefined>;
+    /**
+     * Its place in program order; unset for a kubernetes component's child.
+     */
+    order?: pulumi.Input<number | undefined>;
+    /**
+     * Its parent's URN (unset at the top level).
+     */
+    parent?: pulumi.Input<string | undefined>;
+    parentType?: pulumi.Input<string | undefined>;
+    type: pulumi.Input<string>;
+}
+
+export interface AutoGateSessionOptions {
+    /**
+     * Passed to every gate that takes it.
+     */
+    failureGrace?: string;
+    /**
+     * Only these installers (Pulumi names) count (all if empty).
+     */
+    installers?: string[];
+    /**
+     * Only objects in these namespaces are gated (all if empty).
+     */
+    namespaces?: string[];
+    /**
+     * Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
+     */
+    planTimeout?: string;
+    /**
+     * How long a component's children settle after the last one arrived (default 200ms).
+     */
+    settle?: string;
+    /**
+     * Passed to every gate that takes it.
+     */
+    stableFor?: string;
+    /**
+     * Passed to every gate (a Go duration).
+     */
+    timeout?: string;
+}
+
+export interface AutoGateSessionOptionsArgs {
+    /**
+     * Passed to every gate that takes it.
+     */
+    failureGrace?: pulumi.Input<string | undefined>;
+    /**
+     * Only these installers (Pulumi names) count (all if empty).
+     */
+    installers?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * Only objects in these namespaces are gated (all if empty).
+     */
+    namespaces?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
+     */
+    planTimeout?: pulumi.Input<string | undefined>;
+    /**
+     * How long a component's children settle after the last one arrived (default 200ms).
+     */
+    settle?: pulumi.Input<string | undefined>;
+    /**
+     * Passed to every gate that takes it.
+     */
+    stableFor?: pulumi.Input<string | undefined>;
+    /**
+     * Passed to every gate (a Go duration).
+     */
+    timeout?: pulumi.Input<string | undefined>;
 }
 
 export interface ConditionArgs {

@@ -8,6 +8,7 @@ import typing
 # Export this package's modules as members:
 from .admission_ready import *
 from .auto_gate import *
+from .auto_gate_decide import *
 from .auto_gate_plan import *
 from .auto_gate_plan_batch import *
 from .cert_manager_ready import *

@@ -15,6 +15,10 @@ else:
 from . import _utilities
 
 __all__ = [
+    'AutoGateCluster',
+    'AutoGateClusterDict',
+    'AutoGateEntry',
+    'AutoGateEntryDict',
     'AutoGatePlanBatchItem',
     'AutoGatePlanBatchItemDict',
     'AutoGatePlanInstaller',
@@ -23,6 +27,10 @@ __all__ = [
     'AutoGatePlanOptionsDict',
     'AutoGatePlanResource',
     'AutoGatePlanResourceDict',
+    'AutoGateRegistration',
+    'AutoGateRegistrationDict',
+    'AutoGateSessionOptions',
+    'AutoGateSessionOptionsDict',
     'ConditionArgs',
     'ConditionArgsDict',
     'HttpServiceArgs',
@@ -32,6 +40,234 @@ __all__ = [
     'ServiceRefArgs',
     'ServiceRefArgsDict',
 ]
+
+class AutoGateClusterDict(TypedDict):
+    """
+    A kubernetes provider's configuration as pulumi-kubernetes reads it.
+    """
+    id: _builtins.str
+    """
+    The provider's URN; "" for the default kubernetes provider (the stack's `kubernetes:` configuration).
+    """
+    cluster: NotRequired[_builtins.str]
+    """
+    Its `cluster` setting.
+    """
+    context: NotRequired[_builtins.str]
+    kubeconfig: NotRequired[_builtins.str]
+    name: NotRequired[_builtins.str]
+    namespace: NotRequired[_builtins.str]
+    planner: NotRequired[_builtins.bool]
+    """
+    The readiness provider answering is configured for this cluster (passed to autoGate).
+    """
+    render_yaml_to_directory: NotRequired[_builtins.str]
+    unknown: NotRequired[_builtins.bool]
+    """
+    Its configuration is not known yet (a preview).
+    """
+
+@pulumi.input_type
+class AutoGateCluster:
+    def __init__(__self__, *,
+                 id: _builtins.str,
+                 cluster: Optional[_builtins.str] = None,
+                 context: Optional[_builtins.str] = None,
+                 kubeconfig: Optional[_builtins.str] = None,
+                 name: Optional[_builtins.str] = None,
+                 namespace: Optional[_builtins.str] = None,
+                 planner: Optional[_builtins.bool] = None,
+                 render_yaml_to_directory: Optional[_builtins.str] = None,
+                 unknown: Optional[_builtins.bool] = None):
+        """
+        A kubernetes provider's configuration as pulumi-kubernetes reads it.
+
+        :param _builtins.str id: The provider's URN; "" for the default kubernetes provider (the stack's `kubernetes:` configuration).
+        :param _builtins.str cluster: Its `cluster` setting.
+        :param _builtins.bool planner: The readiness provider answering is configured for this cluster (passed to autoGate).
+        :param _builtins.bool unknown: Its configuration is not known yet (a preview).
+        """
+        pulumi.set(__self__, "id", id)
+        if cluster is not None:
+            pulumi.set(__self__, "cluster", cluster)
+        if context is not None:
+            pulumi.set(__self__, "context", context)
+        if kubeconfig is not None:
+            pulumi.set(__self__, "kubeconfig", kubeconfig)
+        if name is not None:
+            pulumi.set(__self__, "name", name)
+        if namespace is not None:
+            pulumi.set(__self__, "namespace", namespace)
+        if planner is not None:
+            pulumi.set(__self__, "planner", planner)
+        if render_yaml_to_directory is not None:
+            pulumi.set(__self__, "render_yaml_to_directory", render_yaml_to_directory)
+        if unknown is not None:
+            pulumi.set(__self__, "unknown", unknown)
+
+    @_builtins.property
+    @pulumi.getter
+    def id(self) -> _builtins.str:
+        """
+        The provider's URN; "" for the default kubernetes provider (the stack's `kubernetes:` configuration).
+        """
+        return pulumi.get(self, "id")
+
+    @id.setter
+    def id(self, value: _builtins.str):
+        pulumi.set(self, "id", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def cluster(self) -> Optional[_builtins.str]:
+        """
+        Its `cluster` setting.
+        """
+        return pulumi.get(self, "cluster")
+
+    @cluster.setter
+    def cluster(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "cluster", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def context(self) -> Optional[_builtins.str]:
+        return pulumi.get(self, "context")
+
+    @context.setter
+    def context(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "context", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def kubeconfig(self) -> Optional[_builtins.str]:
+        return pulumi.get(self, "kubeconfig")
+
+    @kubeconfig.setter
+    def kubeconfig(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "kubeconfig", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def name(self) -> Optional[_builtins.str]:
+        return pulumi.get(self, "name")
+
+    @name.setter
+    def name(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "name", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def namespace(self) -> Optional[_builtins.str]:
+        return pulumi.get(self, "namespace")
+
+    @namespace.setter
+    def namespace(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "namespace", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def planner(self) -> Optional[_builtins.bool]:
+        """
+        The readiness provider answering is configured for this cluster (passed to autoGate).
+        """
+        return pulumi.get(self, "planner")
+
+    @planner.setter
+    def planner(self, value: Optional[_builtins.bool]):
+        pulumi.set(self, "planner", value)
+
+    @_builtins.property
+    @pulumi.getter(name="renderYamlToDirectory")
+    def render_yaml_to_directory(self) -> Optional[_builtins.str]:
+        return pulumi.get(self, "render_yaml_to_directory")
+
+    @render_yaml_to_directory.setter
+    def render_yaml_to_directory(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "render_yaml_to_directory", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def unknown(self) -> Optional[_builtins.bool]:
+        """
+        Its configuration is not known yet (a preview).
+        """
+        return pulumi.get(self, "unknown")
+
+    @unknown.setter
+    def unknown(self, value: Optional[_builtins.bool]):
+        pulumi.set(self, "unknown", value)
+
+
+class AutoGateEntryDict(TypedDict):
+    """
+    A Kubernetes registration the program wrote, by its place in program order.
+    """
+    name: _builtins.str
+    order: _builtins.int
+    type: _builtins.str
+    cluster: NotRequired[_builtins.str]
+    """
+    Its kubernetes provider's URN; unset for the default one; "?" when not known yet.
+    """
+
+@pulumi.input_type
+class AutoGateEntry:
+    def __init__(__self__, *,
+                 name: _builtins.str,
+                 order: _builtins.int,
+                 type: _builtins.str,
+                 cluster: Optional[_builtins.str] = None):
+        """
+        A Kubernetes registration the program wrote, by its place in program order.
+
+        :param _builtins.str cluster: Its kubernetes provider's URN; unset for the default one; "?" when not known yet.
+        """
+        pulumi.set(__self__, "name", name)
+        pulumi.set(__self__, "order", order)
+        pulumi.set(__self__, "type", type)
+        if cluster is not None:
+            pulumi.set(__self__, "cluster", cluster)
+
+    @_builtins.property
+    @pulumi.getter
+    def name(self) -> _builtins.str:
+        return pulumi.get(self, "name")
+
+    @name.setter
+    def name(self, value: _builtins.str):
+        pulumi.set(self, "name", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def order(self) -> _builtins.int:
+        return pulumi.get(self, "order")
+
+    @order.setter
+    def order(self, value: _builtins.int):
+        pulumi.set(self, "order", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def type(self) -> _builtins.str:
+        return pulumi.get(self, "type")
+
+    @type.setter
+    def type(self, value: _builtins.str):
+        pulumi.set(self, "type", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def cluster(self) -> Optional[_builtins.str]:
+        """
+        Its kubernetes provider's URN; unset for the default one; "?" when not known yet.
+        """
+        return pulumi.get(self, "cluster")
+
+    @cluster.setter
+    def cluster(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "cluster", value)
+
 
 class AutoGatePlanBatchItemDict(TypedDict):
     resource: 'AutoGatePlanResourceDict'
@@ -410,6 +646,365 @@ class AutoGatePlanResource:
     @parent_type.setter
     def parent_type(self, value: Optional[_builtins.str]):
         pulumi.set(self, "parent_type", value)
+
+
+class AutoGateRegistrationDict(TypedDict):
+    """
+    A Kubernetes registration as the SDK's transform sees it.
+    """
+    id: _builtins.str
+    """
+    Its URN.
+    """
+    name: _builtins.str
+    type: _builtins.str
+    awaits: NotRequired[Sequence[_builtins.str]]
+    """
+    URNs that register first: the children of components the SDK renders in-process that it depends on.
+    """
+    cluster: NotRequired[_builtins.str]
+    """
+    Its kubernetes provider's URN; unset for the default one.
+    """
+    depends_on: NotRequired[Sequence[_builtins.str]]
+    """
+    The URNs it depends on.
+    """
+    excluded: NotRequired[_builtins.bool]
+    """
+    The program keeps autoGate off it.
+    """
+    object: NotRequired[Mapping[str, Any]]
+    """
+    Its props as plain JSON, unknown values left out.
+    """
+    order: NotRequired[_builtins.int]
+    """
+    Its place in program order; unset for a kubernetes component's child.
+    """
+    parent: NotRequired[_builtins.str]
+    """
+    Its parent's URN (unset at the top level).
+    """
+    parent_type: NotRequired[_builtins.str]
+
+@pulumi.input_type
+class AutoGateRegistration:
+    def __init__(__self__, *,
+                 id: _builtins.str,
+                 name: _builtins.str,
+                 type: _builtins.str,
+                 awaits: Optional[Sequence[_builtins.str]] = None,
+                 cluster: Optional[_builtins.str] = None,
+                 depends_on: Optional[Sequence[_builtins.str]] = None,
+                 excluded: Optional[_builtins.bool] = None,
+                 object: Optional[Mapping[str, Any]] = None,
+                 order: Optional[_builtins.int] = None,
+                 parent: Optional[_builtins.str] = None,
+                 parent_type: Optional[_builtins.str] = None):
+        """
+        A Kubernetes registration as the SDK's transform sees it.
+
+        :param _builtins.str id: Its URN.
+        :param Sequence[_builtins.str] awaits: URNs that register first: the children of components the SDK renders in-process that it depends on.
+        :param _builtins.str cluster: Its kubernetes provider's URN; unset for the default one.
+        :param Sequence[_builtins.str] depends_on: The URNs it depends on.
+        :param _builtins.bool excluded: The program keeps autoGate off it.
+        :param Mapping[str, Any] object: Its props as plain JSON, unknown values left out.
+        :param _builtins.int order: Its place in program order; unset for a kubernetes component's child.
+        :param _builtins.str parent: Its parent's URN (unset at the top level).
+        """
+        pulumi.set(__self__, "id", id)
+        pulumi.set(__self__, "name", name)
+        pulumi.set(__self__, "type", type)
+        if awaits is not None:
+            pulumi.set(__self__, "awaits", awaits)
+        if cluster is not None:
+            pulumi.set(__self__, "cluster", cluster)
+        if depends_on is not None:
+            pulumi.set(__self__, "depends_on", depends_on)
+        if excluded is not None:
+            pulumi.set(__self__, "excluded", excluded)
+        if object is not None:
+            pulumi.set(__self__, "object", object)
+        if order is not None:
+            pulumi.set(__self__, "order", order)
+        if parent is not None:
+            pulumi.set(__self__, "parent", parent)
+        if parent_type is not None:
+            pulumi.set(__self__, "parent_type", parent_type)
+
+    @_builtins.property
+    @pulumi.getter
+    def id(self) -> _builtins.str:
+        """
+        Its URN.
+        """
+        return pulumi.get(self, "id")
+
+    @id.setter
+    def id(self, value: _builtins.str):
+        pulumi.set(self, "id", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def name(self) -> _builtins.str:
+        return pulumi.get(self, "name")
+
+    @name.setter
+    def name(self, value: _builtins.str):
+        pulumi.set(self, "name", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def type(self) -> _builtins.str:
+        return pulumi.get(self, "type")
+
+    @type.setter
+    def type(self, value: _builtins.str):
+        pulumi.set(self, "type", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def awaits(self) -> Optional[Sequence[_builtins.str]]:
+        """
+        URNs that register first: the children of components the SDK renders in-process that it depends on.
+        """
+        return pulumi.get(self, "awaits")
+
+    @awaits.setter
+    def awaits(self, value: Optional[Sequence[_builtins.str]]):
+        pulumi.set(self, "awaits", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def cluster(self) -> Optional[_builtins.str]:
+        """
+        Its kubernetes provider's URN; unset for the default one.
+        """
+        return pulumi.get(self, "cluster")
+
+    @cluster.setter
+    def cluster(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "cluster", value)
+
+    @_builtins.property
+    @pulumi.getter(name="dependsOn")
+    def depends_on(self) -> Optional[Sequence[_builtins.str]]:
+        """
+        The URNs it depends on.
+        """
+        return pulumi.get(self, "depends_on")
+
+    @depends_on.setter
+    def depends_on(self, value: Optional[Sequence[_builtins.str]]):
+        pulumi.set(self, "depends_on", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def excluded(self) -> Optional[_builtins.bool]:
+        """
+        The program keeps autoGate off it.
+        """
+        return pulumi.get(self, "excluded")
+
+    @excluded.setter
+    def excluded(self, value: Optional[_builtins.bool]):
+        pulumi.set(self, "excluded", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def object(self) -> Optional[Mapping[str, Any]]:
+        """
+        Its props as plain JSON, unknown values left out.
+        """
+        return pulumi.get(self, "object")
+
+    @object.setter
+    def object(self, value: Optional[Mapping[str, Any]]):
+        pulumi.set(self, "object", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def order(self) -> Optional[_builtins.int]:
+        """
+        Its place in program order; unset for a kubernetes component's child.
+        """
+        return pulumi.get(self, "order")
+
+    @order.setter
+    def order(self, value: Optional[_builtins.int]):
+        pulumi.set(self, "order", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def parent(self) -> Optional[_builtins.str]:
+        """
+        Its parent's URN (unset at the top level).
+        """
+        return pulumi.get(self, "parent")
+
+    @parent.setter
+    def parent(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "parent", value)
+
+    @_builtins.property
+    @pulumi.getter(name="parentType")
+    def parent_type(self) -> Optional[_builtins.str]:
+        return pulumi.get(self, "parent_type")
+
+    @parent_type.setter
+    def parent_type(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "parent_type", value)
+
+
+class AutoGateSessionOptionsDict(TypedDict):
+    failure_grace: NotRequired[_builtins.str]
+    """
+    Passed to every gate that takes it.
+    """
+    installers: NotRequired[Sequence[_builtins.str]]
+    """
+    Only these installers (Pulumi names) count (all if empty).
+    """
+    namespaces: NotRequired[Sequence[_builtins.str]]
+    """
+    Only objects in these namespaces are gated (all if empty).
+    """
+    plan_timeout: NotRequired[_builtins.str]
+    """
+    Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
+    """
+    settle: NotRequired[_builtins.str]
+    """
+    How long a component's children settle after the last one arrived (default 200ms).
+    """
+    stable_for: NotRequired[_builtins.str]
+    """
+    Passed to every gate that takes it.
+    """
+    timeout: NotRequired[_builtins.str]
+    """
+    Passed to every gate (a Go duration).
+    """
+
+@pulumi.input_type
+class AutoGateSessionOptions:
+    def __init__(__self__, *,
+                 failure_grace: Optional[_builtins.str] = None,
+                 installers: Optional[Sequence[_builtins.str]] = None,
+                 namespaces: Optional[Sequence[_builtins.str]] = None,
+                 plan_timeout: Optional[_builtins.str] = None,
+                 settle: Optional[_builtins.str] = None,
+                 stable_for: Optional[_builtins.str] = None,
+                 timeout: Optional[_builtins.str] = None):
+        """
+        :param _builtins.str failure_grace: Passed to every gate that takes it.
+        :param Sequence[_builtins.str] installers: Only these installers (Pulumi names) count (all if empty).
+        :param Sequence[_builtins.str] namespaces: Only objects in these namespaces are gated (all if empty).
+        :param _builtins.str plan_timeout: Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
+        :param _builtins.str settle: How long a component's children settle after the last one arrived (default 200ms).
+        :param _builtins.str stable_for: Passed to every gate that takes it.
+        :param _builtins.str timeout: Passed to every gate (a Go duration).
+        """
+        if failure_grace is not None:
+            pulumi.set(__self__, "failure_grace", failure_grace)
+        if installers is not None:
+            pulumi.set(__self__, "installers", installers)
+        if namespaces is not None:
+            pulumi.set(__self__, "namespaces", namespaces)
+        if plan_timeout is not None:
+            pulumi.set(__self__, "plan_timeout", plan_timeout)
+        if settle is not None:
+            pulumi.set(__self__, "settle", settle)
+        if stable_for is not None:
+            pulumi.set(__self__, "stable_for", stable_for)
+        if timeout is not None:
+            pulumi.set(__self__, "timeout", timeout)
+
+    @_builtins.property
+    @pulumi.getter(name="failureGrace")
+    def failure_grace(self) -> Optional[_builtins.str]:
+        """
+        Passed to every gate that takes it.
+        """
+        return pulumi.get(self, "failure_grace")
+
+    @failure_grace.setter
+    def failure_grace(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "failure_grace", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def installers(self) -> Optional[Sequence[_builtins.str]]:
+        """
+        Only these installers (Pulumi names) count (all if empty).
+        """
+        return pulumi.get(self, "installers")
+
+    @installers.setter
+    def installers(self, value: Optional[Sequence[_builtins.str]]):
+        pulumi.set(self, "installers", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def namespaces(self) -> Optional[Sequence[_builtins.str]]:
+        """
+        Only objects in these namespaces are gated (all if empty).
+        """
+        return pulumi.get(self, "namespaces")
+
+    @namespaces.setter
+    def namespaces(self, value: Optional[Sequence[_builtins.str]]):
+        pulumi.set(self, "namespaces", value)
+
+    @_builtins.property
+    @pulumi.getter(name="planTimeout")
+    def plan_timeout(self) -> Optional[_builtins.str]:
+        """
+        Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
+        """
+        return pulumi.get(self, "plan_timeout")
+
+    @plan_timeout.setter
+    def plan_timeout(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "plan_timeout", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def settle(self) -> Optional[_builtins.str]:
+        """
+        How long a component's children settle after the last one arrived (default 200ms).
+        """
+        return pulumi.get(self, "settle")
+
+    @settle.setter
+    def settle(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "settle", value)
+
+    @_builtins.property
+    @pulumi.getter(name="stableFor")
+    def stable_for(self) -> Optional[_builtins.str]:
+        """
+        Passed to every gate that takes it.
+        """
+        return pulumi.get(self, "stable_for")
+
+    @stable_for.setter
+    def stable_for(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "stable_for", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def timeout(self) -> Optional[_builtins.str]:
+        """
+        Passed to every gate (a Go duration).
+        """
+        return pulumi.get(self, "timeout")
+
+    @timeout.setter
+    def timeout(self, value: Optional[_builtins.str]):
+        pulumi.set(self, "timeout", value)
 
 
 class ConditionArgsDict(TypedDict):
