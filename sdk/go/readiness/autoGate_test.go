@@ -83,26 +83,6 @@ func TestTransformFailsTheRegistrationWhenThePlanFails(t *testing.T) {
 	}
 }
 
-// F1: a child's settle window counts from its sibling's arrival, not from the sibling's first
-// plan answer: while a sibling's first plan call is in flight (the chart's webhook configuration,
-// whose installer the others must see), no child of the component settles.
-func TestSettleWaitsForSiblingsInFlight(t *testing.T) {
-	g := &autoGate{opts: AutoGateOptions{Settle: time.Millisecond}, families: map[string]*autoGateFamily{}}
-	const chart = "urn:pulumi:dev::proj::kubernetes:helm.sh/v4:Chart::c"
-	a := g.arrive(chart)
-	a.land()        // the custom resource's first answer came back
-	g.arrive(chart) // the webhook configuration arrived; its plan call is slow
-	settled := make(chan struct{})
-	go func() { g.settle(a); close(settled) }()
-	select {
-	case <-settled:
-		t.Fatal("a child settled while a sibling's first plan call was in flight")
-	case <-time.After(50 * time.Millisecond):
-	}
-	a.land() // the webhook configuration's answer (same family)
-	<-settled
-}
-
 type silentPlanMocks struct{ release chan struct{} }
 
 func (silentPlanMocks) NewResource(a pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
@@ -138,7 +118,7 @@ func TestTransformFailsTheRegistrationWhenThePlanNeverAnswers(t *testing.T) {
 }
 
 // chartMocks plays a Chart v4 whose webhook configuration validates its own custom resource: the
-// plan remembers the configuration and gates the custom resource by `ResourceReady exists` on it.
+// plan gates the custom resource by `ResourceReady exists` on the configuration.
 // It records each registration the engine finished, in order, with its dependencies.
 type chartMocks struct {
 	mu   sync.Mutex
@@ -158,17 +138,11 @@ func (m *chartMocks) NewResource(a pulumi.MockResourceArgs) (string, resource.Pr
 }
 
 func (m *chartMocks) Call(a pulumi.MockCallArgs) (resource.PropertyMap, error) {
-	res := a.Args["resource"].ObjectValue()
+	res := a.Args["registration"].ObjectValue()
 	if res["type"].StringValue() == chartHookType {
-		return resource.NewPropertyMapFromMap(map[string]any{"remember": true}), nil
-	}
-	var hook string
-	for _, i := range a.Args["installers"].ArrayValue() {
-		hook = i.ObjectValue()["id"].StringValue()
-	}
-	if hook == "" {
 		return resource.PropertyMap{}, nil
 	}
+	const hook = "urn:pulumi:dev::proj::kubernetes:helm.sh/v4:Chart$" + chartHookType + "::c:hook"
 	return resource.NewPropertyMapFromMap(map[string]any{"gates": []any{map[string]any{
 		"key": "exists", "name": "auto-exists-c-hook", "type": "readiness:index:ResourceReady", "args": map[string]any{}, "after": []any{hook},
 	}}}), nil
@@ -223,94 +197,76 @@ func TestGateAfterAChartChildInstallerDependsOnIt(t *testing.T) {
 	}
 }
 
-// A gate after an installer that depends (through dependsOn or parents, transitively) on the
-// registration it guards is left out; one after an unrelated installer is kept, and a gate after
-// a gate left out is left out too.
-func TestCycleLeavesOutAGateThatWouldWaitForWhatItGuards(t *testing.T) {
-	g := newAutoGate(nil, AutoGateOptions{})
-	const self, server, hook, other, chart = "urn:self", "urn:server", "urn:hook", "urn:other", "urn:chart"
-	g.edges = map[string][]string{
-		hook:  {server, ""}, // the webhook configuration depends on its server's Deployment ...
-		other: {chart, ""},
-		chart: {""},
-		// ... and the server is what the gate would guard (self below stands for it)
-	}
-	left := map[string]bool{}
-	if why := g.cycle(AutoGatePlanGate{Key: "a", After: []string{hook}}, server, left); why == "" {
-		t.Error("a gate after a configuration that depends on the guarded registration was kept")
-	}
-	left["a"] = true
-	if why := g.cycle(AutoGatePlanGate{Key: "b", AfterGates: []string{"a"}}, server, left); why == "" {
-		t.Error("a gate after a left-out gate was kept")
-	}
-	if why := g.cycle(AutoGatePlanGate{Key: "c", After: []string{other}}, self, left); why != "" {
-		t.Errorf("a gate after an unrelated installer was left out: %s", why)
-	}
-	if why := g.cycle(AutoGatePlanGate{Key: "d", After: []string{self}}, self, left); why == "" {
-		t.Error("a gate after the guarded registration itself was kept")
-	}
-}
-
-// recordingMocks records the resources registered, with their inputs.
+// recordingMocks records the plan calls' arguments and answers none with a gate.
 type recordingMocks struct {
-	mu  sync.Mutex
-	got map[string]resource.PropertyMap
+	mu    sync.Mutex
+	calls []resource.PropertyMap
 }
 
 func (m *recordingMocks) NewResource(a pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.got[a.TypeToken+"::"+a.Name] = a.Inputs
 	return a.Name, a.Inputs, nil
 }
 
-func (*recordingMocks) Call(pulumi.MockCallArgs) (resource.PropertyMap, error) { return nil, nil }
+func (m *recordingMocks) Call(a pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, a.Args)
+	return resource.PropertyMap{}, nil
+}
 
-// The objects of the default kubernetes provider are gated in the cluster and namespace the
-// stack's kubernetes configuration names (issue 47): `kubernetes:namespace apps` alone gets a
-// readiness provider configured so; the same configuration for both packages keeps the default
-// readiness provider; a provider that renders YAML or selects a kubeconfig cluster is not guessed at.
-func TestDefaultClusterFollowsTheStacksKubernetesConfiguration(t *testing.T) {
-	for _, c := range []struct {
-		name     string
-		config   map[string]string
-		provider bool   // autogate-default made
-		inputs   string // its inputs, as Go prints them
-		skip     string
-	}{
-		{name: "nothing set", config: map[string]string{}},
-		{name: "the same for both", config: map[string]string{"kubernetes:kubeconfig": "KC", "readiness:kubeconfig": "KC",
-			"kubernetes:namespace": "apps", "readiness:namespace": "apps"}},
-		{name: "kubernetes:namespace alone", config: map[string]string{"kubernetes:namespace": "apps"}, provider: true, inputs: "namespace"},
-		{name: "a kubeconfig for kubernetes only", config: map[string]string{"kubernetes:kubeconfig": "KC"}, provider: true, inputs: "kubeconfig"},
-		{name: "another context", config: map[string]string{"kubernetes:context": "b", "readiness:context": "a"}, provider: true, inputs: "context"},
-		{name: "renders YAML", config: map[string]string{"kubernetes:renderYamlToDirectory": "out"}, skip: "renders YAML"},
-		{name: "a kubeconfig cluster", config: map[string]string{"kubernetes:cluster": "c2"}, skip: "selects kubeconfig cluster c2"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			m := &recordingMocks{got: map[string]resource.PropertyMap{}}
-			var skip string
-			err := pulumi.RunErr(func(ctx *pulumi.Context) error {
-				prov, s, err := defaultClusterProvider(ctx, func(k string) string { return c.config[k] })
-				if (prov != nil) != c.provider {
-					t.Errorf("provider made = %v, want %v", prov != nil, c.provider)
-				}
-				skip = s
-				return err
-			}, pulumi.WithMocks("proj", "dev", m))
-			if err != nil {
-				t.Fatal(err)
+// The SDK only carries facts: each place in program order and each cluster's configuration goes
+// to the provider once, with whichever call is next; each registration names its own place.
+func TestFactsAreSentOnce(t *testing.T) {
+	m := &recordingMocks{}
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		g := newAutoGate(ctx, AutoGateOptions{})
+		const typ = "kubernetes:core/v1:ConfigMap"
+		props := pulumi.Map{"kind": pulumi.String("ConfigMap")}
+		for _, name := range []string{"a", "b", "c"} { // as the program makes them
+			g.recordOrder(&pulumi.ResourceTransformationArgs{Resource: &pulumi.CustomResourceState{}, Type: typ, Name: name, Props: props})
+		}
+		for _, name := range []string{"c", "a", "b"} { // as the SDK sends them
+			if res := g.transform(ctx.Context(), &pulumi.ResourceTransformArgs{Custom: true, Type: typ, Name: name, Props: props}); res != nil {
+				t.Errorf("%s: %+v", name, res)
 			}
-			if !strings.Contains(skip, c.skip) || (c.skip == "") != (skip == "") {
-				t.Errorf("skip = %q, want %q", skip, c.skip)
-			}
-			in, ok := m.got["pulumi:providers:readiness::autogate-default"]
-			if ok != c.provider {
-				t.Fatalf("registered %v", m.got)
-			}
-			if ok && !in.HasValue(resource.PropertyKey(c.inputs)) {
-				t.Errorf("autogate-default's inputs %v lack %s", in, c.inputs)
-			}
-		})
+		}
+		return nil
+	}, pulumi.WithMocks("proj", "dev", m), func(ri *pulumi.RunInfo) { ri.Config = map[string]string{"kubernetes:namespace": "apps"} })
+	if err != nil {
+		t.Fatal(err)
 	}
+	places, clusters, sessions := map[float64]int{}, 0, map[string]bool{}
+	orders := map[string]float64{}
+	for _, c := range m.calls {
+		sessions[c["session"].StringValue()] = true
+		for _, e := range arrayOf(c["entries"]) {
+			places[e.ObjectValue()["order"].NumberValue()]++
+		}
+		for _, cl := range arrayOf(c["clusters"]) {
+			clusters++
+			if ns := cl.ObjectValue()["namespace"]; !ns.IsString() || ns.StringValue() != "apps" {
+				t.Errorf("the default cluster's facts %v lack the stack's kubernetes:namespace", cl)
+			}
+		}
+		r := c["registration"].ObjectValue()
+		orders[r["name"].StringValue()] = r["order"].NumberValue()
+	}
+	if len(m.calls) != 3 || len(sessions) != 1 || clusters != 1 {
+		t.Fatalf("%d calls, %d sessions, %d cluster facts: want 3, 1, 1", len(m.calls), len(sessions), clusters)
+	}
+	for i := 0.0; i < 3; i++ {
+		if places[i] != 1 {
+			t.Errorf("place %v sent %d times", i, places[i])
+		}
+	}
+	if orders["a"] != 0 || orders["b"] != 1 || orders["c"] != 2 {
+		t.Errorf("registrations' places %v, want program order", orders)
+	}
+}
+
+func arrayOf(v resource.PropertyValue) []resource.PropertyValue {
+	if !v.IsArray() {
+		return nil
+	}
+	return v.ArrayValue()
 }

@@ -4,8 +4,9 @@ package readiness
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -22,7 +23,8 @@ import (
 
 // AutoGateOptions tune AutoGate; every field is optional.
 type AutoGateOptions struct {
-	// Provider is the readiness provider for the plan and the gates (the default one if nil).
+	// Provider is the readiness provider for the plan and for the gates of objects of the default
+	// kubernetes provider (the default readiness provider if nil).
 	Provider pulumi.ProviderResource
 	// Timeout, StableFor and FailureGrace (Go durations) are passed to every gate AutoGate makes.
 	Timeout, StableFor, FailureGrace string
@@ -33,142 +35,57 @@ type AutoGateOptions struct {
 	Installers []string
 	// Exclude returns true for a registration (type token, Pulumi name) that must never be gated.
 	Exclude func(typ, name string) bool
-	// Settle is how long a child of a component (Chart v4, ConfigGroup, ...) is held after the
-	// last sibling registration, so that a webhook configuration of the same chart registered
-	// after the child still counts. Default 200ms.
+	// Settle is how long a component's children (Chart v4, ConfigGroup, ...) settle after the last
+	// one arrived, so that a webhook configuration of the same chart registered after a child
+	// still counts. Default 200ms.
 	Settle time.Duration
 }
 
 // OptOutAnnotation set to "false" in an object's metadata.annotations keeps AutoGate off it.
 const OptOutAnnotation = "readiness.io/auto-gate"
 
-const defaultSettle = 200 * time.Millisecond
-
 // AutoGate puts the right readiness gate in front of every Kubernetes resource registered after
-// it that needs one: a custom resource whose CRD the stack installs (or the cluster does not
-// serve yet), an object a webhook configuration of the stack intercepts, a workload mounting a
-// Secret that a Certificate or ExternalSecret of the stack produces, and what comes after a
-// Helm v3 Release it depends on. Call it once, at the top of the program. It only adds
-// dependsOn entries (a stack transform); the rules are the provider's function autoGatePlan.
-// A resource that already depends on a readiness gate is left as it is. See docs/autogate.md.
+// it that needs one. Call it once, at the top of the program. It only adds dependsOn entries.
+// Every decision is the provider's (readiness:index:autoGateDecide): this file sends it the
+// facts of each registration and wires the gates it answers. See docs/autogate.md.
 func AutoGate(ctx *pulumi.Context, opts *AutoGateOptions) error {
 	var o AutoGateOptions
 	if opts != nil {
 		o = *opts
 	}
 	g := newAutoGate(ctx, o)
-	if err := ctx.RegisterStackTransformation(g.recordedDependencies); err != nil {
+	if err := ctx.RegisterStackTransformation(g.recordOrder); err != nil {
 		return err
 	}
 	return ctx.RegisterResourceTransform(g.transform)
 }
 
-// recordedDependencies gives every Kubernetes resource the program registers a resource transform
-// of its own that changes nothing. The engine records in the state the dependsOn a stack transform
-// adds only for a registration that carries transforms of its own (source_eval.go, RegisterResource):
-// without one, `destroy` would not know that a custom resource waited for its gate, and through it
-// for the Release or Chart that runs its controller, and could delete them at the same time (a
-// finalizer nobody removes then hangs the destroy). A component's children, registered by the
-// kubernetes plugin, are not the program's to change: they keep their component's order.
-//
-// It also notes which components the SDK renders in this process (Chart v3, ConfigFile/ConfigGroup
-// v1) a registration depends on, as the program wrote it: the Go SDK sends a dependency on such a
-// component as the children it has so far (none, for a Chart v3 not rendered yet), so the
-// engine's transform cannot see it (childrenPlanned).
-func (g *autoGate) recordedDependencies(args *pulumi.ResourceTransformationArgs) *pulumi.ResourceTransformationResult {
-	ro, roErr := pulumi.NewResourceOptions(args.Opts...)
-	if roErr == nil {
-		g.recordOrder(args, ro)
-	}
-	if !strings.HasPrefix(args.Type, "kubernetes:") {
-		return nil
-	}
-	if _, custom := args.Resource.(pulumi.CustomResource); !custom {
-		return nil
-	}
-	if roErr == nil {
-		var comps []pulumi.Resource
-		for _, d := range ro.DependsOn {
-			if named, ok := d.(interface{ PulumiResourceType() string }); ok && inProcessComponents[named.PulumiResourceType()] {
-				comps = append(comps, d)
-			}
-		}
-		if len(comps) > 0 {
-			parent := ""
-			if named, ok := ro.Parent.(interface{ PulumiResourceName() string }); ok && ro.Parent != nil {
-				parent = named.PulumiResourceName()
-			}
-			g.mu.Lock()
-			g.componentDeps[registrationKey(args.Type, args.Name, parent)] = comps
-			g.mu.Unlock()
-		}
-	}
-	return &pulumi.ResourceTransformationResult{Props: args.Props, Opts: append(slices.Clone(args.Opts), pulumi.Transforms([]pulumi.ResourceTransform{keepAsIs}))}
-}
-
-func keepAsIs(context.Context, *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
-	return nil
-}
-
 func newAutoGate(ctx *pulumi.Context, opts AutoGateOptions) *autoGate {
-	if opts.Settle <= 0 {
-		opts.Settle = defaultSettle
-	}
-	g := &autoGate{ctx: ctx, opts: opts, gates: map[string]*autoGateEntry{}, families: map[string]*autoGateFamily{},
-		known: map[string]pulumi.Resource{}, edges: map[string][]string{}, clusters: map[string]*autoGateCluster{}, planned: map[string]bool{},
-		componentDeps: map[string][]pulumi.Resource{}, orderOf: map[string]int{}, providerOf: map[string]pulumi.ProviderResource{},
-		plannedKeys: map[string]bool{}, installerOrder: map[string]int{}}
-	g.planCond = sync.NewCond(&g.mu)
-	return g
+	id := make([]byte, 8)
+	_, _ = rand.Read(id)
+	return &autoGate{ctx: ctx, opts: opts, session: ctx.Stack() + "-" + hex.EncodeToString(id),
+		orderOf: map[string]int{}, componentDeps: map[string][]pulumi.Resource{}, clusterSent: map[string]bool{},
+		gates: map[string]*autoGateEntry{}, providers: map[string]*autoGateProvider{}, known: map[string]pulumi.Resource{}}
 }
 
 type autoGate struct {
 	ctx         *pulumi.Context
 	opts        AutoGateOptions
+	session     string
 	planTimeout time.Duration // 0: autoGatePlanTimeout
 
-	mu         sync.Mutex
-	installers []AutoGatePlanInstaller
-	earlier    []*autoGateSeen             // every registration so far, for webhook configurations that come late
-	gates      map[string]*autoGateEntry   // by batch key
-	families   map[string]*autoGateFamily  // children by parent URN
-	known      map[string]pulumi.Resource  // resources by URN, as transforms saw them (dependsOn, parents)
-	edges      map[string][]string         // every registration's dependsOn and parent URNs, by its URN
-	clusters   map[string]*autoGateCluster // readiness providers for explicit kubernetes providers, by their URN
-	// planned are the registrations whose first plan call returned (an installer among them is
-	// then among installers), by URN; planCond wakes whoever waits for one (childrenPlanned).
-	planned  map[string]bool
-	planCond *sync.Cond
-	// componentDeps are the in-process components registrations depend on, as the program made
-	// them (Go values), by registrationKey.
-	componentDeps map[string][]pulumi.Resource
-	// Program order (recordOrder): the Kubernetes registrations outside kubernetes components, in
-	// the order the program wrote them, by registrationKey, with their explicit provider (nil: the
-	// default one); the keys whose first plan call returned.
-	// orderMu guards order, orderOf and providerOf: recordOrder runs inside every RegisterResource,
-	// a gate's too, which gate makes with mu held (lock order: mu, then orderMu).
-	orderMu     sync.Mutex
-	order       []string
-	orderOf     map[string]int
-	providerOf  map[string]pulumi.ProviderResource
-	plannedKeys map[string]bool // mu
-	// installerOrder is each installer's place in program order (-1: none), by its URN.
-	installerOrder map[string]int
-}
-
-// registrationKey names a registration in both of its transforms: the program's (legacy) one
-// and the engine's.
-func registrationKey(typ, name, parentName string) string {
-	return typ + "::" + name + "::" + parentName
-}
-
-// autoGateCluster is the readiness provider made for the cluster of one explicit kubernetes
-// provider, configured as that provider is (kubeconfig, context, namespace).
-type autoGateCluster struct {
-	once sync.Once
-	prov pulumi.ProviderResource
-	skip string // why objects of that cluster cannot be gated ("" when they can)
-	err  error
+	mu sync.Mutex
+	// Program order, as the program makes its resources (recordOrder): places not sent yet are
+	// sent with the next call.
+	order         []autoGatePlace
+	orderOf       map[string]int // by registrationKey
+	sentUpTo      int
+	componentDeps map[string][]pulumi.Resource // in-process components a registration depends on, by registrationKey
+	clusterSent   map[string]bool
+	gates         map[string]*autoGateEntry    // by key
+	providers     map[string]*autoGateProvider // readiness providers for other clusters, by name
+	known         map[string]pulumi.Resource   // the program's resources by URN (a gate depends on the handle)
+	clusterFacts  map[string]AutoGateCluster
 }
 
 // autoGateEntry is one gate resource, shared by every registration with its key.
@@ -177,38 +94,84 @@ type autoGateEntry struct {
 	err error
 }
 
-// autoGateSeen is a registration whose decision took its installers already.
-type autoGateSeen struct {
-	res     AutoGatePlanResource
-	pending bool // a component's child before its final decision (which will see later installers)
+// autoGatePlace is a place in program order, with the registration's explicit kubernetes provider.
+type autoGatePlace struct {
+	place AutoGateEntry
+	prov  pulumi.ProviderResource
 }
 
-// autoGateFamily tracks a component's children: when the last one arrived, and how many are
-// still at their first plan call (an installer among them is not known to the others yet).
-type autoGateFamily struct {
-	mu       sync.Mutex
-	last     time.Time
-	inFlight int
-	landed   chan struct{} // closed (and replaced) whenever a first plan call returns
+type autoGateProvider struct {
+	once sync.Once
+	prov pulumi.ProviderResource
+	err  error
 }
 
-// autoGateResource is a gate registered by token (its outputs are not read here).
-type autoGateResource struct {
-	pulumi.CustomResourceState
+// registrationKey names a registration in both transforms: the program's and the engine's.
+func registrationKey(typ, name, parentName string) string {
+	return typ + "::" + name + "::" + parentName
 }
 
-// componentParent says whether a parent type is a kubernetes component whose children the
-// plugin registers concurrently (in no guaranteed order).
-func componentParent(parentType string) bool {
-	return strings.HasPrefix(parentType, "kubernetes:")
+// inProcessComponents are the component types the SDK renders in the program's process: their
+// children register after them, once rendered.
+var inProcessComponents = map[string]bool{
+	"kubernetes:helm.sh/v3:Chart": true, "kubernetes:yaml:ConfigFile": true, "kubernetes:yaml:ConfigGroup": true,
+}
+
+// recordOrder notes the program's Kubernetes registrations in the order the program makes them
+// (the legacy transformation runs inside RegisterResource): the Go SDK sends registrations
+// concurrently, each once its inputs resolve, so the engine's order is not the program's. It
+// also notes the in-process components a registration depends on, as the program wrote them
+// (the SDK sends such a dependency as the children it has so far: none for an unrendered Chart
+// v3), and gives each of the program's Kubernetes resources a transform of its own that changes
+// nothing: the engine records in the state the dependsOn a stack transform adds only for a
+// registration that carries transforms of its own (source_eval.go, RegisterResource), and
+// `destroy` needs it.
+func (g *autoGate) recordOrder(args *pulumi.ResourceTransformationArgs) *pulumi.ResourceTransformationResult {
+	if !strings.HasPrefix(args.Type, "kubernetes:") {
+		return nil
+	}
+	if _, custom := args.Resource.(pulumi.CustomResource); !custom {
+		return nil
+	}
+	ro, err := pulumi.NewResourceOptions(args.Opts...)
+	if err == nil {
+		parentType, parent := "", ""
+		if named, ok := ro.Parent.(interface {
+			PulumiResourceName() string
+			PulumiResourceType() string
+		}); ok && !isNil(ro.Parent) {
+			parentType, parent = named.PulumiResourceType(), named.PulumiResourceName()
+		}
+		key := registrationKey(args.Type, args.Name, parent)
+		var comps []pulumi.Resource
+		for _, d := range ro.DependsOn {
+			if named, ok := d.(interface{ PulumiResourceType() string }); ok && inProcessComponents[named.PulumiResourceType()] {
+				comps = append(comps, d)
+			}
+		}
+		g.mu.Lock()
+		if _, dup := g.orderOf[key]; !dup && !strings.HasPrefix(parentType, "kubernetes:") { // a component's child settles instead
+			g.orderOf[key] = len(g.order)
+			p := autoGatePlace{place: AutoGateEntry{Order: len(g.order), Type: args.Type, Name: args.Name}}
+			if ro.Provider != nil && !isNil(ro.Provider) {
+				p.prov = ro.Provider
+			}
+			g.order = append(g.order, p)
+		}
+		if len(comps) > 0 {
+			g.componentDeps[key] = comps
+		}
+		g.mu.Unlock()
+	}
+	return &pulumi.ResourceTransformationResult{Props: args.Props, Opts: append(slices.Clone(args.Opts), pulumi.Transforms([]pulumi.ResourceTransform{keepAsIs}))}
+}
+
+func keepAsIs(context.Context, *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
+	return nil
 }
 
 func (g *autoGate) transform(c context.Context, args *pulumi.ResourceTransformArgs) (res *pulumi.ResourceTransformResult) {
 	if !args.Custom || !strings.HasPrefix(args.Type, "kubernetes:") {
-		return nil
-	}
-	if g.opts.Exclude != nil && g.opts.Exclude(args.Type, args.Name) {
-		g.markPlanned(c, args)
 		return nil
 	}
 	defer func() {
@@ -228,10 +191,258 @@ func (g *autoGate) transform(c context.Context, args *pulumi.ResourceTransformAr
 	return &pulumi.ResourceTransformResult{Props: args.Props, Opts: opts}
 }
 
-// fail makes the registration fail with err, naming the object: autoGate could not decide
-// which gates it needs, and letting it through ungated would be a false ready. A Go transform
-// returns no error, so the registration gets a dependency whose URN is that error: the SDK
-// fails to marshal it and the engine fails the registration (and `up`), with no wait.
+// decide sends the registration's facts and returns the gates the provider answers.
+func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs) ([]pulumi.Resource, error) {
+	object, _ := plainValue(c, args.Props)
+	obj, _ := object.(map[string]any)
+	parentURN, err := g.urnOf(c, args.Opts.Parent)
+	if err != nil {
+		return nil, err
+	}
+	reg := AutoGateRegistration{Id: g.selfURN(parentURN, args.Type, args.Name), Type: args.Type, Name: args.Name, Object: obj}
+	if parentURN != "" && resource.URN(parentURN).Type() != resource.RootStackType {
+		pt := string(resource.URN(parentURN).Type())
+		reg.Parent, reg.ParentType = &parentURN, &pt
+	}
+	for _, d := range args.Opts.DependsOn {
+		u, err := g.urnOf(c, d)
+		if err != nil {
+			return nil, err
+		}
+		if u != "" {
+			reg.DependsOn = append(reg.DependsOn, u)
+		}
+	}
+	cluster, err := g.urnOf(c, args.Opts.Provider)
+	if err != nil {
+		return nil, err
+	}
+	cluster = clusterID(cluster)
+	if cluster != "" {
+		reg.Cluster = &cluster
+	}
+	key := registrationKey(args.Type, args.Name, parentName(parentURN))
+	g.mu.Lock()
+	if at, ok := g.orderOf[key]; ok {
+		reg.Order = &at
+	}
+	comps := g.componentDeps[key]
+	g.mu.Unlock()
+	for _, comp := range comps {
+		reg.Awaits = append(reg.Awaits, g.childURNs(c, comp)...)
+	}
+	if g.opts.Exclude != nil && g.opts.Exclude(args.Type, args.Name) {
+		excluded := true
+		reg.Excluded = &excluded
+	}
+	call := &AutoGateDecideArgs{Session: g.session, Options: g.options(), Registration: reg, Entries: g.unsentPlaces(c)}
+	facts, err := g.clusterFactsOnce(cluster)
+	if err != nil {
+		return nil, err
+	}
+	call.Clusters = facts
+	answer, err := g.ask(call)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range answer.Warnings {
+		_ = g.ctx.Log.Warn("autoGate: "+w, nil)
+	}
+	if len(answer.Gates) == 0 {
+		return nil, nil
+	}
+	prov, err := g.gateProvider(answer.Provider, cluster)
+	if err != nil {
+		return nil, err
+	}
+	var out []pulumi.Resource
+	for _, spec := range answer.Gates {
+		gate, err := g.gate(spec, prov)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, gate)
+	}
+	return out, nil
+}
+
+func (g *autoGate) options() *AutoGateSessionOptions {
+	o := &AutoGateSessionOptions{Namespaces: g.opts.Namespaces, Installers: g.opts.Installers}
+	set := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
+	o.Timeout, o.StableFor, o.FailureGrace = set(g.opts.Timeout), set(g.opts.StableFor), set(g.opts.FailureGrace)
+	if g.opts.Settle > 0 {
+		o.Settle = set(g.opts.Settle.String())
+	}
+	if g.planTimeout > 0 {
+		o.PlanTimeout = set(g.planTimeout.String())
+	}
+	return o
+}
+
+// unsentPlaces are the program-order places no call has carried yet, each with its cluster (an
+// explicit provider not registered within a second is another cluster than any registered one).
+func (g *autoGate) unsentPlaces(c context.Context) []AutoGateEntry {
+	g.mu.Lock()
+	places := slices.Clone(g.order[g.sentUpTo:])
+	g.sentUpTo = len(g.order)
+	g.mu.Unlock()
+	out := make([]AutoGateEntry, 0, len(places))
+	for _, p := range places {
+		e := p.place
+		if p.prov != nil {
+			u := "?"
+			done := make(chan string, 1)
+			go func() { v, _ := g.urnOf(c, p.prov); done <- v }()
+			select {
+			case v := <-done:
+				u = clusterID(v)
+			case <-time.After(time.Second):
+			}
+			if u != "" {
+				e.Cluster = &u
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// clusterID is a kubernetes provider's URN as the plan names its cluster: "" for the engine's
+// default provider.
+func clusterID(urn string) string {
+	if urn == "" {
+		return ""
+	}
+	if name := resource.URN(urn).Name(); name == "default" || strings.HasPrefix(name, "default_") {
+		return ""
+	}
+	return urn
+}
+
+// clusterFactsOnce are the facts of the cluster, the first time a call names it: the stack's
+// kubernetes configuration for the default provider, an explicit provider's inputs as the
+// engine holds them (its kubeconfig is sent as it is and never shown).
+func (g *autoGate) clusterFactsOnce(id string) ([]AutoGateCluster, error) {
+	g.mu.Lock()
+	sent := g.clusterSent[id]
+	g.clusterSent[id] = true
+	g.mu.Unlock()
+	if sent {
+		return nil, nil
+	}
+	f := AutoGateCluster{Id: id}
+	str := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	yes := true
+	switch {
+	case id == "" && g.opts.Provider != nil:
+		f.Planner = &yes
+	case id == "":
+		cfg := func(k string) string { v, _ := g.ctx.GetConfig("kubernetes:" + k); return v }
+		f.Kubeconfig, f.Context, f.Namespace = str(cfg("kubeconfig")), str(cfg("context")), str(cfg("namespace"))
+		f.Cluster, f.RenderYamlToDirectory = str(cfg("cluster")), str(cfg("renderYamlToDirectory"))
+	default:
+		state, err := g.registeredState(id)
+		if err != nil {
+			g.mu.Lock()
+			delete(g.clusterSent, id)
+			g.mu.Unlock()
+			return nil, err
+		}
+		s := func(k string) *string { v, _ := state[k].(string); return str(v) }
+		f.Name = str(resource.URN(id).Name())
+		f.Kubeconfig, f.Context, f.Namespace, f.Cluster, f.RenderYamlToDirectory = s("kubeconfig"), s("context"), s("namespace"), s("cluster"), s("renderYamlToDirectory")
+		if g.ctx.DryRun() && f.Kubeconfig == nil && state["kubeconfig"] != nil {
+			f.Unknown = &yes
+		}
+	}
+	g.mu.Lock()
+	if g.clusterFacts == nil {
+		g.clusterFacts = map[string]AutoGateCluster{}
+	}
+	g.clusterFacts[id] = f
+	g.mu.Unlock()
+	return []AutoGateCluster{f}, nil
+}
+
+// gateProvider is the readiness provider the answer names: autoGate's own for "", else one made
+// once per name, configured as the cluster's kubernetes provider.
+func (g *autoGate) gateProvider(name, cluster string) (pulumi.ProviderResource, error) {
+	if name == "" {
+		return g.opts.Provider, nil
+	}
+	g.mu.Lock()
+	p := g.providers[name]
+	if p == nil {
+		p = &autoGateProvider{}
+		g.providers[name] = p
+	}
+	f := g.clusterFacts[cluster]
+	g.mu.Unlock()
+	p.once.Do(func() {
+		args := &ProviderArgs{}
+		if f.Kubeconfig != nil {
+			args.Kubeconfig = pulumi.ToSecret(pulumi.String(*f.Kubeconfig)).(pulumi.StringOutput)
+		}
+		if f.Context != nil {
+			args.Context = pulumi.String(*f.Context)
+		}
+		if f.Namespace != nil {
+			args.Namespace = pulumi.String(*f.Namespace)
+		}
+		p.prov, p.err = NewProvider(g.ctx, name, args)
+		if p.err == nil {
+			_ = g.ctx.Log.Info("autoGate: objects of "+cluster+" are gated by readiness provider "+name+", configured as their kubernetes provider", nil)
+		}
+	})
+	return p.prov, p.err
+}
+
+// ask is one call, bounded: a call that never answers fails the registration, never holds it.
+func (g *autoGate) ask(call *AutoGateDecideArgs) (*AutoGateDecideResult, error) {
+	timeout := g.planTimeout
+	if timeout <= 0 {
+		timeout = autoGatePlanTimeout
+	}
+	var invokeOpts []pulumi.InvokeOption
+	if g.opts.Provider != nil {
+		invokeOpts = append(invokeOpts, pulumi.Provider(g.opts.Provider))
+	}
+	type answer struct {
+		r   *AutoGateDecideResult
+		err error
+	}
+	// The provider's own waits (the cluster's facts, in-process children, the places above) are
+	// bounded by timeout each.
+	bound := 3*timeout + min(timeout, 30*time.Second)
+	ch := make(chan answer, 1)
+	go func() {
+		r, err := AutoGateDecide(g.ctx, call, invokeOpts...)
+		ch <- answer{r, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.r, a.err
+	case <-time.After(bound):
+		return nil, fmt.Errorf("the plan call for %s %s did not answer within %s", call.Registration.Type, call.Registration.Name, bound)
+	}
+}
+
+// autoGatePlanTimeout bounds each wait of a decision (as in TypeScript and Python).
+const autoGatePlanTimeout = 2 * time.Minute
+
+// fail makes the registration fail with err, naming the object: letting it through ungated would
+// be a false ready. A Go transform returns no error, so the registration gets a dependency whose
+// URN is that error: the SDK fails to marshal it and the engine fails the registration.
 func (g *autoGate) fail(args *pulumi.ResourceTransformArgs, err error) *pulumi.ResourceTransformResult {
 	err = fmt.Errorf("autoGate could not decide the gates of %s %s, so it is not registered ungated: %w", args.Type, args.Name, err)
 	_ = g.ctx.Log.Error(err.Error(), nil)
@@ -253,220 +464,8 @@ func autoGateFailure(err error) pulumi.Resource {
 	return &autoGateFailed{urn: urn}
 }
 
-func (g *autoGate) warn(msg string) {
-	_ = g.ctx.Log.Warn("autoGate: "+msg, nil)
-}
-
-// decide returns the gate resources args must depend on, creating those not made yet.
-func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs) ([]pulumi.Resource, error) {
-	object, _ := plainValue(c, args.Props)
-	obj, _ := object.(map[string]any)
-	if obj == nil {
-		obj = map[string]any{}
-	}
-	parentURN, err := g.urnOf(c, args.Opts.Parent)
-	if err != nil {
-		return nil, err
-	}
-	var dependsOn []string
-	handGated := false
-	for _, d := range args.Opts.DependsOn {
-		u, err := g.urnOf(c, d)
-		if err != nil {
-			return nil, err
-		}
-		if u == "" {
-			continue
-		}
-		dependsOn = append(dependsOn, u)
-		if strings.HasPrefix(string(resource.URN(u).Type()), "readiness:") {
-			handGated = true
-		}
-	}
-	parentType := ""
-	if parentURN != "" {
-		if pt := string(resource.URN(parentURN).Type()); pt != string(resource.RootStackType) {
-			parentType = pt
-		}
-	}
-	self := g.selfURN(parentURN, args.Type, args.Name)
-	key := registrationKey(args.Type, args.Name, parentName(parentURN))
-	defer g.markPlannedURN(self) // every way out: nothing waits for it in vain (childrenPlanned)
-	defer g.markPlannedKey(key)  // and waitEarlier
-	res := AutoGatePlanResource{Type: args.Type, Name: args.Name, Object: obj}
-	if parentType != "" {
-		res.ParentType = &parentType
-		p := parentURN
-		res.Parent = &p
-	}
-	g.mu.Lock()
-	g.edges[self] = append(slices.Clone(dependsOn), parentURN)
-	g.mu.Unlock()
-	cluster, prov, skip, err := g.clusterOf(c, args)
-	if err != nil {
-		return nil, err
-	}
-	if skip != "" {
-		g.warn(fmt.Sprintf("%s %s is not gated: %s", args.Type, args.Name, skip))
-		return nil, nil
-	}
-	if cluster != "" {
-		res.Cluster = &cluster
-	}
-
-	seen := &autoGateSeen{res: res}
-	child := componentParent(parentType)
-	var fam *autoGateFamily
-	land := func() { // once, and on every way out (an error, a panic): siblings wait for it
-		if fam != nil {
-			fam.land()
-			fam = nil
-		}
-	}
-	defer land()
-	if child {
-		// The child counts as arrived now, not when its first plan call returns: a slow call
-		// for the chart's webhook configuration must keep its siblings' window open.
-		fam = g.arrive(parentURN)
-	}
-	family := fam
-	// A component the SDK renders in this process (Chart v3, ConfigFile/ConfigGroup v1) registers
-	// its children after its own registration, and after a resource that depends on it may have
-	// been sent: decide that resource once every child was planned (its installers known).
-	g.childrenPlanned(c, args)
-	// Only installers the program wrote above it count for a top-level registration (one written
-	// below may depend on it: a cycle); a component's child counts its siblings too (settle).
-	at := -1
-	if !child {
-		at = g.placeOf(key)
-	}
-	asked, known := g.snapshot(seen, true, true, at)
-	plan, err := g.planWith(res, asked, dependsOn, prov)
-	if err != nil {
-		return nil, err
-	}
-	if plan.Remember && (len(g.opts.Installers) == 0 || slices.Contains(g.opts.Installers, args.Name)) {
-		// The plan says what later decisions need of it (a CRD without its schemas); an older
-		// provider does not: then the props, whole.
-		remembered := obj
-		if plan.Installer != nil {
-			remembered = plan.Installer
-		}
-		inst := AutoGatePlanInstaller{Id: self, Type: args.Type, Name: args.Name, Object: remembered, Cluster: res.Cluster, Parent: res.Parent}
-		g.mu.Lock()
-		missed := g.missed(seen)
-		g.installers = append(g.installers, inst)
-		g.installerOrder[self] = g.placeOf(key)
-		g.mu.Unlock()
-		land()
-		if strings.HasSuffix(args.Type, "WebhookConfiguration") {
-			// A child's missed are those decided finally without it: top-level registrations,
-			// or siblings whose group had settled before it arrived.
-			g.warnIntercepted(inst, missed, prov)
-		}
-	}
-	g.markPlannedURN(self)
-	g.markPlannedKey(key)
-	if child {
-		land()
-		// A sibling registered later (the chart's webhook configuration) may block this child:
-		// decide once the component's registrations settle.
-		g.settle(family)
-		again, _ := g.snapshot(seen, false, false, -1)
-		if plan, err = g.planWith(res, again, dependsOn, prov); err != nil {
-			return nil, err
-		}
-	} else {
-		if g.waitEarlier(c, args, key, cluster, known, asked) {
-			// An installer the program wrote above it was planned after its question: ask again.
-			again, _ := g.snapshot(seen, true, false, at)
-			if plan, err = g.planWith(res, again, dependsOn, prov); err != nil {
-				return nil, err
-			}
-		}
-		// Final now: a webhook configuration written below it and known already did not hold it
-		// (one known later warns itself, see missed).
-		for _, hook := range g.finalize(seen, at) {
-			g.warnIntercepted(hook, []AutoGatePlanResource{res}, prov)
-		}
-	}
-	for _, w := range plan.Warnings {
-		g.warn(w)
-	}
-	if handGated || len(plan.Gates) == 0 {
-		return nil, nil
-	}
-	var out []pulumi.Resource
-	left := map[string]bool{}
-	for _, spec := range plan.Gates {
-		if why := g.cycle(spec, self, left); why != "" {
-			// The gate would wait for what it guards (an installer that depends on this
-			// registration): left out, never a deadlock.
-			left[spec.Key] = true
-			g.warn(fmt.Sprintf("%s %s is not held by %s: %s", args.Type, args.Name, spec.Name, why))
-			continue
-		}
-		gate, err := g.gate(spec, prov)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, gate)
-	}
-	return out, nil
-}
-
-// inProcessComponents are the component types the SDK renders in the program's process: their
-// children register after them, once rendered.
-var inProcessComponents = map[string]bool{
-	"kubernetes:helm.sh/v3:Chart": true, "kubernetes:yaml:ConfigFile": true, "kubernetes:yaml:ConfigGroup": true,
-}
-
-// childrenPlanned waits until every child of each in-process component the registration
-// depends on has had its first plan call answered (at most the plan timeout; then a warning
-// says it was decided without them). Chart v3's children are its Ready output; ConfigFile and
-// ConfigGroup v1 hold theirs in Resources (a ConfigGroup's ConfigFiles hold theirs).
-func (g *autoGate) childrenPlanned(c context.Context, args *pulumi.ResourceTransformArgs) {
-	parent := ""
-	if u, err := g.urnOf(c, args.Opts.Parent); err == nil && u != "" && resource.URN(u).Type() != resource.RootStackType {
-		parent = resource.URN(u).Name()
-	}
-	g.mu.Lock()
-	comps := g.componentDeps[registrationKey(args.Type, args.Name, parent)]
-	g.mu.Unlock()
-	var want []string
-	for _, comp := range comps {
-		want = append(want, g.childURNs(c, comp)...)
-	}
-	if len(want) == 0 {
-		return
-	}
-	timeout := g.planTimeout
-	if timeout <= 0 {
-		timeout = autoGatePlanTimeout
-	}
-	deadline := time.Now().Add(timeout)
-	wake := time.AfterFunc(timeout, func() { g.mu.Lock(); g.planCond.Broadcast(); g.mu.Unlock() })
-	defer wake.Stop()
-	missing := ""
-	g.mu.Lock()
-	for _, u := range want {
-		for !g.planned[u] && missing == "" {
-			if time.Now().After(deadline) {
-				missing = u
-				break
-			}
-			g.planCond.Wait()
-		}
-	}
-	g.mu.Unlock()
-	if missing != "" {
-		g.warn(fmt.Sprintf("%s %s was decided without every child of the components it depends on (%s had not registered "+
-			"after %s): a webhook configuration or CRD among them does not count", args.Type, args.Name, missing, timeout))
-	}
-}
-
-// childURNs are the URNs the engine gives the children of component d (an in-process one),
-// recursively, once the SDK rendered them.
+// childURNs are the URNs the engine gives the children of in-process component d, recursively,
+// once the SDK rendered them (Chart v3's Ready output; ConfigFile and ConfigGroup v1's Resources).
 func (g *autoGate) childURNs(c context.Context, d pulumi.Resource) []string {
 	parent, err := g.urnOf(c, d)
 	if err != nil || parent == "" {
@@ -506,363 +505,15 @@ func (g *autoGate) childURNs(c context.Context, d pulumi.Resource) []string {
 		}
 		if inProcessComponents[named.PulumiResourceType()] {
 			out = append(out, g.childURNs(c, r)...)
-			continue
-		}
-		if _, custom := r.(pulumi.CustomResource); custom && strings.HasPrefix(named.PulumiResourceType(), "kubernetes:") {
+		} else if _, custom := r.(pulumi.CustomResource); custom && strings.HasPrefix(named.PulumiResourceType(), "kubernetes:") {
 			out = append(out, engineURN(g.ctx.Stack(), g.ctx.Project(), parent, named.PulumiResourceType(), named.PulumiResourceName()))
 		}
 	}
 	return out
 }
 
-// markPlanned records a registration the transform lets through without a plan (excluded):
-// nothing waits for it in vain.
-func (g *autoGate) markPlanned(c context.Context, args *pulumi.ResourceTransformArgs) {
-	parentURN, err := g.urnOf(c, args.Opts.Parent)
-	if err != nil {
-		return
-	}
-	g.markPlannedURN(g.selfURN(parentURN, args.Type, args.Name))
-	g.markPlannedKey(registrationKey(args.Type, args.Name, parentName(parentURN)))
-}
-
-// recordOrder notes the program's Kubernetes registrations in program order (the legacy
-// transformation runs as the program calls RegisterResource). The Go SDK sends registrations
-// concurrently, each once its inputs resolve, so the engine's transform may see a Deployment
-// before the Certificate written above it; waitEarlier puts them back in order.
-func (g *autoGate) recordOrder(args *pulumi.ResourceTransformationArgs, ro *pulumi.ResourceOptions) {
-	if !strings.HasPrefix(args.Type, "kubernetes:") {
-		return
-	}
-	if _, custom := args.Resource.(pulumi.CustomResource); !custom {
-		return
-	}
-	parent := ""
-	if named, ok := ro.Parent.(interface {
-		PulumiResourceName() string
-		PulumiResourceType() string
-	}); ok && ro.Parent != nil && !isNil(ro.Parent) {
-		if componentParent(named.PulumiResourceType()) {
-			return // a kubernetes component's child: its family settles (settle)
-		}
-		parent = named.PulumiResourceName()
-	}
-	key := registrationKey(args.Type, args.Name, parent)
-	g.orderMu.Lock()
-	defer g.orderMu.Unlock()
-	if _, dup := g.orderOf[key]; dup {
-		return
-	}
-	g.orderOf[key] = len(g.order)
-	g.order = append(g.order, key)
-	if ro.Provider != nil && !isNil(ro.Provider) {
-		g.providerOf[key] = ro.Provider
-	}
-}
-
-// waitEarlier waits until every registration the program wrote above key, for the same cluster,
-// had its first plan call answered (its installer, if any, is then known), at most the plan
-// timeout; it says whether an installer written above key was added after key's question (of
-// asked installers). No deadlock: a resource written above key cannot wait for key's outputs
-// (the program had not made key yet), and each waits only for those above it.
-func (g *autoGate) waitEarlier(c context.Context, args *pulumi.ResourceTransformArgs, key, cluster string, asked int, sent []AutoGatePlanInstaller) bool {
-	timeout := g.planTimeout
-	if timeout <= 0 {
-		timeout = autoGatePlanTimeout
-	}
-	g.orderMu.Lock()
-	at, ok := g.orderOf[key]
-	earlier := slices.Clone(g.order[:max(at, 0)])
-	providers := maps.Clone(g.providerOf)
-	g.orderMu.Unlock()
-	if !ok {
-		return false
-	}
-	// A registration of the same type is not waited for: no rule lets an object gate another of
-	// its own kind (an ExternalSecret another, a CRD another), and 200 ExternalSecrets each
-	// waiting for all before it cost more than the rest of the `up`.
-	var wait []string
-	for _, k := range earlier {
-		if strings.SplitN(k, "::", 2)[0] != args.Type && g.clusterOfProvider(c, providers[k]) == cluster {
-			wait = append(wait, k)
-		}
-	}
-	deadline := time.Now().Add(timeout)
-	wake := time.AfterFunc(timeout, func() { g.mu.Lock(); g.planCond.Broadcast(); g.mu.Unlock() })
-	defer wake.Stop()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, k := range wait {
-		for !g.plannedKeys[k] {
-			if time.Now().After(deadline) {
-				g.warn(fmt.Sprintf("%s %s was decided without %s, written above it, whose registration had not come after %s",
-					args.Type, args.Name, strings.ReplaceAll(k, "::", " "), timeout))
-				return false
-			}
-			g.planCond.Wait()
-		}
-	}
-	for _, inst := range g.installers[min(asked, len(g.installers)):] {
-		if o, ok := g.installerOrder[inst.Id]; ok && o >= 0 && o < at && inst.Type != args.Type &&
-			!slices.ContainsFunc(sent, func(i AutoGatePlanInstaller) bool { return i.Id == inst.Id }) {
-			return true
-		}
-	}
-	return false
-}
-
-// clusterOfProvider is clusterOf's cluster for a registration with explicit provider prov (nil:
-// the default one, ""). A provider still waiting for its own inputs (a kubeconfig from a cluster
-// being made) is another cluster than that of the registration deciding now, whose provider is
-// registered: its URN does not resolve at once, and it counts as "unknown".
-func (g *autoGate) clusterOfProvider(c context.Context, prov pulumi.ProviderResource) string {
-	if prov == nil {
-		return ""
-	}
-	done := make(chan string, 1)
-	go func() {
-		u, err := g.urnOf(c, prov)
-		if err != nil {
-			u = "unknown"
-		}
-		done <- u
-	}()
-	select {
-	case u := <-done:
-		if name := resource.URN(u).Name(); u == "" || name == "default" || strings.HasPrefix(name, "default_") {
-			return ""
-		}
-		return u
-	case <-time.After(time.Second):
-		return "unknown"
-	}
-}
-
-// placeOf is key's place in program order (-1: none).
-func (g *autoGate) placeOf(key string) int {
-	g.orderMu.Lock()
-	defer g.orderMu.Unlock()
-	if at, ok := g.orderOf[key]; ok {
-		return at
-	}
-	return -1
-}
-
-func (g *autoGate) markPlannedKey(key string) {
-	g.mu.Lock()
-	g.plannedKeys[key] = true
-	g.planCond.Broadcast()
-	g.mu.Unlock()
-}
-
-// parentName is the name part of a parent's URN ("" for none or the stack).
-func parentName(parentURN string) string {
-	if parentURN == "" || resource.URN(parentURN).Type() == resource.RootStackType {
-		return ""
-	}
-	return resource.URN(parentURN).Name()
-}
-
-func isNil(r pulumi.Resource) bool {
-	v := reflect.ValueOf(r)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
-func (g *autoGate) markPlannedURN(urn string) {
-	g.mu.Lock()
-	g.planned[urn] = true
-	g.planCond.Broadcast()
-	g.mu.Unlock()
-}
-
-// cycle says why a gate would wait for the registration it guards ("" when it would not): an
-// installer it comes after depends on that registration (through dependsOn or parents), or a
-// gate it comes after was left out for that reason.
-func (g *autoGate) cycle(spec AutoGatePlanGate, self string, left map[string]bool) string {
-	for _, k := range spec.AfterGates {
-		if left[k] {
-			return "the gate it comes after was left out"
-		}
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, id := range spec.After {
-		if id == self || g.reaches(id, self, map[string]bool{}) {
-			return fmt.Sprintf("%s depends on it", id)
-		}
-	}
-	return ""
-}
-
-// reaches says whether from depends on to through recorded dependsOn and parent edges (g.mu held).
-func (g *autoGate) reaches(from, to string, seen map[string]bool) bool {
-	if seen[from] {
-		return false
-	}
-	seen[from] = true
-	for _, next := range g.edges[from] {
-		if next == to || (next != "" && g.reaches(next, to, seen)) {
-			return true
-		}
-	}
-	return false
-}
-
-// snapshot is the installers a decision sees, recording that it saw them (and, first, the
-// registration itself), in one step: an installer added later knows who decided without it.
-// (at: the registration's place in program order; installers written below it are left out;
-// -1: none are). It also returns how many installers there were, written below or not.
-func (g *autoGate) snapshot(seen *autoGateSeen, pending, first bool, at int) ([]AutoGatePlanInstaller, int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	seen.pending = pending
-	if first {
-		g.earlier = append(g.earlier, seen)
-	}
-	var out []AutoGatePlanInstaller
-	for _, inst := range g.installers {
-		if at < 0 || g.installerOrder[inst.Id] <= at {
-			out = append(out, inst)
-		}
-	}
-	return out, len(g.installers)
-}
-
-// finalize marks seen's decision final and returns the webhook configurations written below it
-// (at) that are installers already: they did not hold it.
-func (g *autoGate) finalize(seen *autoGateSeen, at int) []AutoGatePlanInstaller {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	seen.pending = false
-	var out []AutoGatePlanInstaller
-	for _, inst := range g.installers {
-		if at >= 0 && g.installerOrder[inst.Id] > at && strings.HasSuffix(inst.Type, "WebhookConfiguration") {
-			out = append(out, inst)
-		}
-	}
-	return out
-}
-
-// missed lists the registrations whose final decision cannot see an installer added now
-// (g.mu held); self excepted.
-func (g *autoGate) missed(self *autoGateSeen) []AutoGatePlanResource {
-	var out []AutoGatePlanResource
-	for _, s := range g.earlier {
-		if s != self && !s.pending {
-			out = append(out, s.res)
-		}
-	}
-	return out
-}
-
-func (g *autoGate) planWith(res AutoGatePlanResource, installers []AutoGatePlanInstaller, dependsOn []string, prov pulumi.ProviderResource) (*AutoGatePlanResult, error) {
-	opts := &AutoGatePlanOptions{Namespaces: g.opts.Namespaces}
-	for _, f := range []struct {
-		dst **string
-		v   string
-	}{{&opts.Timeout, g.opts.Timeout}, {&opts.StableFor, g.opts.StableFor}, {&opts.FailureGrace, g.opts.FailureGrace}} {
-		if f.v != "" {
-			v := f.v
-			*f.dst = &v
-		}
-	}
-	var invokeOpts []pulumi.InvokeOption
-	if prov != nil {
-		invokeOpts = append(invokeOpts, pulumi.Provider(prov))
-	}
-	type answer struct {
-		plan *AutoGatePlanResult
-		err  error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		p, err := AutoGatePlan(g.ctx, &AutoGatePlanArgs{Resource: res, Installers: installers, DependsOn: dependsOn, Options: opts}, invokeOpts...)
-		ch <- answer{p, err}
-	}()
-	timeout := g.planTimeout
-	if timeout == 0 {
-		timeout = autoGatePlanTimeout
-	}
-	select {
-	case a := <-ch:
-		return a.plan, a.err
-	case <-time.After(timeout):
-		// A plan call that never answers must not hold the registration (and a component's
-		// siblings) forever: the registration fails instead.
-		return nil, fmt.Errorf("the plan call for %s %s did not answer within %s", res.Type, res.Name, timeout)
-	}
-}
-
-// autoGatePlanTimeout bounds one plan call (as in TypeScript).
-const autoGatePlanTimeout = 2 * time.Minute
-
-// warnIntercepted warns about registrations made before a top-level webhook configuration that
-// it intercepts: they were decided without it, so nothing held them for it.
-func (g *autoGate) warnIntercepted(hook AutoGatePlanInstaller, before []AutoGatePlanResource, prov pulumi.ProviderResource) {
-	for _, res := range before {
-		if deref(res.Cluster) != deref(hook.Cluster) {
-			continue
-		}
-		plan, err := g.planWith(res, []AutoGatePlanInstaller{hook}, nil, prov)
-		if err != nil {
-			continue
-		}
-		for _, gate := range plan.Gates {
-			if gate.Type == "readiness:index:AdmissionReady" && slices.Contains(gate.After, hook.Id) {
-				g.warn(fmt.Sprintf("%s %s was registered before %s %s, which intercepts it: it was not held for that webhook. "+
-					"Register the webhook configuration (or what installs it) first, or give it a dependsOn on a readiness.AdmissionReady of it by hand",
-					res.Type, res.Name, hook.Type, hook.Name))
-				break
-			}
-		}
-	}
-}
-
-// arrive records a child of parent arriving, at its first plan call.
-func (g *autoGate) arrive(parent string) *autoGateFamily {
-	g.mu.Lock()
-	f := g.families[parent]
-	if f == nil {
-		f = &autoGateFamily{landed: make(chan struct{})}
-		g.families[parent] = f
-	}
-	g.mu.Unlock()
-	f.mu.Lock()
-	f.last = time.Now()
-	f.inFlight++
-	f.mu.Unlock()
-	return f
-}
-
-// land records that a child's first plan call returned (its installer, if any, is known).
-func (f *autoGateFamily) land() {
-	f.mu.Lock()
-	f.inFlight--
-	close(f.landed)
-	f.landed = make(chan struct{})
-	f.mu.Unlock()
-}
-
-// settle waits until no child of the family is at its first plan call and none arrived for Settle.
-func (g *autoGate) settle(f *autoGateFamily) {
-	for {
-		f.mu.Lock()
-		quietAt, inFlight, landed := f.last.Add(g.opts.Settle), f.inFlight, f.landed
-		f.mu.Unlock()
-		if inFlight > 0 {
-			<-landed
-			continue
-		}
-		d := time.Until(quietAt)
-		if d <= 0 {
-			return
-		}
-		time.Sleep(d)
-	}
-}
-
-// gate returns the gate resource of spec's key, registering it the first time (at the top
-// level: a gate inside a component whose child waits for it would deadlock).
+// gate returns the gate resource of spec's key, registering it the first time (at the top level:
+// a gate inside a component whose child waits for it would deadlock).
 func (g *autoGate) gate(spec AutoGatePlanGate, prov pulumi.ProviderResource) (pulumi.Resource, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -876,21 +527,17 @@ func (g *autoGate) gate(spec AutoGatePlanGate, prov pulumi.ProviderResource) (pu
 		}
 	}
 	for _, id := range spec.After {
-		// Installers the program passed as dependsOn are known resources; the others (a
-		// chart's children) are known only by URN: a dependency on that URN once the engine
-		// has registered it (as TypeScript does).
 		if r, ok := g.known[id]; ok {
 			deps = append(deps, r)
 		} else {
-			deps = append(deps, g.registered(id))
+			deps = append(deps, g.registered(id)) // a component's child, known by URN only
 		}
 	}
 	opts := []pulumi.ResourceOption{pulumi.DependsOn(deps)}
 	if prov != nil {
 		opts = append(opts, pulumi.Provider(prov))
 	}
-	// The SDK's own defaults (version, plugin download URL), as every hand-written gate has:
-	// one readiness provider per stack, not a second unversioned one.
+	// The SDK's own defaults (version, plugin download URL), as every hand-written gate has.
 	opts = internal.PkgResourceDefaultOpts(opts)
 	props, _ := toInput(spec.Args).(pulumi.Map)
 	if props == nil {
@@ -913,6 +560,11 @@ func (g *autoGate) gate(spec AutoGatePlanGate, prov pulumi.ProviderResource) (pu
 	return e.res, e.err
 }
 
+// autoGateResource is a gate registered by token (its outputs are not read here).
+type autoGateResource struct {
+	pulumi.CustomResourceState
+}
+
 // autoGateInstaller is an installer known only by its URN (a component's child) as a dependency.
 type autoGateInstaller struct {
 	pulumi.CustomResourceState
@@ -921,30 +573,24 @@ type autoGateInstaller struct {
 
 func (i *autoGateInstaller) URN() pulumi.URNOutput { return i.urn }
 
-// registered is the installer of URN urn as a dependency whose URN resolves once the engine has
-// finished registering it in this deployment: the SDK sends a gate's registration only after its
-// dependencies' URNs resolve, so the gate starts after the installer exists (on an update, after
+// registered is the resource of URN urn as a dependency that resolves once the engine finished
+// registering it in this deployment: the gate then starts after it exists (on an update, after
 // its new state: `ResourceReady exists` must not see the old configuration and pass early).
 func (g *autoGate) registered(urn string) pulumi.Resource {
 	out := pulumi.String(urn).ToStringOutput().ApplyT(func(u string) (pulumi.URN, error) {
-		return pulumi.URN(u), g.waitRegistered(u)
+		_, err := g.registeredState(u)
+		return pulumi.URN(u), err
 	}).(pulumi.URNOutput)
 	return &autoGateInstaller{urn: out}
 }
 
-// autoGateRegisteredWait bounds waitRegistered (as in TypeScript).
+// autoGateRegisteredWait bounds registeredState (as in TypeScript).
 const autoGateRegisteredWait = 30 * time.Minute
 
-// waitRegistered asks the engine for the resource (its built-in getResource answers once the
-// resource's step finished in this deployment) until it answers; any other error than
+// registeredState asks the engine for the resource's outputs (its built-in getResource answers
+// once the resource's step finished in this deployment) until it answers; any error other than
 // "unknown resource" ends it. No event for "that registration finished" reaches the SDK from
 // outside the code that registers it (here, the kubernetes plugin's Construct).
-func (g *autoGate) waitRegistered(urn string) error {
-	_, err := g.registeredState(urn)
-	return err
-}
-
-// registeredState is waitRegistered that also returns the resource's outputs as the engine has them.
 func (g *autoGate) registeredState(urn string) (map[string]any, error) {
 	deadline := time.Now().Add(autoGateRegisteredWait)
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
@@ -952,8 +598,7 @@ func (g *autoGate) registeredState(urn string) (map[string]any, error) {
 			URN   string         `pulumi:"urn"`
 			State map[string]any `pulumi:"state"`
 		}
-		// Raw: a resource's state may hold secrets (a Release's values, a provider's kubeconfig);
-		// only names are read from it, and a kubeconfig is passed on as a secret.
+		// Raw: a resource's state may hold secrets (a Release's values, a provider's kubeconfig).
 		_, err := g.ctx.InvokePackageRaw("pulumi:pulumi:getResource", struct {
 			URN string `pulumi:"urn"`
 		}{urn}, &got, "")
@@ -967,8 +612,8 @@ func (g *autoGate) registeredState(urn string) (map[string]any, error) {
 	}
 }
 
-// outputOf is an installer's output at a dotted path, read once the engine has created it (an
-// autonamed installer's name exists nowhere else); unknown in a preview, where it has none.
+// outputOf is an installer's output at a dotted path, read once the engine created it (an
+// autonamed installer's name exists nowhere else); unknown in a preview.
 func (g *autoGate) outputOf(urn, path string) pulumi.Input {
 	if g.ctx.DryRun() {
 		return pulumi.UnsafeUnknownOutput(nil)
@@ -978,159 +623,21 @@ func (g *autoGate) outputOf(urn, path string) pulumi.Input {
 		if err != nil {
 			return "", err
 		}
-		v, ok := atPath(state, path).(string)
-		if !ok || v == "" {
-			return "", fmt.Errorf("autoGate: %s has no output %s to name its gate with", u, path)
+		var v any = state
+		for _, p := range strings.Split(path, ".") {
+			m, _ := v.(map[string]any)
+			v = m[p]
 		}
-		return v, nil
+		if s, ok := v.(string); ok && s != "" {
+			return s, nil
+		}
+		return "", fmt.Errorf("autoGate: %s has no output %s to name its gate with", u, path)
 	}).(pulumi.StringOutput)
-}
-
-// atPath is the value at a dotted path of nested maps (nil when absent).
-func atPath(v any, path string) any {
-	for _, p := range strings.Split(path, ".") {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[p]
-	}
-	return v
-}
-
-// clusterOf is the cluster a registration's kubernetes provider talks to: "" and the autoGate
-// provider for the default one; for an explicit provider, its URN and a readiness provider
-// configured as it is; skip says why the registration cannot be gated (its provider renders
-// YAML, or names a kubeconfig cluster readiness cannot select): autoGate never guesses.
-func (g *autoGate) clusterOf(c context.Context, args *pulumi.ResourceTransformArgs) (string, pulumi.ProviderResource, string, error) {
-	if args.Opts.Provider == nil {
-		prov, skip, err := g.defaultCluster()
-		return "", prov, skip, err
-	}
-	urn, err := g.urnOf(c, args.Opts.Provider)
-	if err != nil {
-		return "", nil, "", err
-	}
-	if name := resource.URN(urn).Name(); urn == "" || name == "default" || strings.HasPrefix(name, "default_") {
-		// The engine's default kubernetes provider: the stack's kubernetes configuration.
-		prov, skip, err := g.defaultCluster()
-		return "", prov, skip, err
-	}
-	g.mu.Lock()
-	e := g.clusters[urn]
-	if e == nil {
-		e = &autoGateCluster{}
-		g.clusters[urn] = e
-	}
-	g.mu.Unlock()
-	e.once.Do(func() { e.prov, e.skip, e.err = g.clusterProvider(urn) })
-	return urn, e.prov, e.skip, e.err
-}
-
-// defaultCluster is the readiness provider for the objects of the engine's default kubernetes
-// provider: AutoGate's Provider when given; else the default readiness provider when the
-// stack's kubernetes configuration names the same kubeconfig, context and namespace as its
-// readiness configuration; else one configured as pulumi-kubernetes reads the stack's
-// kubernetes configuration (its provider.go, Configure: kubernetes:kubeconfig, :context and
-// :namespace, which overrides the context's), so that `kubernetes:namespace apps` gates objects
-// in apps, and a kubeconfig set for kubernetes only gates them in its cluster.
-func (g *autoGate) defaultCluster() (pulumi.ProviderResource, string, error) {
-	if g.opts.Provider != nil {
-		return g.opts.Provider, "", nil
-	}
-	g.mu.Lock()
-	e := g.clusters[""]
-	if e == nil {
-		e = &autoGateCluster{}
-		g.clusters[""] = e
-	}
-	g.mu.Unlock()
-	e.once.Do(func() {
-		// GetConfig: the raw values (a secret kubeconfig is compared here, never shown).
-		cfg := func(key string) string { v, _ := g.ctx.GetConfig(key); return v }
-		e.prov, e.skip, e.err = defaultClusterProvider(g.ctx, cfg)
-	})
-	return e.prov, e.skip, e.err
-}
-
-// defaultClusterProvider decides defaultCluster from the stack's configuration.
-func defaultClusterProvider(ctx *pulumi.Context, cfg func(key string) string) (pulumi.ProviderResource, string, error) {
-	switch {
-	case cfg("kubernetes:renderYamlToDirectory") != "":
-		return nil, "the stack's kubernetes provider renders YAML to a directory (kubernetes:renderYamlToDirectory) and talks to no cluster", nil
-	case cfg("kubernetes:cluster") != "":
-		return nil, "the stack's kubernetes provider selects kubeconfig cluster " + cfg("kubernetes:cluster") +
-			" (kubernetes:cluster), which a readiness provider cannot; gate its objects by hand with a readiness.Provider for that cluster", nil
-	}
-	same := true
-	for _, k := range []string{"kubeconfig", "context", "namespace"} {
-		same = same && cfg("kubernetes:"+k) == cfg("readiness:"+k)
-	}
-	if same {
-		return nil, "", nil
-	}
-	p, err := NewProvider(ctx, "autogate-default", configuredAs(func(k string) string { return cfg("kubernetes:" + k) }))
-	if err != nil {
-		return nil, "", err
-	}
-	_ = ctx.Log.Info("autoGate: objects of the stack's kubernetes provider are gated by readiness provider autogate-default, "+
-		"configured as the stack's kubernetes configuration (kubeconfig, context, namespace)", nil)
-	return p, "", nil
-}
-
-// configuredAs are a readiness provider's arguments for a kubernetes provider's configuration
-// (cfg: "kubeconfig", "context", "namespace"; the kubeconfig passed on as a secret).
-func configuredAs(cfg func(key string) string) *ProviderArgs {
-	args := &ProviderArgs{}
-	if v := cfg("kubeconfig"); v != "" {
-		args.Kubeconfig = pulumi.ToSecret(pulumi.String(v)).(pulumi.StringOutput)
-	}
-	if v := cfg("context"); v != "" {
-		args.Context = pulumi.String(v)
-	}
-	if v := cfg("namespace"); v != "" {
-		args.Namespace = pulumi.String(v)
-	}
-	return args
-}
-
-// clusterProvider makes the readiness provider for the cluster of the kubernetes provider urn,
-// from that provider's configuration as pulumi-kubernetes reads it.
-func (g *autoGate) clusterProvider(urn string) (pulumi.ProviderResource, string, error) {
-	state, err := g.registeredState(urn)
-	if err != nil {
-		return nil, "", err
-	}
-	name := resource.URN(urn).Name()
-	cfg := func(k string) string { s, _ := state[k].(string); return s }
-	if cfg("renderYamlToDirectory") != "" {
-		return nil, "its kubernetes provider " + name + " renders YAML to a directory and talks to no cluster", nil
-	}
-	if cfg("cluster") != "" {
-		return nil, "its kubernetes provider " + name + " selects kubeconfig cluster " + cfg("cluster") +
-			", which a readiness provider cannot; gate its objects by hand with a readiness.Provider for that cluster", nil
-	}
-	if g.ctx.DryRun() && (cfg("kubeconfig") == "" && state["kubeconfig"] != nil) {
-		return nil, "its kubernetes provider " + name + "'s kubeconfig is not known in a preview (decided at up)", nil
-	}
-	p, err := NewProvider(g.ctx, "autogate-"+name, configuredAs(cfg))
-	if err != nil {
-		return nil, "", err
-	}
-	_ = g.ctx.Log.Info("autoGate: objects of kubernetes provider "+name+" are gated by readiness provider autogate-"+name+", configured as it is", nil)
-	return p, "", nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // urnOf is r's URN ("" for nil), and remembers r under it.
 func (g *autoGate) urnOf(c context.Context, r pulumi.Resource) (string, error) {
-	if r == nil {
+	if r == nil || isNil(r) {
 		return "", nil
 	}
 	res, err := internals.UnsafeAwaitOutput(c, r.URN())
@@ -1138,21 +645,21 @@ func (g *autoGate) urnOf(c context.Context, r pulumi.Resource) (string, error) {
 		return "", err
 	}
 	u, _ := res.Value.(pulumi.URN)
-	if u == "" {
-		return "", nil
+	if u != "" {
+		g.mu.Lock()
+		g.known[string(u)] = r
+		g.mu.Unlock()
 	}
-	g.mu.Lock()
-	g.known[string(u)] = r
-	g.mu.Unlock()
 	return string(u), nil
 }
 
-// selfURN is the URN the engine gives the registration: the parent's qualified type prefixes
-// the type, except for the stack itself.
+// selfURN is the URN the engine gives the registration.
 func (g *autoGate) selfURN(parentURN, typ, name string) string {
 	return engineURN(g.ctx.Stack(), g.ctx.Project(), parentURN, typ, name)
 }
 
+// engineURN is a URN as the engine makes it: the parent's qualified type prefixes the type,
+// except for the stack itself.
 func engineURN(stack, project, parentURN, typ, name string) string {
 	var parentType tokens.Type
 	if parentURN != "" {
@@ -1163,13 +670,26 @@ func engineURN(stack, project, parentURN, typ, name string) string {
 	return string(resource.NewURN(tokens.QName(stack), tokens.PackageName(project), parentType, tokens.Type(typ), name))
 }
 
+// parentName is the name part of a parent's URN ("" for none or the stack).
+func parentName(parentURN string) string {
+	if parentURN == "" || resource.URN(parentURN).Type() == resource.RootStackType {
+		return ""
+	}
+	return resource.URN(parentURN).Name()
+}
+
+func isNil(r pulumi.Resource) bool {
+	v := reflect.ValueOf(r)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
 // plainValue turns transform props into plain JSON values; unknown values are left out (ok false).
 func plainValue(c context.Context, v any) (any, bool) {
 	switch x := v.(type) {
 	case nil:
 		return nil, true
 	case pulumi.Map:
-		return plainMap(c, map[string]pulumi.Input(x)), true
+		return plainMap(c, x), true
 	case map[string]pulumi.Input:
 		return plainMap(c, x), true
 	case map[string]any:
@@ -1181,7 +701,7 @@ func plainValue(c context.Context, v any) (any, bool) {
 		}
 		return m, true
 	case pulumi.Array:
-		return plainList(c, []pulumi.Input(x)), true
+		return plainList(c, x), true
 	case []pulumi.Input:
 		return plainList(c, x), true
 	case []any:
@@ -1213,7 +733,7 @@ func plainValue(c context.Context, v any) (any, bool) {
 	return nil, false
 }
 
-func plainMap(c context.Context, x map[string]pulumi.Input) map[string]any {
+func plainMap[M ~map[string]pulumi.Input](c context.Context, x M) map[string]any {
 	m := map[string]any{}
 	for k, e := range x {
 		if pv, ok := plainValue(c, e); ok {
@@ -1223,7 +743,7 @@ func plainMap(c context.Context, x map[string]pulumi.Input) map[string]any {
 	return m
 }
 
-func plainList(c context.Context, x []pulumi.Input) []any {
+func plainList[L ~[]pulumi.Input](c context.Context, x L) []any {
 	out := make([]any, 0, len(x))
 	for _, e := range x {
 		pv, _ := plainValue(c, e)
