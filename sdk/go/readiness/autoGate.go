@@ -539,10 +539,7 @@ func (g *autoGate) gate(spec AutoGatePlanGate, prov pulumi.ProviderResource) (pu
 	}
 	// The SDK's own defaults (version, plugin download URL), as every hand-written gate has.
 	opts = internal.PkgResourceDefaultOpts(opts)
-	props, _ := toInput(spec.Args).(pulumi.Map)
-	if props == nil {
-		props = pulumi.Map{}
-	}
+	props := pulumi.ToMap(spec.Args)
 	for _, a := range spec.ArgsFrom {
 		props[a.Arg] = g.outputOf(a.Installer, a.Output)
 	}
@@ -750,33 +747,4 @@ func plainList[L ~[]pulumi.Input](c context.Context, x L) []any {
 		out = append(out, pv)
 	}
 	return out
-}
-
-// toInput turns the plan's plain JSON gate args into inputs.
-func toInput(v any) pulumi.Input {
-	switch x := v.(type) {
-	case map[string]any:
-		m := pulumi.Map{}
-		for k, e := range x {
-			m[k] = toInput(e)
-		}
-		return m
-	case []any:
-		a := pulumi.Array{}
-		for _, e := range x {
-			a = append(a, toInput(e))
-		}
-		return a
-	case string:
-		return pulumi.String(x)
-	case float64:
-		return pulumi.Float64(x)
-	case int:
-		return pulumi.Int(x)
-	case bool:
-		return pulumi.Bool(x)
-	case nil:
-		return nil
-	}
-	return pulumi.Any(v)
 }
