@@ -108,25 +108,34 @@ func InstallerOf(typ string, obj map[string]any) (map[string]any, bool) {
 	return TrimInstaller(typ, obj), true
 }
 
-// MayInstall says whether a registration of type typ can be an installer whatever its object
-// (a ServiceAccount is one only when it names imagePullSecrets; a custom resource's type token
-// names its kind): what a registration written below it must wait for.
-func MayInstall(typ string) bool {
-	if typ == releaseType {
-		return true
+// MayGate says whether a registration of type installer can, by some rule, gate one of type typ
+// written below it, whatever their objects: what typ's decision must wait for in program order.
+// A webhook configuration may intercept any kind but its own; a CRD serves custom kinds; a
+// Certificate's or ExternalSecret's Secret, and a ServiceAccount's pull secrets, are used by the
+// pods of workloads. A Release gates only what depends on it, which registers after it anyway.
+func MayGate(installer, typ string) bool {
+	if installer == releaseType {
+		return false
+	}
+	inst, ok := objectGVK(installer, nil)
+	if !ok {
+		return true // a type token that names no kind: any
 	}
 	gvk, ok := objectGVK(typ, nil)
 	if !ok {
-		// kubernetes:apiextensions.k8s.io:CustomResource and the like: any kind.
-		return true
+		return typ != releaseType
 	}
 	switch {
-	case gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition",
-		gvk.Group == "admissionregistration.k8s.io" && strings.HasSuffix(gvk.Kind, "WebhookConfiguration"),
-		gvk.Group == "cert-manager.io" && gvk.Kind == "Certificate",
-		gvk.Group == "external-secrets.io" && gvk.Kind == "ExternalSecret",
-		gvk.Group == "" && gvk.Kind == "ServiceAccount":
-		return true
+	case inst.Group == "admissionregistration.k8s.io" && strings.HasSuffix(inst.Kind, "WebhookConfiguration"):
+		// The API server calls no webhook for webhook configurations (nor a Release, which is no object).
+		return !(gvk.Group == "admissionregistration.k8s.io" && strings.HasSuffix(gvk.Kind, "WebhookConfiguration"))
+	case inst.Group == "apiextensions.k8s.io" && inst.Kind == "CustomResourceDefinition":
+		return !IsBuiltin(gvk.Group)
+	case inst.Group == "cert-manager.io" && inst.Kind == "Certificate",
+		inst.Group == "external-secrets.io" && inst.Kind == "ExternalSecret",
+		inst.Group == "" && inst.Kind == "ServiceAccount":
+		_, pods := podTemplateKinds[gvk.Group+"/"+gvk.Kind]
+		return pods
 	}
 	return false
 }

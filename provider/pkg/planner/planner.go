@@ -259,18 +259,18 @@ func (s *Session) firstUnregistered(ids []string) string {
 	return ""
 }
 
-// earlierUnregistered names an entry written above me that may be an installer for it and has
-// not registered ("" when none): every place above it must be announced first. An entry of me's
-// own type is not waited for (no rule lets an object gate another of its kind, and 200
-// ExternalSecrets each waiting for all before it cost more than the rest of the `up`), nor one of
-// another cluster.
+// earlierUnregistered names an entry written above me that some rule may let gate it and has
+// not registered ("" when none): every place above it must be announced first. Only entries of
+// its cluster whose type may gate its type (autogate.MayGate) are waited for: a ConfigMap does not
+// wait for an ExternalSecret that waits for its Release, and 200 ExternalSecrets do not each wait
+// for all before them.
 func (s *Session) earlierUnregistered(me *reg) string {
 	for i := 0; i < me.Order; i++ {
 		e, ok := s.entries[i]
 		if !ok {
 			return fmt.Sprintf("the registration written at place %d", i)
 		}
-		if e.Type == me.Type || e.Cluster != me.Cluster || !autogate.MayInstall(e.Type) {
+		if e.Cluster != me.Cluster || !autogate.MayGate(e.Type, me.Type) {
 			continue
 		}
 		if s.byOrder[i] == nil {

@@ -292,3 +292,34 @@ func TestConcurrentRegistrations(t *testing.T) {
 		}
 	}
 }
+
+// An object nothing written above it can gate is not held by them: a ConfigMap written below an
+// ExternalSecret that waits for its Release to be created (and so registers late) is decided at
+// once; a Deployment written below it waits for it (its pods may use the Secret).
+func TestWaitsOnlyForWhatMayGateIt(t *testing.T) {
+	s := New(Options{Timeout: time.Minute})
+	s.Announce([]Entry{{Order: 0, Type: esType, Name: "db"}, {Order: 1, Type: cmType, Name: "settings"}, {Order: 2, Type: deployType, Name: "app"}})
+	cm := registerLater(s, Registration{ID: urn(cmType, "settings"), Type: cmType, Name: "settings", Order: 1,
+		Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "settings", "namespace": "default"}}})
+	select {
+	case a := <-cm:
+		if len(a.Gates)+len(a.Warnings) > 0 {
+			t.Fatalf("gates %v warnings %v", gateTypes(a), a.Warnings)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ConfigMap waited for the ExternalSecret written above it")
+	}
+	dep := registerLater(s, Registration{ID: urn(deployType, "app"), Type: deployType, Name: "app", Object: mounting("db"), Order: 2})
+	arrived(t, s, urn(deployType, "app"))
+	select {
+	case a := <-dep:
+		t.Fatalf("the Deployment did not wait for the ExternalSecret written above it: %v", gateTypes(a))
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.Register(Registration{ID: urn(esType, "db"), Type: esType, Name: "db", Order: 0,
+		Object: map[string]any{"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+			"metadata": map[string]any{"name": "db", "namespace": "default"}, "spec": map[string]any{"target": map[string]any{"name": "db"}}}}, decide)
+	if got := gateTypes(<-dep); !slices.Equal(got, []string{autogate.TypeExternalSecretReady}) {
+		t.Fatalf("gates %v", got)
+	}
+}
