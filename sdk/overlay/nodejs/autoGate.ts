@@ -85,8 +85,9 @@ export interface AutoGateDeps {
 /** AutoGater is autoGate's transport and wiring (exported for its tests; not a stable API). */
 export class AutoGater {
     private session = crypto.randomBytes(8).toString("hex");
-    private places: { place: inputs.AutoGateEntry; provider?: pulumi.ProviderResource }[] = [];
-    private sentUpTo = 0;
+    // Program order. cluster: undefined until its explicit provider's URN is known.
+    private places: { entry: inputs.AutoGateEntry; provider?: pulumi.ProviderResource; cluster?: string; resolving?: Promise<void>; sent?: boolean }[] = [];
+    private sentUpTo = 0; // every place below it was sent
     private orderOf = new Map<string, number>(); // by URN
     private handles = new Map<string, pulumi.Resource>(); // the program's own kubernetes objects, by URN
     private components = new Map<string, pulumi.Resource[]>(); // in-process components a registration depends on, by URN
@@ -109,7 +110,8 @@ export class AutoGater {
         // A kubernetes component's child has no place: its family settles in the provider.
         if (!String((a.opts.parent as any)?.__pulumiType ?? "").startsWith("kubernetes:") && !this.orderOf.has(urn)) {
             this.orderOf.set(urn, this.places.length);
-            this.places.push({ place: { order: this.places.length, type: a.type, name: a.name }, provider: (a.opts as pulumi.CustomResourceOptions).provider });
+            const provider = (a.opts as pulumi.CustomResourceOptions).provider;
+            this.places.push({ entry: { order: this.places.length, type: a.type, name: a.name }, provider, cluster: provider ? undefined : "" });
         }
         // The SDK sends an unrendered Chart v3 (ConfigFile/ConfigGroup v1) dependency as no child: noted here.
         const comps = toArray(a.opts.dependsOn as any).filter(isInProcess);
@@ -150,7 +152,7 @@ export class AutoGater {
             ...(this.opts.exclude?.(a.type, a.name) ? { excluded: true } : {}),
         };
         const clusters = await this.clusterFactsOnce(cluster);
-        const entries = await this.unsentPlaces();
+        const entries = await this.unsentPlaces(registration.order);
         const answer = await this.ask({ session: this.session, options: this.options(), entries, clusters, registration });
         for (const w of answer.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
         if (!answer.gates?.length) return [];
@@ -166,16 +168,19 @@ export class AutoGater {
             settle: o.settle !== undefined ? `${o.settle}ms` : undefined, planTimeout: ms ? `${ms}ms` : undefined });
     }
 
-    // unsentPlaces are the places no call carried yet, each with its cluster (an explicit
-    // provider not registered within a second is another cluster than any registered one).
-    private async unsentPlaces(): Promise<inputs.AutoGateEntry[]> {
-        const places = this.places.slice(this.sentUpTo);
-        this.sentUpTo = this.places.length;
-        return Promise.all(places.map(async ({ place, provider }) => {
-            if (!provider) return place;
-            const u = await within(1000, urnOf(provider).then(clusterId), "?");
-            return u ? { ...place, cluster: u } : place;
-        }));
+    // unsentPlaces are the places no call carried yet whose cluster is known (an explicit provider
+    // not registered within a second is another cluster, "?"). A call waits only for those written
+    // above its registration: the provider needs no other, and a component's child is not held.
+    private async unsentPlaces(order?: number): Promise<inputs.AutoGateEntry[]> {
+        const open = this.places.slice(this.sentUpTo).filter((p) => !p.sent);
+        for (const p of open) {
+            if (p.cluster === undefined && !p.resolving) p.resolving = within(1000, urnOf(p.provider).then(clusterId, () => "?"), "?").then((u) => { p.cluster = u; });
+        }
+        await Promise.all(open.filter((p) => p.cluster === undefined && order !== undefined && p.entry.order < order).map((p) => p.resolving));
+        const ready = open.filter((p) => p.cluster !== undefined && !p.sent);
+        for (const p of ready) p.sent = true;
+        while (this.places[this.sentUpTo]?.sent) this.sentUpTo++;
+        return ready.map((p) => (p.cluster ? { ...p.entry, cluster: p.cluster } : p.entry));
     }
 
     // clusterFactsOnce is the cluster's facts the first time a call names it (later calls: none;

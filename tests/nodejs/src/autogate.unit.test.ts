@@ -151,7 +151,8 @@ test("a registration's facts: its dependsOn, its explicit provider's cluster (fa
         awaits: [`${prefix}kubernetes:yaml:ConfigGroup$${vwcType}::hook`, `${prefix}kubernetes:yaml:ConfigGroup$${esType}::team-a/a`],
     });
     assert.deepEqual(f.calls[0].clusters, [{ id: apps, name: "apps", kubeconfig: "apiVersion: v1", context: "kind-apps" }]);
-    assert.deepEqual(f.calls[0].entries, [{ order: 0, type: esType, name: "es-a", cluster: apps }, { order: 1, type: cmType, name: "skip-me", cluster: apps }]);
+    assert.deepEqual(f.calls.flatMap((c) => c.entries), [{ order: 0, type: esType, name: "es-a", cluster: apps }, { order: 1, type: cmType, name: "skip-me", cluster: apps }],
+        "each place once, with its provider's URN");
     assert.equal(f.calls[1].registration.excluded, true);
     assert.deepEqual(f.calls[1].clusters, []);
 });
@@ -163,17 +164,23 @@ test("autoGate given a readiness provider: the default cluster is the one it is 
     assert.deepEqual(f.calls[0].clusters, [{ id: "", planner: true }]);
 });
 
-test("an explicit kubernetes provider not registered within a second is another cluster (\"?\") in its place", async () => {
+test("a place whose explicit provider is not registered within a second is another cluster (\"?\"); only the registrations written below it wait for it", async () => {
     const f = fake();
     const g = gater(f);
     const never: any = Object.create(pulumi.ProviderResource.prototype);
     never.__pulumiResource = true;
     never.urn = pulumi.output(new Promise<string>(() => undefined));
     construct(g, cmType, "elsewhere", { provider: never });
-    const started = Date.now();
-    await g.transform(reg(cmType, "cm", cm));
+    construct(g, cmType, "below");
+    // A component's child is not held by it: the place goes with a later call.
+    let started = Date.now();
+    await g.transform(reg(cmType, "chart:child", cm, { parent: `${prefix}kubernetes:helm.sh/v4:Chart::chart` }));
+    assert.ok(Date.now() - started < 500, "a component's child waited for a place it does not need");
+    assert.deepEqual(f.calls[0].entries, [{ order: 1, type: cmType, name: "below" }]);
+    started = Date.now();
+    await g.transform(reg(cmType, "below", cm));
     assert.ok(Date.now() - started >= 900);
-    assert.deepEqual(f.calls[0].entries, [{ order: 0, type: cmType, name: "elsewhere", cluster: "?" }]);
+    assert.deepEqual(f.calls[1].entries, [{ order: 0, type: cmType, name: "elsewhere", cluster: "?" }]);
 });
 
 test("wiring: each gate once per key, after the gates and installers it names (the program's handle, else once registered), secret objects, args from outputs, warnings logged", async () => {
