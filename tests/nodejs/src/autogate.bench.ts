@@ -4,13 +4,11 @@
 // real chart, its webhook a test server on 127.0.0.1 that serves 5 s after the webhook Deployment
 // is available), then N ExternalSecrets in one namespace that depend on the release.
 //
-//   cd tests/nodejs && npx tsc && node dist/tests/nodejs/src/autogate.bench.js [N] [hand,auto,auto-props,none]
+//   cd tests/nodejs && npx tsc && node dist/tests/nodejs/src/autogate.bench.js [N] [hand,auto,none]
 //
-// auto-props: autoGate with the plan's `installer` answer dropped, as from an older provider (the
-// SDK then remembers each installer's props whole, as it did before the plan trimmed them).
-//
-// Prints each run's `up` wall time and, for autoGate runs, the plan calls: how many, in how many
-// invokes (a batch carries the calls made together), the bytes sent and their summed latency.
+// Prints each run's `up` wall time and, for autoGate runs, its autoGateDecide calls (one per
+// registration): how many, the bytes sent and their summed latency (a call waits in the provider
+// for the facts its decision needs, so that sum is not CPU).
 import { monitorEventLoopDelay } from "perf_hooks";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
@@ -32,25 +30,20 @@ async function serveWhenAvailable(c: Cluster, webhook: FakeWebhook, ns: string, 
     return true;
 }
 
-// The plan calls, counted by wrapping the runtime's invoke (the SDK calls it through the module):
-// the batch invokes, the plan calls in them, the bytes sent and their summed latency.
-const calls = { n: 0, invokes: 0, bytes: 0, ms: 0 };
-let stripInstaller = false;
+// The decide calls, counted by wrapping the runtime's invoke (the SDK calls it through the module):
+// how many, the bytes sent and their summed latency.
+const calls = { n: 0, bytes: 0, ms: 0 };
 function countPlanCalls(): void {
     const rt = pulumi.runtime as any;
     if (rt.__benchWrapped) return;
     const invoke = rt.invoke;
     rt.invoke = async (tok: string, props: any, opts: any) => {
-        if (tok !== "readiness:index:autoGatePlan" && tok !== "readiness:index:autoGatePlanBatch") return invoke(tok, props, opts);
-        const batch = tok.endsWith("Batch");
-        calls.invokes++;
-        calls.n += batch ? props.plans.length : 1;
+        if (tok !== "readiness:index:autoGateDecide") return invoke(tok, props, opts);
+        calls.n++;
         calls.bytes += JSON.stringify(props).length;
         const t = Date.now();
         try {
-            const r = await invoke(tok, props, opts);
-            for (const x of batch ? r?.results ?? [] : [r]) if (stripInstaller && x) delete x.installer; // as an older provider answers
-            return r;
+            return await invoke(tok, props, opts);
         } finally {
             calls.ms += Date.now() - t;
         }
@@ -70,7 +63,6 @@ async function main(): Promise<void> {
         for (const label of labels) {
             const program = async () => {
                 if (label.startsWith("auto")) {
-                    stripInstaller = label === "auto-props";
                     countPlanCalls();
                     readiness.autoGate({ timeout: "5m" });
                 }
@@ -96,7 +88,7 @@ async function main(): Promise<void> {
                 return {};
             };
             const s = await stack(env, cluster, { stackName: label, projectName: "benchautogate-ts", program });
-            calls.n = calls.invokes = calls.bytes = calls.ms = 0;
+            calls.n = calls.bytes = calls.ms = 0;
             let done = false;
             const serving = serveWhenAvailable(cluster, hook, "external-secrets", "external-secrets-webhook", 5_000, () => done);
             const loop = monitorEventLoopDelay({ resolution: 10 });
@@ -118,7 +110,7 @@ async function main(): Promise<void> {
             const served = await serving;
             const state = (await s.exportStack()).deployment.resources as { type: string }[];
             const gates = state.filter((r) => r.type.startsWith("readiness:")).length;
-            const plan = label.startsWith("auto") ? ` plan calls ${calls.n} in ${calls.invokes} invokes, ${(calls.bytes / 1e6).toFixed(2)} MB sent, ${(calls.ms / 1000).toFixed(1)} s summed invoke latency` : "";
+            const plan = label.startsWith("auto") ? ` decide calls ${calls.n}, ${(calls.bytes / 1e6).toFixed(2)} MB sent, ${(calls.ms / 1000).toFixed(1)} s summed invoke latency` : "";
             console.log(`RESULT ${label} n=${n}: up ${wall.toFixed(1)} s, ${gates} gates${plan}${node}${err ? ` ERROR ${err}` : ""} (load ${require("os").loadavg()[0].toFixed(1)})`);
             if (!served) await hook.send("start"); // the chart's webhook intercepts deletes too
             await s.destroy();

@@ -77,7 +77,8 @@ export function request(c: Cluster, method: string, apiPath: string, body?: unkn
         }, (res) => {
             let data = "";
             res.on("data", (d) => (data += d));
-            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: data ? JSON.parse(data) : undefined }));
+            // Not always JSON: the API server answers an unknown path (a CRD's group not served yet) with "404 page not found".
+            res.on("end", () => { try { resolve({ status: res.statusCode ?? 0, body: data ? JSON.parse(data) : undefined }); } catch { resolve({ status: res.statusCode ?? 0, body: data }); } });
         });
         req.on("error", reject);
         if (body !== undefined) req.write(JSON.stringify(body));
