@@ -292,3 +292,73 @@ func TestConcurrentRegistrations(t *testing.T) {
 		}
 	}
 }
+
+// Rules the Python SDK's unit tests covered while it kept them itself (test_autogate_unit.py,
+// before the one brain): an awaited child that never registers holds no longer than the timeout;
+// an excluded registration is recorded (nothing waits for it in vain), never gated, no installer.
+func TestAwaitTimeoutAndExcluded(t *testing.T) {
+	chart3 := "kubernetes:helm.sh/v3:Chart"
+	for _, tc := range []struct {
+		name         string
+		cert         *Registration // registered first, when set
+		reg          Registration
+		wantGates    []string
+		wantWarnings []string
+	}{
+		{
+			name: "an awaited child that never registers: decided after the timeout, with a warning naming it",
+			reg: Registration{ID: urn(deployType, "app"), Type: deployType, Name: "app", Object: mounting("s"), Order: -1,
+				Awaits: []string{childURN(chart3, certType, "never")}},
+			wantWarnings: []string{"was decided without every child of the components it depends on (" + childURN(chart3, certType, "never")},
+		},
+		{
+			name: "an excluded registration is not gated",
+			cert: &Registration{ID: urn(certType, "tls"), Type: certType, Name: "tls", Object: certificate("tls", "s"), Order: -1},
+			reg:  Registration{ID: urn(deployType, "app"), Type: deployType, Name: "app", Object: mounting("s"), Order: -1, Excluded: true},
+		},
+		{
+			name: "an excluded Certificate is no installer",
+			cert: &Registration{ID: urn(certType, "tls"), Type: certType, Name: "tls", Object: certificate("tls", "s"), Order: -1, Excluded: true},
+			reg:  Registration{ID: urn(deployType, "app"), Type: deployType, Name: "app", Object: mounting("s"), Order: -1},
+		},
+		{
+			name:      "near miss: the same Certificate, not excluded, holds it",
+			cert:      &Registration{ID: urn(certType, "tls"), Type: certType, Name: "tls", Object: certificate("tls", "s"), Order: -1},
+			reg:       Registration{ID: urn(deployType, "app"), Type: deployType, Name: "app", Object: mounting("s"), Order: -1},
+			wantGates: []string{autogate.TypeCertificateReady},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{Timeout: 100 * time.Millisecond})
+			if tc.cert != nil {
+				s.Register(*tc.cert, decide)
+			}
+			a := s.Register(tc.reg, decide)
+			if got := gateTypes(a); !slices.Equal(got, tc.wantGates) {
+				t.Fatalf("gates %v, want %v", got, tc.wantGates)
+			}
+			if len(a.Warnings) != len(tc.wantWarnings) {
+				t.Fatalf("warnings %q, want %q", a.Warnings, tc.wantWarnings)
+			}
+			for i, w := range tc.wantWarnings {
+				if !strings.Contains(a.Warnings[i], w) {
+					t.Fatalf("warning %q, want it to say %q", a.Warnings[i], w)
+				}
+			}
+		})
+	}
+	t.Run("a top-level registration does not wait for an excluded one written above it", func(t *testing.T) {
+		s := New(Options{Timeout: time.Minute})
+		s.Announce([]Entry{{Order: 0, Type: certType, Name: "tls"}, {Order: 1, Type: deployType, Name: "app"}})
+		s.Register(Registration{ID: urn(certType, "tls"), Type: certType, Name: "tls", Object: certificate("tls", "s"), Order: 0, Excluded: true}, decide)
+		done := registerLater(s, Registration{ID: urn(deployType, "app"), Type: deployType, Name: "app", Object: mounting("s"), Order: 1})
+		select {
+		case a := <-done:
+			if len(a.Gates) != 0 || len(a.Warnings) != 0 {
+				t.Fatalf("gates %v warnings %v", gateTypes(a), a.Warnings)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("waited for an excluded registration")
+		}
+	})
+}
