@@ -176,7 +176,7 @@ func (s *Session) Register(r Registration, decide Decide) Answer {
 	var before []*reg
 	if isWebhook(me) {
 		for _, f := range s.arrived {
-			if f != me && f.final && !f.Excluded && f.Cluster == r.Cluster && !f.seen[me.ID] {
+			if f != me && f.final && f.Cluster == r.Cluster && !f.seen[me.ID] {
 				before = append(before, f)
 				f.seen[me.ID] = true
 			}
@@ -195,7 +195,8 @@ func (s *Session) Register(r Registration, decide Decide) Answer {
 // arrive records r (s.mu held) and returns its record.
 func (s *Session) arrive(r Registration) *reg {
 	me := &reg{Registration: r}
-	if !r.Excluded && (len(s.opts.Installers) == 0 || slices.Contains(s.opts.Installers, r.Name)) {
+	// Excluded or not: exclude keeps autoGate off the object, not off what it makes.
+	if len(s.opts.Installers) == 0 || slices.Contains(s.opts.Installers, r.Name) {
 		me.installer, _ = autogate.InstallerOf(r.Type, r.Object)
 	}
 	if old, ok := s.regs[r.ID]; ok {

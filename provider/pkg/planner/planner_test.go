@@ -322,4 +322,75 @@ func TestWaitsOnlyForWhatMayGateIt(t *testing.T) {
 	if got := gateTypes(<-dep); !slices.Equal(got, []string{autogate.TypeExternalSecretReady}) {
 		t.Fatalf("gates %v", got)
 	}
+
+// Rules the Python SDK's unit tests covered while it kept them itself (test_autogate_unit.py,
+// before the one brain): an awaited child that never registers holds no longer than the timeout;
+// an excluded registration is recorded, never gated, and still an installer (exclude keeps
+// autoGate off the object, not off what it makes; the installers option chooses installers).
+func TestAwaitTimeoutAndExcluded(t *testing.T) {
+	chart3 := "kubernetes:helm.sh/v3:Chart"
+	for _, tc := range []struct {
+		name         string
+		cert         *Registration // registered first, when set
+		reg          Registration
+		wantGates    []string
+		wantWarnings []string
+	}{
+		{
+			name: "an awaited child that never registers: decided after the timeout, with a warning naming it",
+			reg: Registration{ID: urn(deployType, "app"), Type: deployType, Name: "app", Object: mounting("s"), Order: -1,
+				Awaits: []string{childURN(chart3, certType, "never")}},
+			wantWarnings: []string{"was decided without every child of the components it depends on (" + childURN(chart3, certType, "never")},
+		},
+		{
+			name: "an excluded registration is not gated",
+			cert: &Registration{ID: urn(certType, "tls"), Type: certType, Name: "tls", Object: certificate("tls", "s"), Order: -1},
+			reg:  Registration{ID: urn(deployType, "app"), Type: deployType, Name: "app", Object: mounting("s"), Order: -1, Excluded: true},
+		},
+		{
+			name:      "an excluded Certificate still holds what mounts its Secret",
+			cert:      &Registration{ID: urn(certType, "tls"), Type: certType, Name: "tls", Object: certificate("tls", "s"), Order: -1, Excluded: true},
+			reg:       Registration{ID: urn(deployType, "app"), Type: deployType, Name: "app", Object: mounting("s"), Order: -1},
+			wantGates: []string{autogate.TypeCertificateReady},
+		},
+		{
+			name:      "the same Certificate, not excluded, holds it",
+			cert:      &Registration{ID: urn(certType, "tls"), Type: certType, Name: "tls", Object: certificate("tls", "s"), Order: -1},
+			reg:       Registration{ID: urn(deployType, "app"), Type: deployType, Name: "app", Object: mounting("s"), Order: -1},
+			wantGates: []string{autogate.TypeCertificateReady},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{Timeout: 100 * time.Millisecond})
+			if tc.cert != nil {
+				s.Register(*tc.cert, decide)
+			}
+			a := s.Register(tc.reg, decide)
+			if got := gateTypes(a); !slices.Equal(got, tc.wantGates) {
+				t.Fatalf("gates %v, want %v", got, tc.wantGates)
+			}
+			if len(a.Warnings) != len(tc.wantWarnings) {
+				t.Fatalf("warnings %q, want %q", a.Warnings, tc.wantWarnings)
+			}
+			for i, w := range tc.wantWarnings {
+				if !strings.Contains(a.Warnings[i], w) {
+					t.Fatalf("warning %q, want it to say %q", a.Warnings[i], w)
+				}
+			}
+		})
+	}
+	t.Run("a top-level registration sees an excluded installer written above it", func(t *testing.T) {
+		s := New(Options{Timeout: time.Minute})
+		s.Announce([]Entry{{Order: 0, Type: certType, Name: "tls"}, {Order: 1, Type: deployType, Name: "app"}})
+		s.Register(Registration{ID: urn(certType, "tls"), Type: certType, Name: "tls", Object: certificate("tls", "s"), Order: 0, Excluded: true}, decide)
+		done := registerLater(s, Registration{ID: urn(deployType, "app"), Type: deployType, Name: "app", Object: mounting("s"), Order: 1})
+		select {
+		case a := <-done:
+			if got := gateTypes(a); !slices.Equal(got, []string{autogate.TypeCertificateReady}) || len(a.Warnings) != 0 {
+				t.Fatalf("gates %v warnings %v", got, a.Warnings)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("waited for a registration that came")
+		}
+	})
 }
