@@ -2,10 +2,16 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pulumi/pulumi-go-provider/infer"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"golang.org/x/sync/singleflight"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/autogate"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
@@ -164,3 +171,163 @@ func admitsNow(ctx context.Context, clients *kube.Clients, obj map[string]any) b
 
 func (unknownCluster) Webhooks() ([]autogate.WebhookConfig, bool) { return nil, true }
 func (unknownCluster) Admits(string, map[string]any) bool         { return false }
+
+// planCluster is what the plan asks the cluster of the answering provider: discovery through its
+// clients, or "unknown" to everything when it has no cluster configured.
+func planCluster(ctx context.Context) autogate.Cluster {
+	cfg := infer.GetConfig[Config](ctx)
+	if clients, err := cfg.Clients(); err == nil {
+		return discoveryCluster{ctx: ctx, clients: clients}
+	}
+	return unknownCluster{namespace: "default"}
+}
+
+// memoCluster remembers a cluster's answers for one batch: the batch is one moment, as
+// concurrent single calls joined in one discovery lookup were.
+type memoCluster struct {
+	autogate.Cluster
+	serves    map[schema.GroupKind]memoServes
+	resources map[schema.GroupVersionKind]memoResource
+}
+
+type memoServes struct{ served, known bool }
+
+type memoResource struct {
+	resource          string
+	namespaced, known bool
+}
+
+func newMemoCluster(c autogate.Cluster) *memoCluster {
+	return &memoCluster{Cluster: c, serves: map[schema.GroupKind]memoServes{}, resources: map[schema.GroupVersionKind]memoResource{}}
+}
+
+func (m *memoCluster) Serves(gk schema.GroupKind) (bool, bool) {
+	a, ok := m.serves[gk]
+	if !ok {
+		a.served, a.known = m.Cluster.Serves(gk)
+		m.serves[gk] = a
+	}
+	return a.served, a.known
+}
+
+func (m *memoCluster) Resource(gvk schema.GroupVersionKind) (string, bool, bool) {
+	a, ok := m.resources[gvk]
+	if !ok {
+		r, namespaced, known := m.Cluster.Resource(gvk)
+		a = memoResource{resource: r, namespaced: namespaced, known: known}
+		m.resources[gvk] = a
+	}
+	return a.resource, a.namespaced, a.known
+}
+
+// webhookMayIntercept is the seam to the provider's webhook matching (rules, namespaceSelector,
+// objectSelector, as the API server decides; namespace labels, unknown at plan time, count as
+// matching; matchConditions count as matching).
+func webhookMayIntercept(hook map[string]any, req autogate.Request) bool {
+	b, err := json.Marshal(hook)
+	if err != nil {
+		return true
+	}
+	var m admission.Match
+	if err := json.Unmarshal(b, &m); err != nil {
+		return true // unreadable: fail closed, gate
+	}
+	q := admission.Request{GVR: req.GVR, Namespace: req.Namespace, Labels: req.Labels,
+		NSErr:       "the namespace's labels are not known when the program registers the object",
+		Equivalents: ruleVersions(m, req.GVR)}
+	return m.Excludes(q) == ""
+}
+
+// ruleVersions are gvr's group and resource at every version the webhook's rules name: with
+// matchPolicy Equivalent (the default) the API server converts a request for another served
+// version of the same resource and calls the webhook, and which versions the cluster will serve
+// is not known at plan time, so any version counts as served (fail closed: gate).
+func ruleVersions(m admission.Match, gvr schema.GroupVersionResource) []schema.GroupVersionResource {
+	var out []schema.GroupVersionResource
+	for _, r := range m.Rules {
+		for _, v := range r.APIVersions {
+			if v != gvr.Version {
+				out = append(out, gvr.GroupResource().WithVersion(v))
+			}
+		}
+	}
+	return out
+}
+
+// discoveryTimeout bounds one discovery answer: past it the kind counts as unknown.
+const discoveryTimeout = 5 * time.Second
+
+// discoveryCluster answers the plan's questions from the provider's discovery cache (a miss
+// asks the API server again: a CRD may have been installed since).
+type discoveryCluster struct {
+	ctx     context.Context
+	clients *kube.Clients
+}
+
+// discoveryFlight joins concurrent lookups of one kind: one discovery refresh for all of them.
+// A kind not served makes each lookup reset the discovery cache and ask the API server again;
+// a TypeScript program decides its objects as it constructs them, before the Release that
+// installs their CRDs exists, so 200 ExternalSecrets re-ran discovery for each of the 16 plan
+// calls in flight at a time.
+var discoveryFlight singleflight.Group
+
+func (c discoveryCluster) mapping(gk schema.GroupKind, version string) (*meta.RESTMapping, bool, bool) {
+	type answer struct {
+		m   *meta.RESTMapping
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		v, err, _ := discoveryFlight.Do(fmt.Sprintf("%p %s", c.clients, gk.WithVersion(version)), func() (any, error) {
+			if version == "" {
+				return c.clients.MappingAnyVersion(gk)
+			}
+			return c.clients.Mapping(gk.WithVersion(version))
+		})
+		m, _ := v.(*meta.RESTMapping)
+		ch <- answer{m: m, err: err}
+	}()
+	select {
+	case a := <-ch:
+		var noKind *kube.NoKindError
+		switch {
+		case a.err == nil:
+			return a.m, true, true
+		case errors.As(a.err, &noKind):
+			return nil, false, true
+		}
+		return nil, false, false
+	case <-time.After(discoveryTimeout):
+	case <-c.ctx.Done():
+	}
+	return nil, false, false
+}
+
+func (c discoveryCluster) Serves(gk schema.GroupKind) (bool, bool) {
+	_, served, known := c.mapping(gk, "")
+	return served, known
+}
+
+func (c discoveryCluster) Resource(gvk schema.GroupVersionKind) (string, bool, bool) {
+	m, served, known := c.mapping(gvk.GroupKind(), gvk.Version)
+	if !served || !known {
+		return "", false, false
+	}
+	return m.Resource.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, true
+}
+
+func (c discoveryCluster) DefaultNamespace() string {
+	if c.clients.Namespace != "" {
+		return c.clients.Namespace
+	}
+	return "default"
+}
+
+// unknownCluster answers "unknown" to everything (the provider has no cluster configured).
+type unknownCluster struct{ namespace string }
+
+func (unknownCluster) Serves(schema.GroupKind) (bool, bool) { return false, false }
+func (unknownCluster) Resource(schema.GroupVersionKind) (string, bool, bool) {
+	return "", false, false
+}
+func (u unknownCluster) DefaultNamespace() string { return u.namespace }

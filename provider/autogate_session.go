@@ -133,6 +133,69 @@ func (r *AutoGateDecideResult) Annotate(a infer.Annotator) {
 		"makes, configured as the registration's kubernetes provider.")
 }
 
+type AutoGatePlanGate struct {
+	Key        string                `pulumi:"key"`
+	Name       string                `pulumi:"name"`
+	Type       string                `pulumi:"type"`
+	Args       map[string]any        `pulumi:"args"`
+	After      []string              `pulumi:"after"`
+	AfterGates []string              `pulumi:"afterGates"`
+	Reason     string                `pulumi:"reason"`
+	ArgsFrom   []AutoGatePlanArgFrom `pulumi:"argsFrom"`
+}
+
+// AutoGatePlanArgFrom is a gate input the SDK reads from an installer's outputs.
+type AutoGatePlanArgFrom struct {
+	Arg       string `pulumi:"arg"`
+	Installer string `pulumi:"installer"`
+	Output    string `pulumi:"output"`
+}
+
+func (a *AutoGatePlanArgFrom) Annotate(an infer.Annotator) {
+	an.Describe(a, "A gate input taken from an installer's outputs once the engine created it: an autonamed installer's name "+
+		"is known only there (pulumi-kubernetes names it at create).")
+	an.Describe(&a.Arg, "The gate input to set (`name`).")
+	an.Describe(&a.Installer, "The installer's id.")
+	an.Describe(&a.Output, "A dotted path into the installer's outputs (`metadata.name`, `status.name`).")
+}
+
+func (g *AutoGatePlanGate) Annotate(a infer.Annotator) {
+	a.Describe(&g.Key, "The batch key: one gate resource per key; later registrations with the same key depend on it.")
+	a.Describe(&g.Name, "The gate's Pulumi name, after what it guards.")
+	a.Describe(&g.Type, "The gate's type token (`readiness:index:AdmissionReady`).")
+	a.Describe(&g.Args, "The gate's inputs.")
+	a.Describe(&g.After, "IDs of the installers the gate must depend on.")
+	a.Describe(&g.AfterGates, "Keys of gates (earlier in this answer or an earlier one) the gate must depend on.")
+	a.Describe(&g.Reason, "One line for logs: what waits for what.")
+	a.Describe(&g.ArgsFrom, "Inputs the SDK sets from installers' outputs before it registers the gate (unknown in a preview).")
+}
+
+// withPurpose is a gate's inputs with its `purpose`: the user's resource it was added for (its
+// Pulumi type and name: a batch gate names the first it holds) and why, quoted if it times out.
+func withPurpose(args map[string]any, typ, name, reason string) map[string]any {
+	out := make(map[string]any, len(args)+1)
+	for k, v := range args {
+		out[k] = v
+	}
+	out["purpose"] = fmt.Sprintf("autoGate added it for %s %s: %s", typ, name, reason)
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func argsFrom(in []autogate.ArgFrom) []AutoGatePlanArgFrom {
+	out := []AutoGatePlanArgFrom{}
+	for _, a := range in {
+		out = append(out, AutoGatePlanArgFrom{Arg: a.Arg, Installer: a.Installer, Output: a.Output})
+	}
+	return out
+}
+
 var (
 	sessionsMu sync.Mutex
 	sessions   = map[string]*planner.Session{}
@@ -215,9 +278,8 @@ func (f *AutoGateDecide) Invoke(ctx context.Context, req infer.FunctionRequest[A
 		return autogate.Decide(in, cluster, webhookMayIntercept)
 	}
 	answer := s.Register(reg, decide)
-	res := AutoGatePlanResource{Type: r.Type, Name: r.Name}
 	for _, g := range answer.Gates {
-		out.Gates = append(out.Gates, AutoGatePlanGate{Key: g.Key, Name: g.Name, Type: g.Type, Args: withPurpose(g.Args, res, g.Reason),
+		out.Gates = append(out.Gates, AutoGatePlanGate{Key: g.Key, Name: g.Name, Type: g.Type, Args: withPurpose(g.Args, r.Type, r.Name, g.Reason),
 			After: nonNil(g.After), AfterGates: nonNil(g.AfterGates), Reason: g.Reason, ArgsFrom: argsFrom(g.ArgsFrom)})
 	}
 	out.Warnings = append(out.Warnings, answer.Warnings...)

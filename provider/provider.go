@@ -77,8 +77,6 @@ func New() (p.Provider, error) {
 			infer.Resource(&ChartReady{}),
 		).
 		WithFunctions(
-			infer.Function(&AutoGatePlan{}),
-			infer.Function(&AutoGatePlanBatch{}),
 			infer.Function(&AutoGateDecide{}),
 		).
 		WithComponents(

@@ -16,16 +16,6 @@ export const autoGateDecide: typeof import("./autoGateDecide").autoGateDecide = 
 export const autoGateDecideOutput: typeof import("./autoGateDecide").autoGateDecideOutput = null as any;
 utilities.lazyLoad(exports, ["autoGateDecide","autoGateDecideOutput"], () => require("./autoGateDecide"));
 
-export { AutoGatePlanArgs, AutoGatePlanResult, AutoGatePlanOutputArgs } from "./autoGatePlan";
-export const autoGatePlan: typeof import("./autoGatePlan").autoGatePlan = null as any;
-export const autoGatePlanOutput: typeof import("./autoGatePlan").autoGatePlanOutput = null as any;
-utilities.lazyLoad(exports, ["autoGatePlan","autoGatePlanOutput"], () => require("./autoGatePlan"));
-
-export { AutoGatePlanBatchArgs, AutoGatePlanBatchResult, AutoGatePlanBatchOutputArgs } from "./autoGatePlanBatch";
-export const autoGatePlanBatch: typeof import("./autoGatePlanBatch").autoGatePlanBatch = null as any;
-export const autoGatePlanBatchOutput: typeof import("./autoGatePlanBatch").autoGatePlanBatchOutput = null as any;
-utilities.lazyLoad(exports, ["autoGatePlanBatch","autoGatePlanBatchOutput"], () => require("./autoGatePlanBatch"));
-
 export { CertManagerReadyArgs } from "./certManagerReady";
 export type CertManagerReady = import("./certManagerReady").CertManagerReady;
 export const CertManagerReady: typeof import("./certManagerReady").CertManagerReady = null as any;

@@ -3,7 +3,7 @@
 // webhook configurations, Certificates, ExternalSecrets, Helm v3 Releases). It is pure: what
 // needs the cluster (discovery, webhook matching) comes in through Cluster and Intercepts, so
 // every rule is table-tested without one. The SDKs' autoGate transforms call it through the
-// provider function readiness:index:autoGatePlan and keep none of these rules themselves.
+// provider function readiness:index:autoGateDecide (through pkg/planner) and keep none of these rules themselves.
 package autogate
 
 import (

@@ -6,28 +6,6 @@ import * as inputs from "../types/input";
 import * as outputs from "../types/output";
 
 /**
- * `autoGatePlan`'s answer for one plan of a batch.
- */
-export interface AutoGatePlanAnswer {
-    /**
-     * The plan's gates, in order, as indexes into the batch's `gates`.
-     */
-    gates: number[];
-    /**
-     * As `autoGatePlan`'s `installer`.
-     */
-    installer?: {[key: string]: any};
-    /**
-     * As `autoGatePlan`'s `remember`.
-     */
-    remember: boolean;
-    /**
-     * As `autoGatePlan`'s `warnings`.
-     */
-    warnings: string[];
-}
-
-/**
  * A gate input taken from an installer's outputs once the engine created it: an autonamed installer's name is known only there (pulumi-kubernetes names it at create).
  */
 export interface AutoGatePlanArgFrom {

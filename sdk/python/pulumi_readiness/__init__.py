@@ -9,8 +9,6 @@ import typing
 from .admission_ready import *
 from .auto_gate import *
 from .auto_gate_decide import *
-from .auto_gate_plan import *
-from .auto_gate_plan_batch import *
 from .cert_manager_ready import *
 from .certificate_ready import *
 from .chart_ready import *

@@ -16,7 +16,6 @@ from . import _utilities
 from . import outputs
 
 __all__ = [
-    'AutoGatePlanAnswer',
     'AutoGatePlanArgFrom',
     'AutoGatePlanGate',
     'Condition',
@@ -25,63 +24,6 @@ __all__ = [
     'IssuerRef',
     'ServiceRef',
 ]
-
-@pulumi.output_type
-class AutoGatePlanAnswer(dict):
-    """
-    `autoGatePlan`'s answer for one plan of a batch.
-    """
-    def __init__(__self__, *,
-                 gates: Sequence[_builtins.int],
-                 remember: _builtins.bool,
-                 warnings: Sequence[_builtins.str],
-                 installer: Optional[Mapping[str, Any]] = None):
-        """
-        `autoGatePlan`'s answer for one plan of a batch.
-
-        :param Sequence[_builtins.int] gates: The plan's gates, in order, as indexes into the batch's `gates`.
-        :param _builtins.bool remember: As `autoGatePlan`'s `remember`.
-        :param Sequence[_builtins.str] warnings: As `autoGatePlan`'s `warnings`.
-        :param Mapping[str, Any] installer: As `autoGatePlan`'s `installer`.
-        """
-        pulumi.set(__self__, "gates", gates)
-        pulumi.set(__self__, "remember", remember)
-        pulumi.set(__self__, "warnings", warnings)
-        if installer is not None:
-            pulumi.set(__self__, "installer", installer)
-
-    @_builtins.property
-    @pulumi.getter
-    def gates(self) -> Sequence[_builtins.int]:
-        """
-        The plan's gates, in order, as indexes into the batch's `gates`.
-        """
-        return pulumi.get(self, "gates")
-
-    @_builtins.property
-    @pulumi.getter
-    def remember(self) -> _builtins.bool:
-        """
-        As `autoGatePlan`'s `remember`.
-        """
-        return pulumi.get(self, "remember")
-
-    @_builtins.property
-    @pulumi.getter
-    def warnings(self) -> Sequence[_builtins.str]:
-        """
-        As `autoGatePlan`'s `warnings`.
-        """
-        return pulumi.get(self, "warnings")
-
-    @_builtins.property
-    @pulumi.getter
-    def installer(self) -> Optional[Mapping[str, Any]]:
-        """
-        As `autoGatePlan`'s `installer`.
-        """
-        return pulumi.get(self, "installer")
-
 
 @pulumi.output_type
 class AutoGatePlanArgFrom(dict):
