@@ -322,6 +322,7 @@ func TestWaitsOnlyForWhatMayGateIt(t *testing.T) {
 	if got := gateTypes(<-dep); !slices.Equal(got, []string{autogate.TypeExternalSecretReady}) {
 		t.Fatalf("gates %v", got)
 	}
+}
 
 // Rules the Python SDK's unit tests covered while it kept them itself (test_autogate_unit.py,
 // before the one brain): an awaited child that never registers holds no longer than the timeout;
