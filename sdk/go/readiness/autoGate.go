@@ -77,7 +77,7 @@ type autoGate struct {
 	mu sync.Mutex
 	// Program order, as the program makes its resources (recordOrder): places not sent yet are
 	// sent with the next call.
-	order         []autoGatePlace
+	order         []*autoGatePlace
 	orderOf       map[string]int // by registrationKey
 	sentUpTo      int
 	componentDeps map[string][]pulumi.Resource // in-process components a registration depends on, by registrationKey
@@ -94,10 +94,14 @@ type autoGateEntry struct {
 	err error
 }
 
-// autoGatePlace is a place in program order, with the registration's explicit kubernetes provider.
+// autoGatePlace is a place in program order, with the registration's explicit kubernetes provider
+// and, once known, its cluster.
 type autoGatePlace struct {
-	place AutoGateEntry
-	prov  pulumi.ProviderResource
+	place     AutoGateEntry
+	prov      pulumi.ProviderResource
+	resolved  chan struct{} // closed once the cluster is known (place.Cluster set before)
+	resolving bool          // g.mu
+	sent      bool          // g.mu
 }
 
 type autoGateProvider struct {
@@ -152,9 +156,11 @@ func (g *autoGate) recordOrder(args *pulumi.ResourceTransformationArgs) *pulumi.
 		g.mu.Lock()
 		if _, dup := g.orderOf[key]; !dup && !strings.HasPrefix(parentType, "kubernetes:") { // a component's child settles instead
 			g.orderOf[key] = len(g.order)
-			p := autoGatePlace{place: AutoGateEntry{Order: len(g.order), Type: args.Type, Name: args.Name}}
+			p := &autoGatePlace{place: AutoGateEntry{Order: len(g.order), Type: args.Type, Name: args.Name}, resolved: make(chan struct{})}
 			if ro.Provider != nil && !isNil(ro.Provider) {
 				p.prov = ro.Provider
+			} else {
+				close(p.resolved)
 			}
 			g.order = append(g.order, p)
 		}
@@ -235,7 +241,7 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 		excluded := true
 		reg.Excluded = &excluded
 	}
-	call := &AutoGateDecideArgs{Session: g.session, Options: g.options(), Registration: reg, Entries: g.unsentPlaces(c)}
+	call := &AutoGateDecideArgs{Session: g.session, Options: g.options(), Registration: reg, Entries: g.unsentPlaces(c, reg.Order)}
 	facts, err := g.clusterFactsOnce(cluster)
 	if err != nil {
 		return nil, err
@@ -284,32 +290,67 @@ func (g *autoGate) options() *AutoGateSessionOptions {
 	return o
 }
 
-// unsentPlaces are the program-order places no call has carried yet, each with its cluster (an
-// explicit provider not registered within a second is another cluster than any registered one).
-func (g *autoGate) unsentPlaces(c context.Context) []AutoGateEntry {
+// unsentPlaces are the program-order places no call has carried yet whose cluster is known (an
+// explicit provider not registered within a second is another cluster, "?"). A call waits only for
+// those written above its registration: the provider needs no other, and a component's child is
+// not held while a provider's URN resolves.
+func (g *autoGate) unsentPlaces(c context.Context, order *int) []AutoGateEntry {
 	g.mu.Lock()
-	places := slices.Clone(g.order[g.sentUpTo:])
-	g.sentUpTo = len(g.order)
-	g.mu.Unlock()
-	out := make([]AutoGateEntry, 0, len(places))
-	for _, p := range places {
-		e := p.place
-		if p.prov != nil {
-			u := "?"
-			done := make(chan string, 1)
-			go func() { v, _ := g.urnOf(c, p.prov); done <- v }()
-			select {
-			case v := <-done:
-				u = clusterID(v)
-			case <-time.After(time.Second):
-			}
-			if u != "" {
-				e.Cluster = &u
-			}
+	var open []*autoGatePlace
+	for _, p := range g.order[g.sentUpTo:] {
+		if !p.sent {
+			open = append(open, p)
 		}
-		out = append(out, e)
+	}
+	g.mu.Unlock()
+	for _, p := range open {
+		g.resolveOnce(c, p)
+		if order != nil && p.place.Order < *order {
+			<-p.resolved
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []AutoGateEntry
+	for _, p := range open {
+		select {
+		case <-p.resolved:
+			if !p.sent {
+				p.sent = true
+				out = append(out, p.place)
+			}
+		default:
+		}
+	}
+	for g.sentUpTo < len(g.order) && g.order[g.sentUpTo].sent {
+		g.sentUpTo++
 	}
 	return out
+}
+
+// resolveOnce starts resolving p's cluster, once.
+func (g *autoGate) resolveOnce(c context.Context, p *autoGatePlace) {
+	g.mu.Lock()
+	start := p.prov != nil && !p.resolving
+	p.resolving = true
+	g.mu.Unlock()
+	if !start {
+		return
+	}
+	go func() {
+		u := "?"
+		done := make(chan string, 1)
+		go func() { v, _ := g.urnOf(c, p.prov); done <- v }()
+		select {
+		case v := <-done:
+			u = clusterID(v)
+		case <-time.After(time.Second):
+		}
+		if u != "" {
+			p.place.Cluster = &u
+		}
+		close(p.resolved)
+	}()
 }
 
 // clusterID is a kubernetes provider's URN as the plan names its cluster: "" for the engine's
