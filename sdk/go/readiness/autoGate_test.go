@@ -270,3 +270,45 @@ func arrayOf(v resource.PropertyValue) []resource.PropertyValue {
 	}
 	return v.ArrayValue()
 }
+
+// failOnceMocks fails the first plan call and records the others.
+type failOnceMocks struct {
+	recordingMocks
+	failed bool
+}
+
+func (m *failOnceMocks) Call(a pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	m.mu.Lock()
+	if !m.failed {
+		m.failed = true
+		m.mu.Unlock()
+		return nil, errors.New("provider restarting")
+	}
+	m.mu.Unlock()
+	return m.recordingMocks.Call(a)
+}
+
+// The places and cluster facts a failed call carried go again with the next call: the provider
+// never heard of them.
+func TestAFailedCallsFactsAreSentAgain(t *testing.T) {
+	m := &failOnceMocks{}
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		g := newAutoGate(ctx, AutoGateOptions{})
+		const typ = "kubernetes:core/v1:ConfigMap"
+		props := pulumi.Map{"kind": pulumi.String("ConfigMap")}
+		for _, name := range []string{"a", "b"} {
+			g.recordOrder(&pulumi.ResourceTransformationArgs{Resource: &pulumi.CustomResourceState{}, Type: typ, Name: name, Props: props})
+		}
+		if res := g.transform(ctx.Context(), &pulumi.ResourceTransformArgs{Custom: true, Type: typ, Name: "a", Props: props}); res == nil {
+			t.Error("the failed call let the registration through")
+		}
+		g.transform(ctx.Context(), &pulumi.ResourceTransformArgs{Custom: true, Type: typ, Name: "b", Props: props})
+		return nil
+	}, pulumi.WithMocks("proj", "dev", m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.calls) != 1 || len(arrayOf(m.calls[0]["entries"])) != 2 || len(arrayOf(m.calls[0]["clusters"])) != 1 {
+		t.Fatalf("the call after the failed one: %v", m.calls)
+	}
+}

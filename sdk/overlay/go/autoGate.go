@@ -244,11 +244,13 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 	call := &AutoGateDecideArgs{Session: g.session, Options: g.options(), Registration: reg, Entries: g.unsentPlaces(c, reg.Order)}
 	facts, err := g.clusterFactsOnce(cluster)
 	if err != nil {
+		g.unsend(call)
 		return nil, err
 	}
 	call.Clusters = facts
 	answer, err := g.ask(call)
 	if err != nil {
+		g.unsend(call)
 		return nil, err
 	}
 	for _, w := range answer.Warnings {
@@ -326,6 +328,20 @@ func (g *autoGate) unsentPlaces(c context.Context, order *int) []AutoGateEntry {
 		g.sentUpTo++
 	}
 	return out
+}
+
+// unsend puts back the places and cluster facts a failed call carried: the next call carries
+// them (the provider never heard of them, and registrations below would wait for them in vain).
+func (g *autoGate) unsend(call *AutoGateDecideArgs) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, e := range call.Entries {
+		g.order[e.Order].sent = false
+		g.sentUpTo = min(g.sentUpTo, e.Order)
+	}
+	for _, c := range call.Clusters {
+		delete(g.clusterSent, c.Id)
+	}
 }
 
 // resolveOnce starts resolving p's cluster, once.
