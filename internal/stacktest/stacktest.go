@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -58,6 +59,37 @@ func Up(t *testing.T, s auto.Stack) (auto.UpResult, string) {
 		t.Fatalf("up: %v\n%s", err, out.String())
 	}
 	return res, out.String()
+}
+
+// UpOnceGated runs `pulumi up` as Up does, and calls then the moment the engine begins the step of
+// the first resource of type gateType (a gate autoGate decided to add), aligned to the next whole
+// second (SleepToSecond); it returns when then was called (zero if never). A test that makes a
+// condition true only once the gate exists is deterministic: the decision cannot see the
+// condition already true, however slowly the machine starts the program.
+func UpOnceGated(t *testing.T, s auto.Stack, gateType string, then func()) (auto.UpResult, string, time.Time) {
+	t.Helper()
+	var out strings.Builder
+	ch := make(chan events.EngineEvent)
+	startedAt := make(chan time.Time, 1)
+	go func() {
+		fired := false
+		for e := range ch {
+			if !fired && e.ResourcePreEvent != nil && e.ResourcePreEvent.Metadata.Type == gateType {
+				fired = true
+				SleepToSecond(0)
+				startedAt <- time.Now()
+				then()
+			}
+		}
+		if !fired {
+			startedAt <- time.Time{}
+		}
+	}()
+	res, err := s.Up(context.Background(), optup.ProgressStreams(&out), optup.EventStreams(ch))
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, out.String())
+	}
+	return res, out.String(), <-startedAt
 }
 
 // UpErr runs `pulumi up` and returns its error with the engine's output.

@@ -6,7 +6,7 @@ webhook's server is down. The Widget waits for the webhook, in the namespace pul
 really uses, through a readiness provider configured as the stack's kubernetes configuration.
 Near miss: a ConfigMap nothing intercepts is not gated."""
 
-import threading
+import re
 import time
 
 import pulumi_kubernetes as k8s
@@ -41,17 +41,20 @@ def test_webhook_outside_the_stack_in_the_configured_namespace(cluster, env):
 
         s = harness.stack(env, cluster, "autogate-outside-py", "dev", program)
         s.set_config("kubernetes:namespace", auto.ConfigValue(value=apps))
+        # The webhook's server starts once the gate's step begins (the plan-time dry run was
+        # refused), at the next whole second: the Widget's creationTimestamp is then comparable.
         started: list[float] = []
-
-        def serve_late():
-            time.sleep(3)
-            started.append(time.time())
-            hook.set_serving(True)
-
-        threading.Thread(target=serve_late, daemon=True).start()
         lines: list[str] = []
-        s.up(on_output=lines.append)
-        assert started, "up returned before the webhook's server started"
+
+        def on_output(line: str) -> None:
+            lines.append(line)
+            if not started and re.search(r"readiness:index:AdmissionReady\s+\S+\s+creating", line):
+                time.sleep(1 - time.time() % 1)
+                started.append(time.time())
+                hook.set_serving(True)
+
+        s.up(on_output=on_output)
+        assert started, "no AdmissionReady began: the Widget was not gated while the webhook's server was down"
         widgets = cluster.get(f"/apis/{group}/v1/namespaces/{apps}/widgets")["items"]
         assert len(widgets) == 1, "the autonamed Widget, in the namespace kubernetes:namespace names"
         created = cluster.created_at(f"/apis/{group}/v1/namespaces/{apps}/widgets/{widgets[0]['metadata']['name']}")

@@ -153,7 +153,10 @@ export class AutoGater {
         };
         const clusters = await this.clusterFactsOnce(cluster);
         const entries = await this.unsentPlaces(registration.order);
-        const answer = await this.ask({ session: this.session, options: this.options(), entries, clusters, registration });
+        const answer = await this.ask({ session: this.session, options: this.options(), entries, clusters, registration }).catch((e) => {
+            this.unsend(entries, clusters);
+            throw e;
+        });
         for (const w of answer.warnings ?? []) this.deps.warn(`autoGate: ${w}`);
         if (!answer.gates?.length) return [];
         const provider = await this.gateProvider(answer.provider ?? "", cluster);
@@ -181,6 +184,16 @@ export class AutoGater {
         for (const p of ready) p.sent = true;
         while (this.places[this.sentUpTo]?.sent) this.sentUpTo++;
         return ready.map((p) => (p.cluster ? { ...p.entry, cluster: p.cluster } : p.entry));
+    }
+
+    // unsend puts back the places and cluster facts a failed call carried: the next call carries
+    // them (the provider never heard of them, and registrations below would wait for them in vain).
+    private unsend(entries: inputs.AutoGateEntry[], clusters: inputs.AutoGateCluster[]): void {
+        for (const e of entries) {
+            this.places[e.order].sent = false;
+            this.sentUpTo = Math.min(this.sentUpTo, e.order);
+        }
+        for (const c of clusters) this.facts.delete(c.id);
     }
 
     // clusterFactsOnce is the cluster's facts the first time a call names it (later calls: none;

@@ -70,15 +70,10 @@ func TestAutoGateWebhookOutsideTheStackInTheConfiguredNamespace(t *testing.T) {
 	stacktest.Destroy(t, bare)
 
 	s := withNamespace(stacktest.NewStack(t, env, "outside", program(true)))
-	var started time.Time
-	go func() {
-		stacktest.SleepToSecond(3 * time.Second)
-		started = time.Now()
-		hook.Start(t)
-	}()
-	res, out := stacktest.Up(t, s)
+	// The webhook's server starts once the gate's step begins: the plan-time dry run was refused.
+	res, out, started := stacktest.UpOnceGated(t, s, "readiness:index:AdmissionReady", func() { hook.Start(t) })
 	if started.IsZero() {
-		t.Fatal("up returned before the webhook's server started")
+		t.Fatal("no AdmissionReady began: the Widget was not gated while the webhook's server was down")
 	}
 	if created := stacktest.OutputTime(t, res, "widgetCreated"); stacktest.CreatedBefore(created, started) {
 		t.Errorf("the Widget was created at %s, before the webhook served (%s)", created, started)

@@ -42,10 +42,17 @@ test("autoGate: a webhook outside the stack, in the namespace kubernetes:namespa
     };
     const s = await stack(env, cluster, { stackName: "dev", projectName: "autogate-outside-ts", program });
     await s.setConfig("kubernetes:namespace", { value: apps });
-    const started = new Promise<number>((resolve) => setTimeout(async () => { const t = Date.now(); await webhook.setServing(true); resolve(t); }, 3000));
+    // The webhook's server starts once the gate's step begins (the plan-time dry run was refused),
+    // at the next whole second: the Widget's whole-second creationTimestamp is then comparable.
+    let started: Promise<number> | undefined;
+    const serve = async () => { await sleep(1000 - (Date.now() % 1000)); const t = Date.now(); await webhook.setServing(true); return t; };
     let out = "";
-    const up = await s.up({ onOutput: (l) => { out += l; } });
-    const at = await started;
+    const up = await s.up({ onOutput: (l) => {
+        out += l;
+        if (!started && /readiness:index:AdmissionReady\s+\S+\s+creating/.test(out)) started = serve();
+    } });
+    assert.ok(started, "no AdmissionReady began: the Widget was not gated while the webhook's server was down");
+    const at = await started!;
     const widgets = (await request(cluster, "GET", `/apis/${group}/v1/namespaces/${apps}/widgets`)).body.items;
     assert.equal(widgets.length, 1, "the autonamed Widget, in the namespace kubernetes:namespace names");
     const widgetAt = await createdAt(cluster, `/apis/${group}/v1/namespaces/${apps}/widgets/${widgets[0].metadata.name}`);
