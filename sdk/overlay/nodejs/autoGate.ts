@@ -320,9 +320,11 @@ class Gate extends pulumi.CustomResource {
 // ---------------------------------------------------------------------------------------------
 // Helpers.
 
-// isInProcess: a component the SDK renders in the program's process (Chart v3, ConfigFile/ConfigGroup v1).
+// isInProcess: a component the SDK renders in the program's process (Chart v3, ConfigFile/ConfigGroup
+// v1). A remote one (Chart v4, ConfigGroup v2) has `resources` too, but its children registered
+// before it returned: a dependent registers after them, and has no URNs of them to await.
 function isInProcess(d: any): d is pulumi.ComponentResource {
-    return d instanceof pulumi.ComponentResource && pulumi.Output.isInstance((d as any).resources);
+    return d instanceof pulumi.ComponentResource && !(d as any).__remote && pulumi.Output.isInstance((d as any).resources);
 }
 
 // childUrns are the URNs of the kubernetes objects in-process component d renders, recursively,

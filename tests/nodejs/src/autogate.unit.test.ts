@@ -157,6 +157,16 @@ test("a registration's facts: its dependsOn, its explicit provider's cluster (fa
     assert.deepEqual(f.calls[1].clusters, []);
 });
 
+test("near miss: a remote component (Chart v4) has resources too, but its children registered before it returned: nothing to await", async () => {
+    const f = fake();
+    const g = gater(f);
+    const chart: any = component("kubernetes:helm.sh/v4:Chart", "cm", { "cert-manager:crd": "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition" });
+    chart.__remote = true;
+    construct(g, "kubernetes:cert-manager.io/v1:Certificate", "cert", { dependsOn: [chart] });
+    await g.transform(reg("kubernetes:cert-manager.io/v1:Certificate", "cert", {}, { dependsOn: [`${prefix}kubernetes:helm.sh/v4:Chart::cm`] }));
+    assert.deepEqual(f.calls[0].registration.awaits, [], "a child URN of a remote component would never register: a 2-minute wait");
+});
+
 test("autoGate given a readiness provider: the default cluster is the one it is configured for", async () => {
     const f = fake();
     const g = gater(f, { provider: new pulumi.DependencyProviderResource(`${prefix}pulumi:providers:readiness::mine::id`) });
