@@ -271,12 +271,8 @@ func (f *AutoGateDecide) Invoke(ctx context.Context, req infer.FunctionRequest[A
 		return infer.FunctionResponse[AutoGateDecideResult]{Output: out}, nil
 	}
 	cluster := newMemoCluster(target.cluster(ctx))
-	var mu sync.Mutex // the memo is not safe for concurrent use; the session may ask from one goroutine only, but be safe
-	decide := func(in autogate.Input) autogate.Plan {
-		mu.Lock()
-		defer mu.Unlock()
-		return autogate.Decide(in, cluster, webhookMayIntercept)
-	}
+	// Register asks decide from this goroutine only: the memo needs no lock.
+	decide := func(in autogate.Input) autogate.Plan { return autogate.Decide(in, cluster, webhookMayIntercept) }
 	answer := s.Register(reg, decide)
 	for _, g := range answer.Gates {
 		out.Gates = append(out.Gates, AutoGatePlanGate{Key: g.Key, Name: g.Name, Type: g.Type, Args: withPurpose(g.Args, r.Type, r.Name, g.Reason),

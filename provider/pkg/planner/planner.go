@@ -218,19 +218,15 @@ func (s *Session) arrive(r Registration) *reg {
 
 // missedWarnings warns that f was not held by the webhook configuration h, if h intercepts it.
 func missedWarnings(decide Decide, f, h *reg) []string {
-	var out []string
-	{
-		plan := decide(autogate.Input{Resource: resourceOf(f.Registration), Installers: []autogate.Installer{installerOf(h)}})
-		for _, g := range plan.Gates {
-			if g.Type == autogate.TypeAdmissionReady && slices.Contains(g.After, h.ID) {
-				out = append(out, fmt.Sprintf("%s %s was registered before %s %s, which intercepts it: it was not held for that webhook. "+
-					"Register the webhook configuration (or what installs it) first, or give it a dependsOn on a readiness.AdmissionReady of it by hand",
-					f.Type, f.Name, h.Type, h.Name))
-				break
-			}
+	plan := decide(autogate.Input{Resource: resourceOf(f.Registration), Installers: []autogate.Installer{installerOf(h)}})
+	for _, g := range plan.Gates {
+		if g.Type == autogate.TypeAdmissionReady && slices.Contains(g.After, h.ID) {
+			return []string{fmt.Sprintf("%s %s was registered before %s %s, which intercepts it: it was not held for that webhook. "+
+				"Register the webhook configuration (or what installs it) first, or give it a dependsOn on a readiness.AdmissionReady of it by hand",
+				f.Type, f.Name, h.Type, h.Name)}
 		}
 	}
-	return out
+	return nil
 }
 
 func (r *reg) child() bool { return strings.HasPrefix(r.ParentType, "kubernetes:") }

@@ -64,7 +64,7 @@ func newAutoGate(ctx *pulumi.Context, opts AutoGateOptions) *autoGate {
 	id := make([]byte, 8)
 	_, _ = rand.Read(id)
 	return &autoGate{ctx: ctx, opts: opts, session: ctx.Stack() + "-" + hex.EncodeToString(id),
-		orderOf: map[string]int{}, componentDeps: map[string][]pulumi.Resource{}, clusterSent: map[string]bool{},
+		orderOf: map[string]int{}, componentDeps: map[string][]pulumi.Resource{}, clusterSent: map[string]bool{}, clusterFacts: map[string]AutoGateCluster{},
 		gates: map[string]*autoGateEntry{}, providers: map[string]*autoGateProvider{}, known: map[string]pulumi.Resource{}}
 }
 
@@ -423,9 +423,6 @@ func (g *autoGate) clusterFactsOnce(id string) ([]AutoGateCluster, error) {
 		}
 	}
 	g.mu.Lock()
-	if g.clusterFacts == nil {
-		g.clusterFacts = map[string]AutoGateCluster{}
-	}
 	g.clusterFacts[id] = f
 	g.mu.Unlock()
 	return []AutoGateCluster{f}, nil
