@@ -165,7 +165,6 @@ def test_field_reports_as_one_gate_free_program_rebuilt(cluster, env):
                 "auto-admission-externalsecrets.external-secrets.io-team-a-external-secrets",
                 "auto-certificate-default-ai-ops-agent",
                 "auto-exists-cert-manager-cert-manager-webhook",
-                "auto-helmrelease-external-secrets-external-secrets",
             ], at
 
         s = harness.stack(env, cluster, "autogate-py", "auto", program(True))

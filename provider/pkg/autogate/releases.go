@@ -1,53 +1,134 @@
 package autogate
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
-// afterReleases applies rule 4: a resource that depends on a Helm v3 Release waits for the
-// release (HelmReleaseReady: its resources ready, its webhooks serving) and, for a custom
-// resource, for an admitted dry-run of itself (its kind and webhook come from the release).
-// What the release's own workloads may consume is never held for it (consumedByReleases).
+// afterReleases applies rule 4, to what depends on a Helm v3 Release (whose objects a transform
+// cannot see). Each dependent waits for what it needs of the release, no more (releaseNeed):
+//   - what runs the release's workloads' callers or routes the API server's calls to them
+//     waits for the release (HelmReleaseReady: its resources ready, its webhooks serving);
+//   - anything else waits only for an admitted dry-run of itself after the release installed:
+//     its kind served and every webhook that intercepts it answering (AdmissionReady);
+//   - what the release's own workloads may consume is not held at all (consumedByReleases).
 func (d *decider) afterReleases() {
 	for _, id := range d.in.DependsOn {
 		inst := d.installer(id)
 		if inst == nil || kindOf(inst.Type, inst.Object) != releaseInstaller {
 			continue
 		}
-		if d.gvk.Group == "" && consumedByReleases[d.gvk.Kind] {
+		need, why := releaseNeed(d.in.Resource.Type, d.gvk.Group, d.gvk.Kind, d.in.Resource.Object)
+		switch need {
+		case needNothing:
 			d.warnings = append(d.warnings, fmt.Sprintf(
 				"%s %s depends on Release %s but is not held for it: the release's own pods may need a %s before they are ready, so waiting for them would wait for itself",
 				d.gvk.Kind, d.in.Resource.Name, inst.Name, d.gvk.Kind))
-			continue
+		case needWorkloads:
+			d.add(d.releaseGate(inst, why))
+		case needAdmission:
+			key := fmt.Sprintf("auto-admission-%s-%s-%s", slug(d.groupResource()), slugOr(d.namespace, "cluster"), slug(inst.Name))
+			d.selfAdmitted = true
+			d.add(Gate{
+				Key: key, Name: key, Type: TypeAdmissionReady,
+				Args:   map[string]any{"objects": []any{d.dryRunObject()}},
+				After:  []string{inst.ID},
+				Reason: fmt.Sprintf("%s waits to be admitted after Helm release %s installed (its kind served, its webhooks answering)", d.what(), inst.Name),
+			})
 		}
-		ns := str(inst.Object, "namespace")
-		if ns == "" {
-			ns = d.cluster.DefaultNamespace()
-		}
-		name, _ := installerName(inst)
-		if name == "" {
-			name = inst.Name // the key only: the gate's name input comes from the release's outputs
-		}
-		releaseKey := fmt.Sprintf("auto-helmrelease-%s-%s", slug(ns), slug(name))
-		rg := Gate{
-			Key: releaseKey, Name: releaseKey, Type: TypeHelmReleaseReady,
-			After:  []string{inst.ID},
-			Reason: fmt.Sprintf("%s depends on Helm release %s (%s), which must be ready and its webhooks serving", d.in.Resource.Name, inst.Name, ns),
-		}
-		rg.Args = map[string]any{"namespace": ns}
-		nameArg(&rg, rg.Args, "name", inst)
-		d.add(rg)
-		if d.gvk.Kind == "" || IsBuiltin(d.gvk.Group) {
-			continue
-		}
-		key := fmt.Sprintf("auto-admission-%s-%s-%s", slug(d.groupResource()), slugOr(d.namespace, "cluster"), slug(inst.Name))
-		d.selfAdmitted = true
-		d.add(Gate{
-			Key: key, Name: key, Type: TypeAdmissionReady,
-			Args:       map[string]any{"objects": []any{d.dryRunObject()}},
-			After:      []string{inst.ID},
-			AfterGates: []string{releaseKey},
-			Reason:     fmt.Sprintf("%s waits to be admitted after Helm release %s (its kind and webhooks come from it)", d.what(), inst.Name),
-		})
 	}
+}
+
+// releaseGate is the HelmReleaseReady of one Release installer.
+func (d *decider) releaseGate(inst *Installer, why string) Gate {
+	ns := str(inst.Object, "namespace")
+	if ns == "" {
+		ns = d.cluster.DefaultNamespace()
+	}
+	name, _ := installerName(inst)
+	if name == "" {
+		name = inst.Name // the key only: the gate's name input comes from the release's outputs
+	}
+	key := fmt.Sprintf("auto-helmrelease-%s-%s", slug(ns), slug(name))
+	g := Gate{
+		Key: key, Name: key, Type: TypeHelmReleaseReady,
+		After:  []string{inst.ID},
+		Args:   map[string]any{"namespace": ns},
+		Reason: fmt.Sprintf("%s depends on Helm release %s (%s) and %s: the release must be ready and its webhooks serving", d.in.Resource.Name, inst.Name, ns, why),
+	}
+	nameArg(&g, g.Args, "name", inst)
+	return g
+}
+
+// What a dependent of a Release needs of it.
+type releaseNeedKind int
+
+const (
+	needAdmission releaseNeedKind = iota // its kind served and its admission answered
+	needWorkloads                        // the release's workloads ready (HelmReleaseReady)
+	needNothing                          // nothing: the release may need it
+)
+
+// releaseNeed decides what a dependent of a Release (typ, its group and kind, its props) needs
+// of it, and why, for the gate's reason. Pure: table-tested in releases_test.go.
+func releaseNeed(typ, group, kind string, obj map[string]any) (releaseNeedKind, string) {
+	conversion, _ := mapAt(obj, "spec", "conversion")
+	switch {
+	case typ == releaseType:
+		return needWorkloads, "what a Release installs is opaque (its workloads may call this one's services)"
+	case kind == "":
+		return needWorkloads, "its kind is not known while the program runs"
+	case group == "" && consumedByReleases[kind]:
+		return needNothing, ""
+	case runsContainers(obj):
+		return needWorkloads, "its pods may call the release's services"
+	case group == "admissionregistration.k8s.io" && strings.HasSuffix(kind, "WebhookConfiguration"):
+		return needWorkloads, "the API server calls its webhooks, which may be the release's services"
+	case group == "apiregistration.k8s.io" && kind == "APIService":
+		return needWorkloads, "the API server serves its API through a service, which may be the release's"
+	case group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition" && str(conversion, "strategy") == "Webhook":
+		return needWorkloads, "the API server converts its objects through a webhook, which may be the release's service"
+	}
+	return needAdmission, ""
+}
+
+// runsContainers says whether an object runs containers: a pod spec anywhere in its spec (the
+// built-in workloads, and custom ones such as a Rollout, a Knative Service or a KEDA ScaledJob):
+// a list "containers" of objects with an image.
+func runsContainers(obj map[string]any) bool {
+	if str(obj, "kind") == "Pod" {
+		return true
+	}
+	spec, _ := mapAt(obj, "spec")
+	return hasContainers(spec, 0)
+}
+
+func hasContainers(v any, depth int) bool {
+	if depth > 8 {
+		return false
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		if cs, ok := t["containers"].([]any); ok {
+			for _, c := range cs {
+				if m, ok := c.(map[string]any); ok && m["image"] != nil {
+					return true
+				}
+			}
+		}
+		for _, e := range t {
+			if hasContainers(e, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if hasContainers(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // dependsOnRelease says whether the resource depends on a Helm v3 Release installer.

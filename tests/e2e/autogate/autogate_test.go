@@ -254,7 +254,7 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 	if _, err := gated.Preview(context.Background(), optpreview.ProgressStreams(&prev)); err != nil {
 		t.Fatalf("preview: %v\n%s", err, prev.String())
 	}
-	for _, name := range []string{"auto-helmrelease-external-secrets-external-secrets", "auto-admission-externalsecrets.external-secrets.io-hello-world-external-secrets",
+	for _, name := range []string{"auto-admission-externalsecrets.external-secrets.io-hello-world-external-secrets",
 		"auto-exists-ingress-nginx-ingress-nginx-admission", "auto-admission-ingresses.networking.k8s.io-default-ingress-nginx-ingress-nginx-admission"} {
 		if !strings.Contains(prev.String(), name) {
 			t.Errorf("preview does not show gate %s:\n%s", name, prev.String())
@@ -298,8 +298,6 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 			"AdmissionReady auto-admission-externalsecrets.external-secrets.io-nodejs-demo-external-secrets",
 			"AdmissionReady auto-admission-ingresses.networking.k8s.io-default-ingress-nginx-ingress-nginx-admission",
 			"CertificateReady auto-certificate-" + aiOps + "-ai-ops-agent",
-			"HelmReleaseReady auto-helmrelease-cert-manager-cert-manager",
-			"HelmReleaseReady auto-helmrelease-external-secrets-external-secrets",
 			"HelmReleaseReady external-secrets-ready",
 			"ResourceReady auto-exists-ingress-nginx-ingress-nginx-admission",
 		}

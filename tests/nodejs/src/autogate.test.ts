@@ -169,7 +169,6 @@ test("autoGate: field reports 000, 001 and 002 as one gate-free program, rebuilt
                 "auto-admission-externalsecrets.external-secrets.io-team-a-external-secrets",
                 "auto-certificate-default-ai-ops-agent",
                 "auto-exists-cert-manager-cert-manager-webhook",
-                "auto-helmrelease-external-secrets-external-secrets",
             ], at);
         };
 
