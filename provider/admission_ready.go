@@ -15,12 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/readiness-io/pulumi-readiness/provider/internal/probe"
 	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
@@ -144,6 +146,12 @@ func admissionBuilder(a AdmissionReadyArgs) builder[AdmissionReadyState] {
 	}
 }
 
+// readyNotAnswering is how long, after a webhook's Service came to have ready endpoints, rounds
+// that are not admitted stay at probe.HotBackoff: a server whose pod is Ready answers within
+// seconds (ingress-nginx's 10 s after Ready, as field report 002 measured; External Secrets' 3 s),
+// with no event of its own when it does, and every 40 ms costs one dry run per object batch.
+const readyNotAnswering = 30 * time.Second
+
 // admissionEval runs the rounds. It has nothing to watch: it keeps its own schedule with
 // verdict.Result.RetryIn (a capped backoff while an object is not admitted, probe.ConfirmDelay between
 // good rounds).
@@ -161,6 +169,9 @@ type admissionEval struct {
 	// registered) retries soon and opens a hot window, as the prober does.
 	configs  string
 	hotUntil time.Time
+	// readySince is when a Service of a webhook that may intercept the objects last came to have
+	// ready endpoints (zero while none has): see readyNotAnswering.
+	readySince time.Time
 
 	good    int
 	backoff time.Duration
@@ -225,7 +236,7 @@ func (e *admissionEval) check(ctx context.Context) verdict.Result {
 				e.backoff = probe.MinBackoff / 2
 			}
 			e.backoff = min(e.backoff*2, e.roundCap())
-			if time.Now().Before(e.hotUntil) {
+			if now := time.Now(); now.Before(e.hotUntil) || (!e.readySince.IsZero() && now.Sub(e.readySince) < readyNotAnswering) {
 				e.backoff = min(e.backoff, probe.HotBackoff*time.Duration(max(1, len(e.objs)/4)))
 			}
 			delay = e.backoff
@@ -384,11 +395,32 @@ func (e *admissionEval) webhooks() *verdict.Result {
 			e.hooks = append(e.hooks, admission.WebhooksOf(gvk.Kind, cfg)...)
 		}
 	}
+	endpointsReady := false
 	for _, h := range e.hooks {
-		if h.URL != "" && e.mayIntercept(h) {
+		if !e.mayIntercept(h) {
+			continue
+		}
+		if h.URL != "" {
 			// No EndpointSlice tells when it starts serving: a connect does (see session.Run.Listening).
 			fmt.Fprintf(&fp, "reach %s=%t;", h.URL, e.r.Listening(h.URL))
+		} else if h.SvcName != "" && h.ExternalName == "" {
+			// Its Service's ready endpoints: the webhook's pod turning Ready is the moment it is
+			// about to answer, and wakes the gate (a hint: it schedules rounds, never passes one;
+			// without the RBAC to watch EndpointSlices the backoff alone notices).
+			sl, pending := e.r.Objects(session.Target{GVK: endpointSliceGVK, Namespace: h.SvcNamespace, Hint: true,
+				Selector: labels.SelectorFromSet(labels.Set{"kubernetes.io/service-name": h.SvcName})})
+			if pending == nil {
+				n, _ := status.ReadyEndpoints(sl, "")
+				fmt.Fprintf(&fp, "endpoints %s/%s=%d;", h.SvcNamespace, h.SvcName, n)
+				endpointsReady = endpointsReady || n > 0
+			}
 		}
+	}
+	switch {
+	case !endpointsReady:
+		e.readySince = time.Time{}
+	case e.readySince.IsZero():
+		e.readySince = time.Now()
 	}
 	if fp.String() != e.configs {
 		if e.configs != "" {

@@ -65,45 +65,26 @@ spec:
   dataFrom: [{extract: {key: ghcr}}]`
 }
 
-// Certificate000 is a CA issuer bootstrapped from a self-signed one (cert-manager's
-// documented pattern), after deps, and the report's Certificate in namespace ai-ops.
-func Certificate000(ctx *pulumi.Context, deps ...pulumi.Resource) (pulumi.Resource, error) {
-	selfSigned, err := stack.NewKube(ctx, "selfsigned", `apiVersion: cert-manager.io/v1
+// The report 000 objects' manifests, as Certificate000 and Deployment000 create them (an observer
+// outside the product dry-runs them to learn when each could have been created).
+const (
+	SelfSignedIssuer000 = `apiVersion: cert-manager.io/v1
 kind: ClusterIssuer
 metadata: {name: selfsigned}
-spec: {selfSigned: {}}`, After(deps...))
-	if err != nil {
-		return nil, err
-	}
-	caCert, err := stack.NewKube(ctx, "readiness-ca", `apiVersion: cert-manager.io/v1
+spec: {selfSigned: {}}`
+	CACertificate000 = `apiVersion: cert-manager.io/v1
 kind: Certificate
 metadata: {name: readiness-ca, namespace: cert-manager}
-spec: {isCA: true, commonName: readiness-ca, secretName: readiness-ca, issuerRef: {name: selfsigned, kind: ClusterIssuer}}`, After(selfSigned))
-	if err != nil {
-		return nil, err
-	}
-	caIssuer, err := stack.NewKube(ctx, "ca-issuer", `apiVersion: cert-manager.io/v1
+spec: {isCA: true, commonName: readiness-ca, secretName: readiness-ca, issuerRef: {name: selfsigned, kind: ClusterIssuer}}`
+	CAIssuer000 = `apiVersion: cert-manager.io/v1
 kind: ClusterIssuer
 metadata: {name: ca-issuer}
-spec: {ca: {secretName: readiness-ca}}`, After(caCert))
-	if err != nil {
-		return nil, err
-	}
-	ns, err := stack.NewKube(ctx, "ns-ai-ops", "apiVersion: v1\nkind: Namespace\nmetadata: {name: ai-ops}")
-	if err != nil {
-		return nil, err
-	}
-	return stack.NewKube(ctx, "ai-ops-agent-cert", `apiVersion: cert-manager.io/v1
+spec: {ca: {secretName: readiness-ca}}`
+	Certificate000Doc = `apiVersion: cert-manager.io/v1
 kind: Certificate
 metadata: {name: ai-ops-agent, namespace: ai-ops}
-spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.ai-ops.svc], issuerRef: {name: ca-issuer, kind: ClusterIssuer}}`,
-		After(caIssuer, ns))
-}
-
-// Deployment000 is the report's Deployment mounting the Certificate's Secret, after
-// before (the Certificate, or a gate on it). Its image is the node's own pause image.
-func Deployment000(ctx *pulumi.Context, before pulumi.Resource) error {
-	_, err := stack.NewKube(ctx, "ai-ops-agent", `apiVersion: apps/v1
+spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.ai-ops.svc], issuerRef: {name: ca-issuer, kind: ClusterIssuer}}`
+	Deployment000Doc = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: ai-ops-agent, namespace: ai-ops}
 spec:
@@ -112,7 +93,35 @@ spec:
     metadata: {labels: {app: ai-ops-agent}}
     spec:
       containers: [{name: agent, image: readiness.local/pause:1, volumeMounts: [{name: tls, mountPath: /etc/tls, readOnly: true}]}]
-      volumes: [{name: tls, secret: {secretName: ai-ops-agent-tls}}]`, After(before))
+      volumes: [{name: tls, secret: {secretName: ai-ops-agent-tls}}]`
+)
+
+// Certificate000 is a CA issuer bootstrapped from a self-signed one (cert-manager's
+// documented pattern), after deps, and the report's Certificate in namespace ai-ops.
+func Certificate000(ctx *pulumi.Context, deps ...pulumi.Resource) (pulumi.Resource, error) {
+	selfSigned, err := stack.NewKube(ctx, "selfsigned", SelfSignedIssuer000, After(deps...))
+	if err != nil {
+		return nil, err
+	}
+	caCert, err := stack.NewKube(ctx, "readiness-ca", CACertificate000, After(selfSigned))
+	if err != nil {
+		return nil, err
+	}
+	caIssuer, err := stack.NewKube(ctx, "ca-issuer", CAIssuer000, After(caCert))
+	if err != nil {
+		return nil, err
+	}
+	ns, err := stack.NewKube(ctx, "ns-ai-ops", "apiVersion: v1\nkind: Namespace\nmetadata: {name: ai-ops}")
+	if err != nil {
+		return nil, err
+	}
+	return stack.NewKube(ctx, "ai-ops-agent-cert", Certificate000Doc, After(caIssuer, ns))
+}
+
+// Deployment000 is the report's Deployment mounting the Certificate's Secret, after
+// before (the Certificate, or a gate on it). Its image is the node's own pause image.
+func Deployment000(ctx *pulumi.Context, before pulumi.Resource) error {
+	_, err := stack.NewKube(ctx, "ai-ops-agent", Deployment000Doc, After(before))
 	return err
 }
 
@@ -126,19 +135,20 @@ func IngressNginxRelease(ctx *pulumi.Context, chart string) (*stack.HelmRelease,
 	})
 }
 
-// Ingress002 is the report's Ingress (in its own namespace), after deps; skipAwait: no load
-// balancer fills its status here.
+// Ingress002Doc is the report's Ingress; skipAwait: no load balancer fills its status here.
+const Ingress002Doc = `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: apps, annotations: {pulumi.com/skipAwait: "true"}}
+spec:
+  ingressClassName: nginx
+  rules: [{host: web.example.test, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}]`
+
+// Ingress002 is the report's Ingress (in its own namespace), after deps.
 func Ingress002(ctx *pulumi.Context, deps ...pulumi.Resource) error {
 	ns, err := stack.NewKube(ctx, "ns-apps", "apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}")
 	if err != nil {
 		return err
 	}
-	_, err = stack.NewKube(ctx, "web", `apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {name: web, namespace: apps, annotations: {pulumi.com/skipAwait: "true"}}
-spec:
-  ingressClassName: nginx
-  rules: [{host: web.example.test, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}]`,
-		After(append(deps, ns)...))
+	_, err = stack.NewKube(ctx, "web", Ingress002Doc, After(append(deps, ns)...))
 	return err
 }

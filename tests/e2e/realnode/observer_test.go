@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,6 +45,12 @@ type observer struct {
 }
 
 func observe(ctx context.Context, conds map[string]func(context.Context) bool) *observer {
+	return observeAfter(ctx, conds, nil)
+}
+
+// observeAfter is observe, each condition named in after tried only once the condition it
+// names held.
+func observeAfter(ctx context.Context, conds map[string]func(context.Context) bool, after map[string]string) *observer {
 	ctx, cancel := context.WithCancel(ctx)
 	o := &observer{first: map[string]time.Time{}, cancel: cancel}
 	inFlight := make(chan struct{}, 32) // at most this many checks at once
@@ -61,8 +68,9 @@ func observe(ctx context.Context, conds map[string]func(context.Context) bool) *
 			for name, holds := range conds {
 				o.mu.Lock()
 				seen := !o.first[name].IsZero()
+				waiting := after[name] != "" && o.first[after[name]].IsZero()
 				o.mu.Unlock()
-				if seen {
+				if seen || waiting {
 					continue
 				}
 				select {
@@ -120,6 +128,20 @@ func admits(t *testing.T, gvr schema.GroupVersionResource, doc string) func(cont
 		t.Fatal(err)
 	}
 	return func(ctx context.Context) bool { return dryRunCreate(ctx, dyn, gvr, u) == nil }
+}
+
+// admitsOrExists is admits, or the object exists already (its prerequisites held, and the
+// observer's last try came too late to see them hold first).
+func admitsOrExists(t *testing.T, gvr schema.GroupVersionResource, doc string) func(context.Context) bool {
+	dyn := testenv.Dynamic(t)
+	u, err := controlplane.Decode(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(ctx context.Context) bool {
+		err := dryRunCreate(ctx, dyn, gvr, u)
+		return err == nil || apierrors.IsAlreadyExists(err)
+	}
 }
 
 func dryRunCreate(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, u *unstructured.Unstructured) error {
