@@ -187,10 +187,10 @@ soak-load:
 	  while kill -0 $$pid 2>/dev/null && [ ! -e $(SOAK_DONE) ]; do sleep 5; done; \
 	  kill -- -$$pid 2>/dev/null; wait $$pid; done; echo "load: $$n runs of tests/e2e/fieldreports beside the soak"
 
-# Field reports 000 and 001 on a real node, four ways (autoGate, hand gates, the reports' serial
-# script, sleep 30) against the floor, $(FIGURES_ROUNDS) rounds each, into BENCHMARKS.md's real-node
-# section (tests/e2e/realnode/figures_test.go; `make bench` keeps that section as it is).
-FIGURES_ROUNDS ?= 3
+# Field reports 000, 001 and 002 on a real node, four ways (autoGate, hand gates, the reports' serial
+# script, sleep 30) against the floor (internal/floor), $(FIGURES_ROUNDS) rounds each, into BENCHMARKS.md's
+# real-node section (tests/e2e/realnode/figures_test.go; `make bench` keeps that section as it is).
+FIGURES_ROUNDS ?= 5
 bench-realnode: build tools k8s-plugin
 	READINESS_FIGURES=$(FIGURES_ROUNDS) READINESS_FIGURES_OUT=$${TMPDIR:-/tmp}/readiness-realnode-figures.md \
 	  go test -count=1 -timeout 90m -run TestFiguresRealFieldReports -v ./tests/e2e/realnode

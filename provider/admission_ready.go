@@ -21,6 +21,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/provider/internal/probe"
 	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/autogate"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
@@ -467,7 +468,8 @@ func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, 
 		}
 		q.NSLabels, q.NSErr = lbls, nsErr
 	}
-	for _, h := range admission.NeedDirect(admission.Interceptors(e.hooks, q), e.expect, in) {
+	interceptors := admission.Interceptors(e.hooks, q)
+	for _, h := range admission.NeedDirect(interceptors, e.expect, in) {
 		key := h.Config + "/" + h.Name
 		why, done := e.answers[key]
 		if !done {
@@ -490,6 +492,18 @@ func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, 
 				"with `expect`, the mutation of the only mutating webhook intercepting an object is its proof"
 			return a, nil
 		}
+	}
+	if q.NSErr == "" {
+		// Every webhook that intercepts it answered (the API server called the Fail ones, the Ignore
+		// ones answered directly): autoGate's plan takes that as the proof for another object they
+		// intercept a moment later (discoveryCluster.Admits). Only with the namespace's labels known:
+		// a webhook its namespaceSelector may not call is not said to have answered.
+		ids := make([]string, 0, len(interceptors))
+		for _, h := range interceptors {
+			kind, cfg, _ := strings.Cut(h.Config, "/")
+			ids = append(ids, autogate.WebhookID(kind, cfg, h.Name))
+		}
+		noteAnswered(e.r.Clients, ids, time.Now())
 	}
 	return a, nil
 }

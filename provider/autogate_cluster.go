@@ -48,6 +48,9 @@ type clusterMemo struct {
 	known    bool
 	admitted map[string]time.Time // key -> when a dry run was admitted
 	refused  map[string]bool      // key -> not admitted at plan time
+	// answered: webhook (autogate.WebhookID) -> when it last answered a dry run that was
+	// admitted, the plan's or an AdmissionReady gate's (noteAnswered).
+	answered map[string]time.Time
 	flight   singleflight.Group   // concurrent asks of one key share its dry run
 }
 
@@ -61,7 +64,7 @@ func memoFor(c *kube.Clients) *clusterMemo {
 	defer clusterMemosMu.Unlock()
 	m := clusterMemos[c]
 	if m == nil {
-		m = &clusterMemo{admitted: map[string]time.Time{}, refused: map[string]bool{}}
+		m = &clusterMemo{admitted: map[string]time.Time{}, refused: map[string]bool{}, answered: map[string]time.Time{}}
 		clusterMemos[c] = m
 	}
 	return m
@@ -111,17 +114,27 @@ func webhookConfigOf(kind string, u unstructured.Unstructured) autogate.WebhookC
 }
 
 // Admits runs one AdmissionReady round of obj (consecutive 1) to a verdict within admitsBound,
-// once per key (concurrent asks of one key share the first's).
-func (c discoveryCluster) Admits(key string, obj map[string]any) bool {
+// once per key (concurrent asks of one key share the first's). When every webhook of hooks
+// answered an admitted dry run of another object within admittedFresh (a gate's, or the plan's
+// for another key: a chart's custom resources written one after another), that is the proof:
+// no dry run is made, which kept the plan's webhook call off the path of every dependent.
+func (c discoveryCluster) Admits(key string, obj map[string]any, hooks []string) bool {
 	m := memoFor(c.clients)
 	m.mu.Lock()
 	at, admitted := m.admitted[key]
 	refused := m.refused[key]
+	recent := len(hooks) > 0
+	for _, h := range hooks {
+		recent = recent && time.Since(m.answered[h]) < admittedFresh
+	}
 	m.mu.Unlock()
 	switch {
 	case refused:
 		return false
 	case admitted && time.Since(at) < admittedFresh:
+		return true
+	case recent:
+		session.Trace("autoGate plan: "+key, "admitted: its webhooks answered within %s", admittedFresh)
 		return true
 	}
 	v, _, _ := m.flight.Do(key, func() (any, error) {
@@ -136,6 +149,18 @@ func (c discoveryCluster) Admits(key string, obj map[string]any) bool {
 		return ok, nil
 	})
 	return v.(bool)
+}
+
+// noteAnswered records that hooks (autogate.WebhookID) answered an admitted dry run at at.
+func noteAnswered(clients *kube.Clients, hooks []string, at time.Time) {
+	m := memoFor(clients)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, h := range hooks {
+		if at.After(m.answered[h]) {
+			m.answered[h] = at
+		}
+	}
 }
 
 // admitsNow is AdmissionReady's proof of one object, as a gate would run it (a dry run through
@@ -170,7 +195,7 @@ func admitsNow(ctx context.Context, clients *kube.Clients, obj map[string]any) b
 }
 
 func (unknownCluster) Webhooks() ([]autogate.WebhookConfig, bool) { return nil, true }
-func (unknownCluster) Admits(string, map[string]any) bool         { return false }
+func (unknownCluster) Admits(string, map[string]any, []string) bool { return false }
 
 // planCluster is what the plan asks the cluster of the answering provider: discovery through its
 // clients, or "unknown" to everything when it has no cluster configured.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,5 +111,55 @@ resource:
 	// Near miss: the provider's default namespace is another, which the webhook does not see.
 	if types, out := invokePlan(t, newServer(t), widget); len(types) != 0 {
 		t.Errorf("in default: gates %v, want none (%v)", types, out)
+	}
+}
+
+// A chart's custom resources written one after another, all intercepted by one webhook of the
+// cluster: once a dry run through it was admitted, the plan of the next object takes its answer
+// (admittedFresh) instead of calling it again, which kept a webhook call off the path of every
+// dependent (issue 49). Near miss: an object another webhook intercepts too, one that has not
+// answered yet, is dry-run (that webhook is called). On a real API server, with real webhook
+// servers.
+func TestAutoGatePlanTakesAWebhooksRecentAnswer(t *testing.T) {
+	group := uniqueGroup(t)
+	testenv.Apply(t, testenv.CRD(group, "Widget", "widgets")+"\n---\n"+testenv.CRD(group, "Gadget", "gadgets"))
+	waitServed(t, group)
+	short := strings.Split(group, ".")[0]
+	both := testenv.NewWebhook(t)
+	both.RegisterAs(t, "ValidatingWebhookConfiguration", "both-"+short, "Fail", group, "widgets", "gadgets")
+	both.Start(t)
+	obj := func(kind, ns string) string {
+		return fmt.Sprintf(`
+resource:
+  type: kubernetes:%[1]s/v1:%[2]s
+  name: o
+  object: {apiVersion: %[1]s/v1, kind: %[2]s, metadata: {name: o, namespace: %[3]s}, spec: {size: 1}}
+`, group, kind, ns)
+	}
+	srv := newServer(t) // one provider process: one memo
+	if types, out := invokePlan(t, srv, obj("Widget", "default")); len(types) != 0 {
+		t.Fatalf("a webhook that answers: gates %v (%v)", types, out)
+	}
+	called := both.Calls.Load()
+	if called == 0 {
+		t.Fatal("the first object was not dry-run through the webhook")
+	}
+	if types, out := invokePlan(t, srv, obj("Gadget", "default")); len(types) != 0 {
+		t.Fatalf("the next object: gates %v (%v)", types, out)
+	}
+	if n := both.Calls.Load(); n != called {
+		t.Errorf("the webhook that answered a moment ago was called again (%d calls, was %d)", n, called)
+	}
+
+	// Near miss: a second webhook that has not answered yet intercepts gadgets too.
+	other := testenv.NewWebhook(t)
+	other.RegisterAs(t, "ValidatingWebhookConfiguration", "other-"+short, "Fail", group, "gadgets")
+	other.Start(t)
+	time.Sleep(webhooksFresh) // the plan's listing of the configurations is older than that: it lists again
+	if types, out := invokePlan(t, srv, obj("Gadget", "kube-public")); len(types) != 0 {
+		t.Fatalf("both webhooks answer: gates %v (%v)", types, out)
+	}
+	if other.Calls.Load() == 0 {
+		t.Error("an object a webhook that never answered intercepts was not dry-run")
 	}
 }

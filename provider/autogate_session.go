@@ -8,6 +8,7 @@ import (
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/autogate"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/planner"
@@ -272,8 +273,18 @@ func (f *AutoGateDecide) Invoke(ctx context.Context, req infer.FunctionRequest[A
 	}
 	cluster := newMemoCluster(target.cluster(ctx))
 	// Register asks decide from this goroutine only: the memo needs no lock.
-	decide := func(in autogate.Input) autogate.Plan { return autogate.Decide(in, cluster, webhookMayIntercept) }
+	var began, decided time.Time
+	decide := func(in autogate.Input) autogate.Plan {
+		began = time.Now()
+		defer func() { decided = time.Now() }()
+		return autogate.Decide(in, cluster, webhookMayIntercept)
+	}
+	received := time.Now()
 	answer := s.Register(reg, decide)
+	if session.Tracing() && !began.IsZero() {
+		session.Trace("autoGateDecide "+r.Name, "%s: waited %s for the places above, decided in %s, %d gates",
+			r.Type, began.Sub(received), decided.Sub(began), len(answer.Gates))
+	}
 	for _, g := range answer.Gates {
 		out.Gates = append(out.Gates, AutoGatePlanGate{Key: g.Key, Name: g.Name, Type: g.Type, Args: withPurpose(g.Args, r.Type, r.Name, g.Reason),
 			After: nonNil(g.After), AfterGates: nonNil(g.AfterGates), Reason: g.Reason, ArgsFrom: argsFrom(g.ArgsFrom)})

@@ -114,9 +114,10 @@ type Cluster interface {
 	// cannot be read (RBAC).
 	Webhooks() (configs []WebhookConfig, known bool)
 	// Admits says whether a dry run of obj is admitted now, every webhook that intercepts it
-	// answering; key names what the dry run proves (one per key is enough). Anything short of
-	// an admission in time counts as false: the rule then gates.
-	Admits(key string, obj map[string]any) bool
+	// answering; key names what the dry run proves (one per key is enough), hooks the webhooks
+	// that must answer (WebhookID: one that answered for another object a moment ago answers).
+	// Anything short of an admission in time counts as false: the rule then gates.
+	Admits(key string, obj map[string]any, hooks []string) bool
 }
 
 // Request is a CREATE of one object, as a webhook's rules and selectors see it.

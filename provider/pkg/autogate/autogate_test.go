@@ -27,7 +27,7 @@ type fakeCluster struct {
 
 func (f fakeCluster) Webhooks() ([]WebhookConfig, bool) { return f.webhooks, !f.hidden }
 
-func (f fakeCluster) Admits(key string, _ map[string]any) bool {
+func (f fakeCluster) Admits(key string, _ map[string]any, _ []string) bool {
 	if f.asked != nil {
 		*f.asked = append(*f.asked, key)
 	}

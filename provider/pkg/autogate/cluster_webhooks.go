@@ -54,10 +54,11 @@ func (d *decider) clusterGate(configs []WebhookConfig, req Request, obj map[stri
 		if d.stackInstalls(cfg) {
 			continue
 		}
-		var hooks []string
+		var hooks, ids []string
 		for _, h := range cfg.Webhooks {
 			if d.intercepts(h, req) && mustAnswer(cfg.Kind, h) {
 				hooks = append(hooks, strOr(h, "name", "(unnamed)"))
+				ids = append(ids, WebhookID(cfg.Kind, cfg.Name, str(h, "name")))
 			}
 		}
 		if len(hooks) == 0 {
@@ -68,7 +69,7 @@ func (d *decider) clusterGate(configs []WebhookConfig, req Request, obj map[stri
 			suffix = "-" + slug(strings.Join(hooks, "-"))
 		}
 		key := fmt.Sprintf("auto-admission-%s-%s-%s%s", resource, slugOr(d.namespace, "cluster"), slug(cfg.Name), suffix)
-		if d.cluster.Admits(key, obj) {
+		if d.cluster.Admits(key, obj, ids) {
 			continue // its webhooks answer now: nothing to wait for
 		}
 		d.add(Gate{
@@ -79,6 +80,9 @@ func (d *decider) clusterGate(configs []WebhookConfig, req Request, obj map[stri
 		})
 	}
 }
+
+// WebhookID names one webhook of the cluster: its configuration's kind and name, and its name.
+func WebhookID(kind, config, name string) string { return kind + "/" + config + "/" + name }
 
 // mustAnswer says whether an object waits for a webhook of the cluster: one with failurePolicy
 // Fail (the default) fails the create while it does not answer; a mutating one with Ignore lets

@@ -21,7 +21,7 @@ func (servesAll) Resource(gvk schema.GroupVersionKind) (string, bool, bool) {
 }
 func (servesAll) DefaultNamespace() string                      { return "default" }
 func (servesAll) Webhooks() ([]autogate.WebhookConfig, bool)    { return nil, true }
-func (servesAll) Admits(string, map[string]any) bool            { return true }
+func (servesAll) Admits(string, map[string]any, []string) bool  { return true }
 func rulesMatch(hook map[string]any, req autogate.Request) bool { return true }
 func decide(in autogate.Input) autogate.Plan                    { return autogate.Decide(in, servesAll{}, rulesMatch) }
 func urn(typ, name string) string                               { return "urn:pulumi:dev::p::" + typ + "::" + name }

@@ -45,12 +45,6 @@ type observer struct {
 }
 
 func observe(ctx context.Context, conds map[string]func(context.Context) bool) *observer {
-	return observeAfter(ctx, conds, nil)
-}
-
-// observeAfter is observe, each condition named in after tried only once the condition it
-// names held.
-func observeAfter(ctx context.Context, conds map[string]func(context.Context) bool, after map[string]string) *observer {
 	ctx, cancel := context.WithCancel(ctx)
 	o := &observer{first: map[string]time.Time{}, cancel: cancel}
 	inFlight := make(chan struct{}, 32) // at most this many checks at once
@@ -68,9 +62,8 @@ func observeAfter(ctx context.Context, conds map[string]func(context.Context) bo
 			for name, holds := range conds {
 				o.mu.Lock()
 				seen := !o.first[name].IsZero()
-				waiting := after[name] != "" && o.first[after[name]].IsZero()
 				o.mu.Unlock()
-				if seen || waiting {
+				if seen {
 					continue
 				}
 				select {
@@ -130,20 +123,6 @@ func admits(t *testing.T, gvr schema.GroupVersionResource, doc string) func(cont
 	return func(ctx context.Context) bool { return dryRunCreate(ctx, dyn, gvr, u) == nil }
 }
 
-// admitsOrExists is admits, or the object exists already (its prerequisites held, and the
-// observer's last try came too late to see them hold first).
-func admitsOrExists(t *testing.T, gvr schema.GroupVersionResource, doc string) func(context.Context) bool {
-	dyn := testenv.Dynamic(t)
-	u, err := controlplane.Decode(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func(ctx context.Context) bool {
-		err := dryRunCreate(ctx, dyn, gvr, u)
-		return err == nil || apierrors.IsAlreadyExists(err)
-	}
-}
-
 func dryRunCreate(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, u *unstructured.Unstructured) error {
 	obj := &unstructured.Unstructured{Object: u.DeepCopy().Object}
 	_, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -191,3 +170,129 @@ const secretStore = `apiVersion: external-secrets.io/v1beta1
 kind: SecretStore
 metadata: {name: observer, namespace: default}
 spec: {provider: {fake: {data: []}}}`
+
+// check is one try of a streak condition: whether it holds, and whether it is settled for good
+// (the object exists: its prerequisites held, whatever follows).
+type check func(context.Context) (holds, settled bool)
+
+// streaks records, from outside the product, since when each condition has held without a
+// break: every 10 ms it tries each condition not settled, each try in its own goroutine with a 2
+// s limit; a condition holds since the start of the first try that found it true after the last
+// that found it false (a prerequisite that held, then stopped, as a kind admitted before its
+// webhook was registered, holds only from when it held again). A condition named in after is
+// tried only while the one it names held at its latest try (one dry run per webhook every 10
+// ms, not one per object); while that one does not hold, neither does it.
+type streaks struct {
+	mu      sync.Mutex
+	last    map[string]time.Time // latest try's start
+	lastOK  map[string]bool      // its answer
+	broke   map[string]time.Time // latest start of a try that did not hold
+	trues   map[string][]time.Time
+	settled map[string]bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+func observeStreaks(ctx context.Context, conds map[string]check, after map[string]string) *streaks {
+	ctx, cancel := context.WithCancel(ctx)
+	o := &streaks{last: map[string]time.Time{}, lastOK: map[string]bool{}, broke: map[string]time.Time{},
+		trues: map[string][]time.Time{}, settled: map[string]bool{}, cancel: cancel}
+	inFlight := make(chan struct{}, 32)
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			for name, try := range conds {
+				now := time.Now()
+				o.mu.Lock()
+				done := o.settled[name]
+				leader := after[name]
+				leaderDown := leader != "" && !o.settled[leader] && !o.lastOK[leader]
+				if leaderDown && !done {
+					o.record(name, now, false, false)
+				}
+				o.mu.Unlock()
+				if done || leaderDown {
+					continue
+				}
+				select {
+				case inFlight <- struct{}{}:
+				default:
+					continue // the API server is slow: this tick's try waits for the next
+				}
+				o.wg.Add(1)
+				go func(start time.Time) {
+					defer o.wg.Done()
+					defer func() { <-inFlight }()
+					cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+					defer ccancel()
+					holds, settled := try(cctx)
+					if cctx.Err() != nil && ctx.Err() != nil {
+						return // stopped meanwhile: no answer
+					}
+					o.mu.Lock()
+					o.record(name, start, holds, settled)
+					o.mu.Unlock()
+				}(now)
+			}
+		}
+	}()
+	return o
+}
+
+// record notes one try (o.mu held).
+func (o *streaks) record(name string, start time.Time, holds, settled bool) {
+	if start.After(o.last[name]) {
+		o.last[name], o.lastOK[name] = start, holds
+	}
+	if holds {
+		o.trues[name] = append(o.trues[name], start)
+		o.settled[name] = o.settled[name] || settled
+	} else if start.After(o.broke[name]) {
+		o.broke[name] = start
+	}
+}
+
+// stop ends the observation and returns since when each condition has held (absent: it did
+// not hold at the end).
+func (o *streaks) stop() map[string]time.Time {
+	o.cancel()
+	o.wg.Wait()
+	since := map[string]time.Time{}
+	for name, ts := range o.trues {
+		var s time.Time
+		for _, t := range ts {
+			if t.After(o.broke[name]) && (s.IsZero() || t.Before(s)) {
+				s = t
+			}
+		}
+		if !s.IsZero() {
+			since[name] = s
+		}
+	}
+	return since
+}
+
+// admittedOrExists is a streak condition: a dry-run create of doc is admitted (every webhook
+// that intercepts it answered and allowed it), or the object exists (settled).
+func admittedOrExists(t *testing.T, gvr schema.GroupVersionResource, doc string) check {
+	dyn := testenv.Dynamic(t)
+	u, err := controlplane.Decode(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(ctx context.Context) (bool, bool) {
+		err := dryRunCreate(ctx, dyn, gvr, u)
+		if apierrors.IsAlreadyExists(err) {
+			return true, true
+		}
+		return err == nil, false
+	}
+}
