@@ -258,6 +258,7 @@ func (e *admissionEval) round(ctx context.Context) verdict.Result {
 	if res := e.webhooks(); res != nil {
 		return *res
 	}
+	e.watchNamespaces()
 	e.answers = map[string]string{}
 	in := admission.Round{Total: len(e.objs), Good: e.good, Need: e.need}
 	for i, o := range e.objs {
@@ -433,6 +434,23 @@ func (e *admissionEval) webhooks() *verdict.Result {
 		e.hotUntil = time.Now().Add(probe.HotWindow)
 	}
 	return nil
+}
+
+// watchNamespaces starts, from the first round, the watches of the objects' namespaces whose
+// labels a webhook's namespaceSelector needs (session.Run.NamespaceLabels): they are read once an
+// object is admitted, and loading them only then held the first admitted round by one list.
+func (e *admissionEval) watchNamespaces() {
+	for _, o := range e.objs {
+		ns := o.GetNamespace()
+		if ns == "" {
+			m, err := e.r.Clients.Mapping(o.GroupVersionKind())
+			if err != nil || m.Scope.Name() != meta.RESTScopeNameNamespace {
+				continue
+			}
+			ns = e.r.Clients.Namespace
+		}
+		_, _, _, _ = e.r.NamespaceLabels(ns, e.hooks)
+	}
 }
 
 // mayIntercept says whether h's rules cover one of the objects' resources (selectors aside):

@@ -213,6 +213,7 @@ type memoCluster struct {
 	autogate.Cluster
 	serves    map[schema.GroupKind]memoServes
 	resources map[schema.GroupVersionKind]memoResource
+	spent     map[string]time.Duration // what each kind of question cost this call, for the trace
 }
 
 type memoServes struct{ served, known bool }
@@ -229,6 +230,7 @@ func newMemoCluster(c autogate.Cluster) *memoCluster {
 func (m *memoCluster) Serves(gk schema.GroupKind) (bool, bool) {
 	a, ok := m.serves[gk]
 	if !ok {
+		defer m.took("discovery", time.Now())
 		a.served, a.known = m.Cluster.Serves(gk)
 		m.serves[gk] = a
 	}
@@ -238,11 +240,30 @@ func (m *memoCluster) Serves(gk schema.GroupKind) (bool, bool) {
 func (m *memoCluster) Resource(gvk schema.GroupVersionKind) (string, bool, bool) {
 	a, ok := m.resources[gvk]
 	if !ok {
+		defer m.took("discovery", time.Now())
 		r, namespaced, known := m.Cluster.Resource(gvk)
 		a = memoResource{resource: r, namespaced: namespaced, known: known}
 		m.resources[gvk] = a
 	}
 	return a.resource, a.namespaced, a.known
+}
+
+func (m *memoCluster) Webhooks() ([]autogate.WebhookConfig, bool) {
+	defer m.took("webhook configurations", time.Now())
+	return m.Cluster.Webhooks()
+}
+
+func (m *memoCluster) Admits(key string, obj map[string]any, hooks []string) bool {
+	defer m.took("dry run", time.Now())
+	return m.Cluster.Admits(key, obj, hooks)
+}
+
+// took adds what a question to the cluster cost since began to the call's trace (spent).
+func (m *memoCluster) took(what string, began time.Time) {
+	if m.spent == nil {
+		m.spent = map[string]time.Duration{}
+	}
+	m.spent[what] += time.Since(began)
 }
 
 // webhookMayIntercept is the seam to the provider's webhook matching (rules, namespaceSelector,

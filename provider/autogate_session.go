@@ -282,8 +282,8 @@ func (f *AutoGateDecide) Invoke(ctx context.Context, req infer.FunctionRequest[A
 	received := time.Now()
 	answer := s.Register(reg, decide)
 	if session.Tracing() && !began.IsZero() {
-		session.Trace("autoGateDecide "+r.Name, "%s: waited %s for the places above, decided in %s, %d gates",
-			r.Type, began.Sub(received), decided.Sub(began), len(answer.Gates))
+		session.Trace("autoGateDecide "+r.Name, "%s: waited %s for the places above, decided in %s (%v), %d gates",
+			r.Type, began.Sub(received), decided.Sub(began), cluster.spent, len(answer.Gates))
 	}
 	for _, g := range answer.Gates {
 		out.Gates = append(out.Gates, AutoGatePlanGate{Key: g.Key, Name: g.Name, Type: g.Type, Args: withPurpose(g.Args, r.Type, r.Name, g.Reason),

@@ -9,7 +9,9 @@ import (
 // serve waits for it; an object a stack webhook may intercept waits for an admitted dry-run.
 func (d *decider) crdAndAdmission() {
 	unserved := false
-	if d.crd == nil && !IsBuiltin(d.gvk.Group) {
+	if d.crd == nil && !IsBuiltin(d.gvk.Group) && !d.dependsOnRelease() {
+		// A Release it depends on serves its kind: afterReleases decides, without asking (decided
+		// before or after the release installed the CRD, the answer is the same).
 		served, known := d.cluster.Serves(d.gvk.GroupKind())
 		unserved = !served || !known
 	}
@@ -53,10 +55,6 @@ func (d *decider) crdAndAdmission() {
 			After:  []string{d.crd.ID},
 			Reason: fmt.Sprintf("%s waits for CRD %s of %s to be established", d.what(), crdName, d.crd.Name),
 		})
-	case unserved && d.dependsOnRelease():
-		// The Release it depends on installs its kind: afterReleases waits for the release, then
-		// for an admitted dry-run of the object. (Decided before or after the release installed the
-		// CRD, the answer is the same: an SDK may decide in program order, before it did.)
 	case unserved:
 		// Nothing in the stack names the CRD (a Release or a controller installs it): an
 		// admitted dry-run of the object waits for the kind to be served, whatever its CRD is called.

@@ -23,6 +23,12 @@ type WebhookConfig struct {
 // and no gate when it is. Configurations the stack installs itself are left to the stack's
 // rules (their gates wait for them to exist first). One dry run per batch key.
 func (d *decider) clusterAdmission() {
+	kind := d.gvk.Group + "/" + d.gvk.Kind
+	_, workload := podTemplateKinds[kind]
+	pods := workload && d.gvk.Kind != "Pod" && !d.podsAdmitted
+	if d.selfAdmitted && !pods {
+		return // a gate of the stack already dry-runs it through every webhook of the cluster
+	}
 	configs, known := d.cluster.Webhooks()
 	if !known {
 		d.warnings = append(d.warnings, fmt.Sprintf("%s: the cluster's webhook configurations could not be read, so webhooks "+
@@ -37,8 +43,7 @@ func (d *decider) clusterAdmission() {
 			Labels: stringMap(d.in.Resource.Object, "metadata", "labels")}
 		d.clusterGate(configs, req, d.dryRunObject(), slug(d.groupResource()), d.what())
 	}
-	kind := d.gvk.Group + "/" + d.gvk.Kind
-	if _, ok := podTemplateKinds[kind]; ok && d.gvk.Kind != "Pod" && !d.podsAdmitted {
+	if pods {
 		if pod, ok := PodOf(kind, d.in.Resource.Object, d.objectName(), d.namespace); ok {
 			req := Request{GVR: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: d.namespace,
 				Labels: stringMap(pod, "metadata", "labels")}
