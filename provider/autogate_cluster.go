@@ -51,7 +51,7 @@ type clusterMemo struct {
 	// answered: webhook (autogate.WebhookID) -> when it last answered a dry run that was
 	// admitted, the plan's or an AdmissionReady gate's (noteAnswered).
 	answered map[string]time.Time
-	flight   singleflight.Group   // concurrent asks of one key share its dry run
+	flight   singleflight.Group // concurrent asks of one key share its dry run
 }
 
 var (
@@ -194,7 +194,7 @@ func admitsNow(ctx context.Context, clients *kube.Clients, obj map[string]any) b
 	return err == nil
 }
 
-func (unknownCluster) Webhooks() ([]autogate.WebhookConfig, bool) { return nil, true }
+func (unknownCluster) Webhooks() ([]autogate.WebhookConfig, bool)   { return nil, true }
 func (unknownCluster) Admits(string, map[string]any, []string) bool { return false }
 
 // planCluster is what the plan asks the cluster of the answering provider: discovery through its
