@@ -51,6 +51,8 @@ type clusterMemo struct {
 	// answered: webhook (autogate.WebhookID) -> when it last answered a dry run that was
 	// admitted, the plan's or an AdmissionReady gate's (noteAnswered).
 	answered map[string]time.Time
+	// configWatches watch both configuration kinds for the process (never released: one update).
+	configWatches []*kube.Subscription
 	flight   singleflight.Group // concurrent asks of one key share its dry run
 }
 
@@ -70,12 +72,29 @@ func memoFor(c *kube.Clients) *clusterMemo {
 	return m
 }
 
-// Webhooks lists both configuration kinds (consistent reads: a configuration created a moment
-// ago by another stack counts).
+// Webhooks are both configuration kinds, from watches the plan keeps for the provider process
+// (one update): a configuration another stack created is seen within milliseconds, and no
+// decision waits for a listing. While the watches load (or may not be made: RBAC), a listing
+// answers, reused for webhooksFresh.
 func (c discoveryCluster) Webhooks() ([]autogate.WebhookConfig, bool) {
 	m := memoFor(c.clients)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.configWatches == nil {
+		for _, r := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
+			key := kube.WatchKey{Resource: session.VWCGVK.GroupVersion().WithResource(r)}
+			m.configWatches = append(m.configWatches, c.clients.Watches.Subscribe(key, nil))
+		}
+	}
+	if w := m.configWatches; w[0].Synced() && w[1].Synced() && w[0].Err() == nil && w[1].Err() == nil {
+		var configs []autogate.WebhookConfig
+		for i, kind := range []string{session.VWCGVK.Kind, session.MWCGVK.Kind} {
+			for _, u := range w[i].List(nil) {
+				configs = append(configs, webhookConfigOf(kind, *u))
+			}
+		}
+		return configs, true
+	}
 	if time.Since(m.listed) < webhooksFresh {
 		return m.configs, m.known
 	}
