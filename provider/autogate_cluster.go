@@ -53,7 +53,7 @@ type clusterMemo struct {
 	answered map[string]time.Time
 	// configWatches watch both configuration kinds for the process (never released: one update).
 	configWatches []*kube.Subscription
-	flight   singleflight.Group // concurrent asks of one key share its dry run
+	flight        singleflight.Group // concurrent asks of one key share its dry run
 }
 
 var (
