@@ -2,6 +2,7 @@ package realnode
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -31,26 +32,57 @@ func installable(ctx context.Context, t *testing.T, c charts.Installable) string
 	return dir
 }
 
-// observer records, from outside the product, when each of its conditions first held. Every
-// 10 ms (its resolution) it starts a check of each condition not yet seen, each check in its
-// own goroutine with a 2 s limit (a call through a webhook that is coming up can hang until
-// the webhook's timeout, and must not stall the clock); a condition holds from the start of
-// the first check that found it true (the earliest it can be said to hold: strict for the
-// gates measured against it).
+// observer records, from outside the product, when each of its conditions first held (see
+// poll for how it tries them); a condition holds from the start of the first try that found it
+// true (the earliest it can be said to hold: strict for the gates measured against it).
 type observer struct {
-	mu     sync.Mutex
-	first  map[string]time.Time
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	mu    sync.Mutex
+	first map[string]time.Time
+	stopP func()
 }
 
 func observe(ctx context.Context, conds map[string]func(context.Context) bool) *observer {
+	o := &observer{first: map[string]time.Time{}}
+	o.stopP = poll(ctx, func(time.Time) []string {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		var due []string
+		for name := range conds {
+			if o.first[name].IsZero() {
+				due = append(due, name)
+			}
+		}
+		return due
+	}, func(ctx context.Context, name string, start time.Time) {
+		if conds[name](ctx) {
+			o.mu.Lock()
+			if f := o.first[name]; f.IsZero() || start.Before(f) {
+				o.first[name] = start
+			}
+			o.mu.Unlock()
+		}
+	})
+	return o
+}
+
+// stop ends the observation and returns when each condition first held (zero: never).
+func (o *observer) stop() map[string]time.Time {
+	o.stopP()
+	return o.first
+}
+
+// poll is the observers' clock: every 10 ms (their resolution) it starts a try of each
+// condition due returns, each in its own goroutine with a 2 s limit (a call through a webhook
+// that is coming up can hang until the webhook's timeout, and must not stall the clock), at most
+// 32 at once (a slow API server skips a tick's try rather than pile them up). The returned
+// function stops it and waits for the tries under way.
+func poll(ctx context.Context, due func(now time.Time) []string, try func(ctx context.Context, name string, start time.Time)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	o := &observer{first: map[string]time.Time{}, cancel: cancel}
-	inFlight := make(chan struct{}, 32) // at most this many checks at once
-	o.wg.Add(1)
+	var wg sync.WaitGroup
+	inFlight := make(chan struct{}, 32)
+	wg.Add(1)
 	go func() {
-		defer o.wg.Done()
+		defer wg.Done()
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -59,43 +91,27 @@ func observe(ctx context.Context, conds map[string]func(context.Context) bool) *
 				return
 			case <-tick.C:
 			}
-			for name, holds := range conds {
-				o.mu.Lock()
-				seen := !o.first[name].IsZero()
-				o.mu.Unlock()
-				if seen {
-					continue
-				}
+			for _, name := range due(time.Now()) {
 				select {
 				case inFlight <- struct{}{}:
 				default:
-					continue // the API server is slow: this tick's check waits for the next
+					continue
 				}
-				o.wg.Add(1)
-				go func(start time.Time) {
-					defer o.wg.Done()
+				wg.Add(1)
+				go func(name string, start time.Time) {
+					defer wg.Done()
 					defer func() { <-inFlight }()
 					cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
 					defer ccancel()
-					if holds(cctx) {
-						o.mu.Lock()
-						if f := o.first[name]; f.IsZero() || start.Before(f) {
-							o.first[name] = start
-						}
-						o.mu.Unlock()
-					}
-				}(time.Now())
+					try(cctx, name, start)
+				}(name, time.Now())
 			}
 		}
 	}()
-	return o
-}
-
-// stop ends the observation and returns when each condition first held (zero: never).
-func (o *observer) stop() map[string]time.Time {
-	o.cancel()
-	o.wg.Wait()
-	return o.first
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // answers is a condition: the webhooks that intercept a dry-run create of doc answer it,
@@ -176,12 +192,12 @@ spec: {provider: {fake: {data: []}}}`
 type check func(context.Context) (holds, settled bool)
 
 // streaks records, from outside the product, since when each condition has held without a
-// break: every 10 ms it tries each condition not settled, each try in its own goroutine with a 2
-// s limit; a condition holds since the start of the first try that found it true after the last
-// that found it false (a prerequisite that held, then stopped, as a kind admitted before its
-// webhook was registered, holds only from when it held again). A condition named in after is
-// tried only while the one it names held at its latest try (one dry run per webhook every 10
-// ms, not one per object); while that one does not hold, neither does it.
+// break: it tries each condition not settled (see poll); a condition holds since the start of
+// the first try that found it true after the last that found it false (a prerequisite that held,
+// then stopped, as a kind admitted before its webhook was registered, holds only from when it
+// held again). A condition named in after is tried only while the one it names held at its
+// latest try (one dry run per webhook every 10 ms, not one per object); while that one does not
+// hold, neither does it.
 type streaks struct {
 	mu      sync.Mutex
 	last    map[string]time.Time // latest try's start
@@ -189,61 +205,36 @@ type streaks struct {
 	broke   map[string]time.Time // latest start of a try that did not hold
 	trues   map[string][]time.Time
 	settled map[string]bool
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	stopP   func()
 }
 
 func observeStreaks(ctx context.Context, conds map[string]check, after map[string]string) *streaks {
-	ctx, cancel := context.WithCancel(ctx)
 	o := &streaks{last: map[string]time.Time{}, lastOK: map[string]bool{}, broke: map[string]time.Time{},
-		trues: map[string][]time.Time{}, settled: map[string]bool{}, cancel: cancel}
-	inFlight := make(chan struct{}, 32)
-	o.wg.Add(1)
-	go func() {
-		defer o.wg.Done()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+		trues: map[string][]time.Time{}, settled: map[string]bool{}}
+	o.stopP = poll(ctx, func(now time.Time) []string {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		var due []string
+		for name := range conds {
+			if o.settled[name] {
+				continue
 			}
-			for name, try := range conds {
-				now := time.Now()
-				o.mu.Lock()
-				done := o.settled[name]
-				leader := after[name]
-				leaderDown := leader != "" && !o.settled[leader] && !o.lastOK[leader]
-				if leaderDown && !done {
-					o.record(name, now, false, false)
-				}
-				o.mu.Unlock()
-				if done || leaderDown {
-					continue
-				}
-				select {
-				case inFlight <- struct{}{}:
-				default:
-					continue // the API server is slow: this tick's try waits for the next
-				}
-				o.wg.Add(1)
-				go func(start time.Time) {
-					defer o.wg.Done()
-					defer func() { <-inFlight }()
-					cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
-					defer ccancel()
-					holds, settled := try(cctx)
-					if cctx.Err() != nil && ctx.Err() != nil {
-						return // stopped meanwhile: no answer
-					}
-					o.mu.Lock()
-					o.record(name, start, holds, settled)
-					o.mu.Unlock()
-				}(now)
+			if leader := after[name]; leader != "" && !o.settled[leader] && !o.lastOK[leader] {
+				o.record(name, now, false, false)
+				continue
 			}
+			due = append(due, name)
 		}
-	}()
+		return due
+	}, func(ctx context.Context, name string, start time.Time) {
+		holds, settled := conds[name](ctx)
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return // stopped meanwhile: no answer (a try that timed out did not hold)
+		}
+		o.mu.Lock()
+		o.record(name, start, holds, settled)
+		o.mu.Unlock()
+	})
 	return o
 }
 
@@ -263,8 +254,7 @@ func (o *streaks) record(name string, start time.Time, holds, settled bool) {
 // stop ends the observation and returns since when each condition has held (absent: it did
 // not hold at the end).
 func (o *streaks) stop() map[string]time.Time {
-	o.cancel()
-	o.wg.Wait()
+	o.stopP()
 	since := map[string]time.Time{}
 	for name, ts := range o.trues {
 		var s time.Time
