@@ -7,8 +7,9 @@ import (
 
 // afterReleases applies rule 4, to what depends on a Helm v3 Release (whose objects a transform
 // cannot see). Each dependent waits for what it needs of the release, no more (releaseNeed):
-//   - what runs the release's workloads' callers or routes the API server's calls to them
-//     waits for the release (HelmReleaseReady: its resources ready, its webhooks serving);
+//   - what runs pods (which may call the release's services) or routes the API server's calls
+//     to a service waits for the release (HelmReleaseReady: its resources ready, its webhooks
+//     serving);
 //   - anything else waits only for an admitted dry-run of itself after the release installed:
 //     its kind served and every webhook that intercepts it answering (AdmissionReady);
 //   - what the release's own workloads may consume is not held at all (consumedByReleases).
