@@ -173,6 +173,10 @@ type admissionEval struct {
 	// readySince is when a Service of a webhook that may intercept the objects last came to have
 	// ready endpoints (zero while none has): see readyNotAnswering.
 	readySince time.Time
+	// wakeHooks are the webhooks whose rules cover an object (mayIntercept), for the state of
+	// the configurations wakeFor names.
+	wakeHooks []*admission.Hook
+	wakeFor   string
 
 	good    int
 	backoff time.Duration
@@ -397,11 +401,18 @@ func (e *admissionEval) webhooks() *verdict.Result {
 			e.hooks = append(e.hooks, admission.WebhooksOf(gvk.Kind, cfg)...)
 		}
 	}
-	endpointsReady := false
-	for _, h := range e.hooks {
-		if !e.mayIntercept(h) {
-			continue
+	if f := fp.String(); f != e.wakeFor {
+		// The webhooks whose rules cover an object, once per state of the configurations: every
+		// round would otherwise match each of them against each object.
+		e.wakeFor, e.wakeHooks = f, nil
+		for _, h := range e.hooks {
+			if e.mayIntercept(h) {
+				e.wakeHooks = append(e.wakeHooks, h)
+			}
 		}
+	}
+	endpointsReady := false
+	for _, h := range e.wakeHooks {
 		if h.URL != "" {
 			// No EndpointSlice tells when it starts serving: a connect does (see session.Run.Listening).
 			fmt.Fprintf(&fp, "reach %s=%t;", h.URL, e.r.Listening(h.URL))

@@ -53,6 +53,8 @@ type clusterMemo struct {
 	answered map[string]time.Time
 	// configWatches watch both configuration kinds for the process (never released: one update).
 	configWatches []*kube.Subscription
+	watched       []autogate.WebhookConfig // the watches' configurations, as of watchedFor
+	watchedFor    string
 	flight        singleflight.Group // concurrent asks of one key share its dry run
 }
 
@@ -87,13 +89,23 @@ func (c discoveryCluster) Webhooks() ([]autogate.WebhookConfig, bool) {
 		}
 	}
 	if w := m.configWatches; w[0].Synced() && w[1].Synced() && w[0].Err() == nil && w[1].Err() == nil {
-		var configs []autogate.WebhookConfig
-		for i, kind := range []string{session.VWCGVK.Kind, session.MWCGVK.Kind} {
-			for _, u := range w[i].List(nil) {
-				configs = append(configs, webhookConfigOf(kind, *u))
+		lists := [][]*unstructured.Unstructured{w[0].List(nil), w[1].List(nil)}
+		var fp strings.Builder
+		for _, l := range lists {
+			for _, u := range l {
+				fmt.Fprintf(&fp, "%s@%s;", u.GetName(), u.GetResourceVersion())
+			}
+			fp.WriteString("|")
+		}
+		if fp.String() != m.watchedFor { // converted once per state of the configurations, not per call
+			m.watchedFor, m.watched = fp.String(), nil
+			for i, kind := range []string{session.VWCGVK.Kind, session.MWCGVK.Kind} {
+				for _, u := range lists[i] {
+					m.watched = append(m.watched, webhookConfigOf(kind, *u))
+				}
 			}
 		}
-		return configs, true
+		return m.watched, true
 	}
 	if time.Since(m.listed) < webhooksFresh {
 		return m.configs, m.known
