@@ -1,0 +1,58 @@
+package retry
+
+import (
+	"strings"
+	"testing"
+)
+
+const refused = `resource default/ghcr-pull-secret was not successfully created by the Kubernetes API server: Internal error occurred: ` +
+	`failed calling webhook "validate.externalsecret.external-secrets.io": failed to call webhook: Post ` +
+	`"https://external-secrets-webhook.external-secrets.svc:443/validate-external-secrets-io-v1beta1-externalsecret?timeout=5s": ` +
+	`dial tcp 10.96.0.12:443: connect: connection refused`
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		name    string
+		errs    []string
+		retry   bool
+		webhook string
+		why     string
+	}{
+		// Transport failures: retried once the gate's proof holds again.
+		{name: "connection refused (the webhook's pod restarting)", errs: []string{refused}, retry: true, webhook: "validate.externalsecret.external-secrets.io", why: "connection refused"},
+		{name: "no endpoints (its pod not Ready)", errs: []string{`Internal error occurred: failed calling webhook "w.example.com": failed to call webhook: Post "https://svc.ns.svc:443/x": no endpoints available for service "svc"`}, retry: true, webhook: "w.example.com"},
+		{name: "timeout", errs: []string{`failed calling webhook "w.example.com": failed to call webhook: Post "https://svc.ns.svc:443/x?timeout=10s": context deadline exceeded`}, retry: true},
+		{name: "x509 (its serving certificate rotated under the caBundle)", errs: []string{`failed calling webhook "w.example.com": failed to call webhook: Post "https://svc.ns.svc:443/x": tls: failed to verify certificate: x509: certificate signed by unknown authority`}, retry: true},
+		{name: "its Service not found yet", errs: []string{`failed calling webhook "w.example.com": failed to call webhook: Post "https://svc.ns.svc:443/x": service "svc" not found`}, retry: true},
+		{name: "the second try of four", errs: []string{refused, refused}, retry: true},
+		// Verdicts: never retried.
+		{name: "near miss: a webhook's denial", errs: []string{`admission webhook "validate.externalsecret.external-secrets.io" denied the request: spec.secretStoreRef: not found`}, why: "denied"},
+		{name: "near miss: a denial after an earlier transport failure (the newest decides)", errs: []string{`admission webhook "w.example.com" denied the request: no`, refused}, why: "denied"},
+		{name: "near miss: a denial naming a failed call of another webhook", errs: []string{`admission webhook "a.example.com" denied the request: failed calling webhook "b.example.com": connection refused`}, why: "denied"},
+		{name: "near miss: an invalid object", errs: []string{`ExternalSecret.external-secrets.io "x" is invalid: spec.target.name: Invalid value`}, why: "invalid"},
+		{name: "near miss: RBAC", errs: []string{`externalsecrets.external-secrets.io is forbidden: User "ci" cannot create resource`}, why: "forbidden"},
+		{name: "near miss: a quota", errs: []string{`pods "p" is forbidden: exceeded quota: compute, requested: cpu=2`}, why: "forbidden"},
+		{name: "near miss: an admission policy", errs: []string{`deployments.apps "d" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request`}},
+		{name: "near miss: not a webhook at all (the API server down)", errs: []string{`Get "https://127.0.0.1:6443/api": dial tcp 127.0.0.1:6443: connect: connection refused`}, why: "not a failed webhook call"},
+		{name: "near miss: a failed call for a reason not known to pass", errs: []string{`failed calling webhook "w.example.com": failed to call webhook: the server rejected our request for an unknown reason`}, why: "not known to pass"},
+		{name: "near miss: the tries are used up", errs: []string{refused, refused, refused, refused, refused}, why: "5 tries"},
+		{name: "near miss: nothing to judge", errs: nil, why: "no failure"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := Classify(c.errs)
+			if v.Retry != c.retry {
+				t.Fatalf("Retry = %t, want %t (%s)", v.Retry, c.retry, v.Why)
+			}
+			if c.webhook != "" && v.Webhook != c.webhook {
+				t.Errorf("Webhook = %q, want %q", v.Webhook, c.webhook)
+			}
+			if c.why != "" && !strings.Contains(v.Why, c.why) {
+				t.Errorf("Why = %q, want it to say %q", v.Why, c.why)
+			}
+			if strings.Contains(v.Why, "10.96.0.12") || strings.Contains(v.Why, "secretStoreRef") {
+				t.Errorf("Why quotes the failure's text: %q", v.Why)
+			}
+		})
+	}
+}
