@@ -78,6 +78,7 @@ func New() (p.Provider, error) {
 		).
 		WithFunctions(
 			infer.Function(&AutoGateDecide{}),
+			infer.Function(&AutoGateRetry{}),
 		).
 		WithComponents(
 			infer.ComponentF(NewCertManagerReady),

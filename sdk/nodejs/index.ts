@@ -16,6 +16,11 @@ export const autoGateDecide: typeof import("./autoGateDecide").autoGateDecide = 
 export const autoGateDecideOutput: typeof import("./autoGateDecide").autoGateDecideOutput = null as any;
 utilities.lazyLoad(exports, ["autoGateDecide","autoGateDecideOutput"], () => require("./autoGateDecide"));
 
+export { AutoGateRetryArgs, AutoGateRetryResult, AutoGateRetryOutputArgs } from "./autoGateRetry";
+export const autoGateRetry: typeof import("./autoGateRetry").autoGateRetry = null as any;
+export const autoGateRetryOutput: typeof import("./autoGateRetry").autoGateRetryOutput = null as any;
+utilities.lazyLoad(exports, ["autoGateRetry","autoGateRetryOutput"], () => require("./autoGateRetry"));
+
 export { CertManagerReadyArgs } from "./certManagerReady";
 export type CertManagerReady = import("./certManagerReady").CertManagerReady;
 export const CertManagerReady: typeof import("./certManagerReady").CertManagerReady = null as any;

@@ -17,11 +17,36 @@ import (
 const MaxAttempts = 5
 
 // Verdict is whether the newest failure may be retried, the webhook the API server could not
-// call, and why, for a log line (never the failure's text: it may quote the object).
+// call ("" when the API server itself could not be reached), and why, for a log line (never the
+// failure's text: it may quote the object).
 type Verdict struct {
 	Retry   bool
 	Webhook string
 	Why     string
+}
+
+// notRetried are the registrations whose failed step a retry cannot mend: a Release's failed
+// install stays recorded as a failed release (a second create is refused: the name is in use),
+// and a component's children are retried one by one.
+var notRetried = map[string]string{
+	"kubernetes:helm.sh/v3:Release": "a Release's failed install is recorded by Helm as a failed release; run `up` again",
+	"kubernetes:helm.sh/v3:Chart":   "a component: its objects are retried one by one",
+	"kubernetes:helm.sh/v4:Chart":   "a component: its objects are retried one by one",
+}
+
+// Decide judges a failed step of a registration of type typ: only a Kubernetes object's create or
+// update, and only as Classify says. A delete is not retried: a webhook that cannot be called on a
+// delete is met again by `destroy`, which runs no program.
+func Decide(typ, operation string, errs []string) Verdict {
+	switch {
+	case !strings.HasPrefix(typ, "kubernetes:") || strings.HasPrefix(typ, "kubernetes:yaml") || typ == "pulumi:providers:kubernetes":
+		return Verdict{Why: "not retried: not a Kubernetes object"}
+	case notRetried[typ] != "":
+		return Verdict{Why: "not retried: " + notRetried[typ]}
+	case operation != "create" && operation != "update":
+		return Verdict{Why: fmt.Sprintf("not retried: a failed %s is not retried", operation)}
+	}
+	return Classify(errs)
 }
 
 var failedCallRE = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
@@ -69,7 +94,7 @@ func Classify(errs []string) Verdict {
 	}
 	m := failedCallRE.FindStringSubmatch(newest)
 	if m == nil {
-		return Verdict{Why: "not retried: not a failed webhook call"}
+		return apiServerUnreachable(errs)
 	}
 	cause := ""
 	for _, t := range transports {
@@ -84,5 +109,34 @@ func Classify(errs []string) Verdict {
 	if len(errs) >= MaxAttempts {
 		return Verdict{Webhook: m[1], Why: fmt.Sprintf("not retried: %d tries failed calling webhook %q (%s)", len(errs), m[1], cause)}
 	}
-	return Verdict{Retry: true, Webhook: m[1], Why: fmt.Sprintf("the API server could not call webhook %q (%s): retried once its gate's proof holds again", m[1], cause)}
+	return Verdict{Retry: true, Webhook: m[1], Why: fmt.Sprintf("the API server could not call webhook %q (%s): retried once its admission is proven again", m[1], cause)}
+}
+
+// unreachable are the failures of a request that did not reach an API server able to answer it:
+// the API server restarting (its port closed, its connections dropped) or not serving yet.
+var unreachable = []struct{ marker, what string }{
+	{"connect: connection refused", "its port is closed"},
+	{"the server is currently unable to handle the request", "it is not serving yet"},
+	{"http2: client connection lost", "the connection was lost"},
+	{"connection reset by peer", "the connection was reset"},
+	{"server sent GOAWAY", "it is shutting down"},
+	{"TLS handshake timeout", "the TLS handshake timed out"},
+	{"etcdserver: request timed out", "etcd did not answer"},
+	{"etcdserver: leader changed", "etcd changed leader"},
+}
+
+// apiServerUnreachable: the newest failure never reached an API server that could answer; the
+// object's own admission proof then needs that API server serving again.
+func apiServerUnreachable(errs []string) Verdict {
+	newest := errs[0]
+	for _, u := range unreachable {
+		if !strings.Contains(newest, u.marker) {
+			continue
+		}
+		if len(errs) >= MaxAttempts {
+			return Verdict{Why: fmt.Sprintf("not retried: %d tries could not reach the API server (%s)", len(errs), u.what)}
+		}
+		return Verdict{Retry: true, Why: fmt.Sprintf("the API server could not be reached (%s): retried once it admits the object again", u.what)}
+	}
+	return Verdict{Why: "not retried: not a failed webhook call, and the API server answered"}
 }

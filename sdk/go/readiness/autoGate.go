@@ -39,7 +39,23 @@ type AutoGateOptions struct {
 	// one arrived, so that a webhook configuration of the same chart registered after a child
 	// still counts. Default 200ms.
 	Settle time.Duration
+	// NoRetry keeps AutoGate's error hook off: a create or update the API server could not admit
+	// because it could not call a webhook, or could not be reached, then fails the `up` (see
+	// docs/retry.md).
+	NoRetry bool
 }
+
+// AutoRetryOptions tune AutoRetry; every field is optional.
+type AutoRetryOptions struct {
+	// Provider is the readiness provider that decides and proves (the default one if nil).
+	Provider pulumi.ProviderResource
+	// Timeout bounds each wait for an object's admission to be proven again (a Go duration,
+	// default 5m).
+	Timeout string
+}
+
+// retryHookName is the one error hook a program registers (AutoGate or AutoRetry).
+const retryHookName = "readiness-retry"
 
 // OptOutAnnotation set to "false" in an object's metadata.annotations keeps AutoGate off it.
 const OptOutAnnotation = "readiness.io/auto-gate"
@@ -54,10 +70,126 @@ func AutoGate(ctx *pulumi.Context, opts *AutoGateOptions) error {
 		o = *opts
 	}
 	g := newAutoGate(ctx, o)
+	if !o.NoRetry {
+		if err := g.registerRetryHook(); err != nil {
+			return err
+		}
+	}
 	if err := ctx.RegisterStackTransformation(g.recordOrder); err != nil {
 		return err
 	}
 	return ctx.RegisterResourceTransform(g.transform)
+}
+
+// AutoRetry, for a program that places its gates by hand (no AutoGate), gives every Kubernetes
+// resource registered after it the error hook AutoGate gives: a create or update the API server
+// could not admit because it could not call a webhook (connection refused, no endpoints, timeout,
+// TLS) or could not be reached is tried again once the object's own admission is proven again;
+// never a denial, an invalid object, a quota or RBAC refusal. Every decision is the provider's
+// (readiness:index:autoGateRetry). Needs a Pulumi CLI with error hooks (3.217 or later). See
+// docs/retry.md.
+func AutoRetry(ctx *pulumi.Context, opts *AutoRetryOptions) error {
+	var o AutoRetryOptions
+	if opts != nil {
+		o = *opts
+	}
+	g := newAutoGate(ctx, AutoGateOptions{Provider: o.Provider, Timeout: o.Timeout})
+	g.retryOnly = true
+	if err := g.registerRetryHook(); err != nil {
+		return err
+	}
+	return ctx.RegisterResourceTransform(g.transform)
+}
+
+var (
+	retryHooksMu sync.Mutex
+	retryHooks   = map[*pulumi.Context]bool{}
+)
+
+// registerRetryHook registers the program's error hook, once: AutoGate and AutoRetry both called
+// is an error, not two hooks of one name.
+func (g *autoGate) registerRetryHook() error {
+	retryHooksMu.Lock()
+	defer retryHooksMu.Unlock()
+	if retryHooks[g.ctx] {
+		return fmt.Errorf("readiness: the error hook is registered already: call AutoGate or AutoRetry once per program")
+	}
+	hook, err := g.ctx.RegisterErrorHook(retryHookName, g.onError)
+	if err != nil {
+		return err
+	}
+	retryHooks[g.ctx] = true
+	g.retryHook = hook
+	return nil
+}
+
+// onError asks the provider whether the failed step may be tried again; the provider waits until
+// the object is admitted again before it says yes. A preview is never retried: it proves nothing.
+func (g *autoGate) onError(a *pulumi.ErrorHookArgs) (bool, error) {
+	if g.ctx.DryRun() {
+		return false, nil
+	}
+	g.mu.Lock()
+	cluster, known := g.clusterOf[string(a.URN)]
+	g.mu.Unlock()
+	if !known {
+		_ = g.ctx.Log.Warn(fmt.Sprintf("readiness: %s %s failed to %s and is not retried: its cluster is not known to the error hook", a.Type, a.Name, a.FailedOperation), nil)
+		return false, nil
+	}
+	facts, err := g.factsOf(cluster)
+	if err != nil {
+		return false, err
+	}
+	call := &AutoGateRetryArgs{Type: string(a.Type), Name: a.Name, FailedOperation: a.FailedOperation, Errors: a.Errors,
+		Object: a.NewInputs.Mappable(), Cluster: facts}
+	if g.opts.Timeout != "" {
+		call.Timeout = &g.opts.Timeout
+	}
+	var invokeOpts []pulumi.InvokeOption
+	if g.opts.Provider != nil {
+		invokeOpts = append(invokeOpts, pulumi.Provider(g.opts.Provider))
+	}
+	r, err := AutoGateRetry(g.ctx, call, invokeOpts...)
+	if err != nil {
+		return false, err
+	}
+	msg := fmt.Sprintf("readiness: %s of %s %s: %s", a.FailedOperation, a.Type, a.Name, r.Why)
+	if r.Retry {
+		_ = g.ctx.Log.Info(msg, nil)
+	} else {
+		_ = g.ctx.Log.Warn(msg, nil)
+	}
+	return r.Retry, nil
+}
+
+// factsOf are the facts of cluster id as the plan got them (or gets them now).
+func (g *autoGate) factsOf(id string) (AutoGateCluster, error) {
+	g.mu.Lock()
+	f, ok := g.clusterFacts[id]
+	g.mu.Unlock()
+	if ok {
+		return f, nil
+	}
+	if _, err := g.clusterFactsOnce(id); err != nil {
+		return AutoGateCluster{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f, ok = g.clusterFacts[id]; !ok {
+		return AutoGateCluster{}, fmt.Errorf("readiness: the facts of cluster %q are being read by a decision", id)
+	}
+	return f, nil
+}
+
+// withRetryHook adds the program's error hook to a registration's options.
+func (g *autoGate) withRetryHook(opts pulumi.ResourceOptions) pulumi.ResourceOptions {
+	var b pulumi.ResourceHookBinding
+	if opts.Hooks != nil {
+		b = *opts.Hooks
+	}
+	b.OnError = append(slices.Clone(b.OnError), g.retryHook)
+	opts.Hooks = &b
+	return opts
 }
 
 func newAutoGate(ctx *pulumi.Context, opts AutoGateOptions) *autoGate {
@@ -65,7 +197,8 @@ func newAutoGate(ctx *pulumi.Context, opts AutoGateOptions) *autoGate {
 	_, _ = rand.Read(id)
 	return &autoGate{ctx: ctx, opts: opts, session: ctx.Stack() + "-" + hex.EncodeToString(id),
 		orderOf: map[string]int{}, componentDeps: map[string][]pulumi.Resource{}, clusterSent: map[string]bool{}, clusterFacts: map[string]AutoGateCluster{},
-		gates: map[string]*autoGateEntry{}, providers: map[string]*autoGateProvider{}, known: map[string]pulumi.Resource{}}
+		gates: map[string]*autoGateEntry{}, providers: map[string]*autoGateProvider{}, known: map[string]pulumi.Resource{},
+		clusterOf: map[string]string{}}
 }
 
 type autoGate struct {
@@ -73,6 +206,9 @@ type autoGate struct {
 	opts        AutoGateOptions
 	session     string
 	planTimeout time.Duration // 0: autoGatePlanTimeout
+	// retryHook is the program's error hook (nil: NoRetry); retryOnly: AutoRetry, no gates.
+	retryHook *pulumi.ErrorHook
+	retryOnly bool
 
 	mu sync.Mutex
 	// Program order, as the program makes its resources (recordOrder): places not sent yet are
@@ -86,6 +222,7 @@ type autoGate struct {
 	providers     map[string]*autoGateProvider // readiness providers for other clusters, by name
 	known         map[string]pulumi.Resource   // the program's resources by URN (a gate depends on the handle)
 	clusterFacts  map[string]AutoGateCluster
+	clusterOf     map[string]string // a registration's cluster by its URN, for the error hook
 }
 
 // autoGateEntry is one gate resource, shared by every registration with its key.
@@ -185,16 +322,43 @@ func (g *autoGate) transform(c context.Context, args *pulumi.ResourceTransformAr
 			res = g.fail(args, fmt.Errorf("%v", r))
 		}
 	}()
-	gates, err := g.decide(c, args)
-	if err != nil {
+	var gates []pulumi.Resource
+	var err error
+	if g.retryOnly {
+		if err := g.noteCluster(c, args); err != nil {
+			_ = g.ctx.Log.Warn(fmt.Sprintf("readiness: %s %s gets no error hook: %v", args.Type, args.Name, err), nil)
+			return nil
+		}
+	} else if gates, err = g.decide(c, args); err != nil {
 		return g.fail(args, err)
 	}
-	if len(gates) == 0 {
+	if len(gates) == 0 && g.retryHook == nil {
 		return nil
 	}
 	opts := args.Opts
-	opts.DependsOn = append(slices.Clone(opts.DependsOn), gates...)
+	if len(gates) > 0 {
+		opts.DependsOn = append(slices.Clone(opts.DependsOn), gates...)
+	}
+	if g.retryHook != nil {
+		opts = g.withRetryHook(opts)
+	}
 	return &pulumi.ResourceTransformResult{Props: args.Props, Opts: opts}
+}
+
+// noteCluster records the registration's cluster for the error hook (AutoRetry: no decision).
+func (g *autoGate) noteCluster(c context.Context, args *pulumi.ResourceTransformArgs) error {
+	parentURN, err := g.urnOf(c, args.Opts.Parent)
+	if err != nil {
+		return err
+	}
+	cluster, err := g.urnOf(c, args.Opts.Provider)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.clusterOf[g.selfURN(parentURN, args.Type, args.Name)] = clusterID(cluster)
+	g.mu.Unlock()
+	return nil
 }
 
 // decide sends the registration's facts and returns the gates the provider answers.
@@ -227,6 +391,9 @@ func (g *autoGate) decide(c context.Context, args *pulumi.ResourceTransformArgs)
 	if cluster != "" {
 		reg.Cluster = &cluster
 	}
+	g.mu.Lock()
+	g.clusterOf[reg.Id] = cluster
+	g.mu.Unlock()
 	key := registrationKey(args.Type, args.Name, parentName(parentURN))
 	g.mu.Lock()
 	if at, ok := g.orderOf[key]; ok {

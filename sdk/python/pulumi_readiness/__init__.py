@@ -9,6 +9,7 @@ import typing
 from .admission_ready import *
 from .auto_gate import *
 from .auto_gate_decide import *
+from .auto_gate_retry import *
 from .cert_manager_ready import *
 from .certificate_ready import *
 from .chart_ready import *
