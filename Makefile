@@ -31,7 +31,7 @@ export CGO_ENABLED := 0
 GO_BUILD_FLAGS := -trimpath -gcflags=all=-dwarf=false -vet=off
 export GOFLAGS := $(GO_BUILD_FLAGS) $(filter-out $(GO_BUILD_FLAGS),$(GOFLAGS))
 
-.PHONY: build tools k8s-plugin schema sdk sdk-nodejs py-deps sdk-python python-env check-generated test test-all test-go test-nodejs test-python test-install demo demo-realnode bench bench-realnode soak soak-run soak-load lint lint-workflows docs dist examples clean fuzz fuzz-inputs bench-smoke version release-notes release-sdk-tag
+.PHONY: bench-faults build tools k8s-plugin schema sdk sdk-nodejs py-deps sdk-python python-env check-generated test test-all test-go test-nodejs test-python test-install demo demo-realnode bench bench-realnode soak soak-run soak-load lint lint-workflows docs dist examples clean fuzz fuzz-inputs bench-smoke version release-notes release-sdk-tag
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/$(PROVIDER) ./provider/cmd/$(PROVIDER)
@@ -195,6 +195,13 @@ bench-realnode: build tools k8s-plugin
 	READINESS_FIGURES=$(FIGURES_ROUNDS) READINESS_FIGURES_OUT=$${TMPDIR:-/tmp}/readiness-realnode-figures.md \
 	  go test -count=1 -timeout 90m -run TestFiguresRealFieldReports -v ./tests/e2e/realnode
 	go run ./bench -realnode-section $${TMPDIR:-/tmp}/readiness-realnode-figures.md -out BENCHMARKS.md
+
+# Faults during a rebuild on a real node (issue 50): FAULTS_ROUNDS rounds per fault, into BENCHMARKS.md.
+FAULTS_ROUNDS ?= 10
+bench-faults: build tools k8s-plugin
+	READINESS_FAULTS=$(FAULTS_ROUNDS) READINESS_FAULTS_OUT=$${TMPDIR:-/tmp}/readiness-faults.md \
+	  go test -count=1 -timeout 150m -run TestFaultsRealFieldReports -v ./tests/e2e/realnode
+	go run ./bench -faults-section $${TMPDIR:-/tmp}/readiness-faults.md -out BENCHMARKS.md
 
 # A few trials of every benchmark, so `make test` keeps the bench working (figures not kept).
 bench-smoke: build tools

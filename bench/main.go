@@ -24,6 +24,8 @@ type config struct {
 	// realNodeSection, when set, is a file of the real-node figures (tests/e2e/realnode,
 	// `make bench-realnode`) to put into out in place of its real-node section; nothing runs.
 	realNodeSection string
+	// faultsSection is the same for the faults' figures (`make bench-faults`).
+	faultsSection string
 }
 
 // on reports whether a section is to run (-sections).
@@ -52,7 +54,15 @@ func main() {
 	flag.StringVar(&c.sections, "sections", "all", "comma-separated sections to run, for partial runs (detection, webhook, admission, conversion, ready, scale, stack, engine, autogate); the others' figures stay empty")
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "results file (regenerated)")
 	flag.StringVar(&c.realNodeSection, "realnode-section", "", "put this file's real-node figures into -out's real-node section, and run nothing")
+	flag.StringVar(&c.faultsSection, "faults-section", "", "put this file's fault figures into -out's faults section, and run nothing")
 	flag.Parse()
+	if c.faultsSection != "" {
+		if err := spliceFaults(c.out, c.faultsSection); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if c.realNodeSection != "" {
 		if err := spliceRealNode(c.out, c.realNodeSection); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

@@ -14,6 +14,8 @@ import (
 const (
 	realNodeBegin = "<!-- real-node figures: make bench-realnode -->"
 	realNodeEnd   = "<!-- end of real-node figures -->"
+	faultsBegin   = "<!-- real-node faults: make bench-faults -->"
+	faultsEnd     = "<!-- end of real-node faults -->"
 	logBegin      = "<!-- measurements log: by hand -->"
 	logEnd        = "<!-- end of measurements log -->"
 )
@@ -21,7 +23,7 @@ const (
 // keptSections are the real-node section and the measurements log of the results file at path,
 // in that order ("" for one it does not have).
 func keptSections(path string) string {
-	return kept(path, realNodeBegin, realNodeEnd) + kept(path, logBegin, logEnd)
+	return kept(path, realNodeBegin, realNodeEnd) + kept(path, faultsBegin, faultsEnd) + kept(path, logBegin, logEnd)
 }
 
 // kept is the section of the results file at path between begin and end, markers included
@@ -42,6 +44,15 @@ func kept(path, begin, end string) string {
 // spliceRealNode puts the figures in section (a markdown file) into the results file at path,
 // replacing its real-node section or adding one at the end.
 func spliceRealNode(path, section string) error {
+	return splice(path, section, realNodeBegin, realNodeEnd)
+}
+
+// spliceFaults is spliceRealNode for the faults' section (tests/e2e/realnode/faults_test.go).
+func spliceFaults(path, section string) error {
+	return splice(path, section, faultsBegin, faultsEnd)
+}
+
+func splice(path, section, realNodeBegin, realNodeEnd string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err

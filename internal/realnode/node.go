@@ -39,7 +39,14 @@ func (n *Node) startNode(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := n.StartProcess("containerd", "containerd", "--config", filepath.Join(st, "containerd.toml")); err != nil {
+	n.runtime = map[string][]string{
+		"containerd": {"containerd", "--config", filepath.Join(st, "containerd.toml")},
+		"kubelet": {filepath.Join(n.binDir, "kubelet"),
+			"--config=" + filepath.Join(st, "kubelet.yaml"), "--kubeconfig=" + nodeKubeconfig,
+			"--root-dir=" + filepath.Join(st, "kubelet"), "--cert-dir=" + filepath.Join(st, "kubelet", "pki"),
+			"--hostname-override=" + NodeName, "--node-ip=" + nodeIP, "-v=1"},
+	}
+	if err := n.startRuntime("containerd"); err != nil {
 		return err
 	}
 	if err := n.waitContainerd(ctx); err != nil {
@@ -52,14 +59,34 @@ func (n *Node) startNode(ctx context.Context) error {
 	if err := n.LoadImage(ctx, pause); err != nil {
 		return err
 	}
-	if err := n.StartProcess("kubelet", filepath.Join(n.binDir, "kubelet"),
-		"--config="+filepath.Join(st, "kubelet.yaml"), "--kubeconfig="+nodeKubeconfig,
-		"--root-dir="+filepath.Join(st, "kubelet"), "--cert-dir="+filepath.Join(st, "kubelet", "pki"),
-		"--hostname-override="+NodeName, "--node-ip="+nodeIP, "-v=1"); err != nil {
+	if err := n.startRuntime("kubelet"); err != nil {
 		return err
 	}
 	if err := n.StartProcess("kube-proxy", filepath.Join(n.binDir, "kube-proxy"),
 		"--config="+filepath.Join(st, "kube-proxy.yaml"), "-v=1"); err != nil {
+		return err
+	}
+	return n.waitReady(ctx)
+}
+
+func (n *Node) startRuntime(name string) error {
+	cmd := n.runtime[name]
+	return n.StartProcess(name, cmd[0], cmd[1:]...)
+}
+
+// RestartRuntime restarts containerd and the kubelet as a node's service manager would (the
+// containers keep running under their shims), and waits until containerd answers and the node
+// is Ready again: a fault for tests of a rebuild (issue 50).
+func (n *Node) RestartRuntime(ctx context.Context) error {
+	n.StopProcess("kubelet")
+	n.StopProcess("containerd")
+	if err := n.startRuntime("containerd"); err != nil {
+		return err
+	}
+	if err := n.waitContainerd(ctx); err != nil {
+		return err
+	}
+	if err := n.startRuntime("kubelet"); err != nil {
 		return err
 	}
 	return n.waitReady(ctx)

@@ -50,10 +50,12 @@ const (
 type Node struct {
 	*controlplane.ControlPlane
 
-	dir    string // the cluster's folder (the control plane's Dir)
-	ownDir bool
-	binDir string
-	ns     *namespace // nil once stopped
+	dir string // the cluster's folder (the control plane's Dir)
+	// runtime are containerd's and the kubelet's command lines (RestartRuntime starts them again).
+	runtime map[string][]string
+	ownDir  bool
+	binDir  string
+	ns      *namespace // nil once stopped
 }
 
 // Requirements lists what a real node needs from the machine and is missing ("" when

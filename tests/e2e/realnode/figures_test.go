@@ -351,10 +351,16 @@ spec:
 
 // reportsProgram is reports 000, 001 and 002 as one program, for a way and a stage
 // ("releases", "resources": the releases, the custom resources and the Ingress, "all").
-func reportsProgram(way, stage string, c reportCharts) pulumi.RunFunc {
+// then, when set, runs right after autoGate (the faults' transform: tests/e2e/realnode/faults_test.go).
+func reportsProgram(way, stage string, c reportCharts, then ...func(*pulumi.Context) error) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
 		if way == "autogate" {
 			if err := readiness.AutoGate(ctx, &readiness.AutoGateOptions{Timeout: "5m"}); err != nil {
+				return err
+			}
+		}
+		for _, f := range then {
+			if err := f(ctx); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,333 @@
+package realnode
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/readiness-io/pulumi-readiness/internal/charts"
+	"github.com/readiness-io/pulumi-readiness/internal/reportstack"
+	"github.com/readiness-io/pulumi-readiness/internal/stack"
+	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
+	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+)
+
+// faultTarget is the object whose create the faults land in front of: the first of report
+// 001's ExternalSecrets, right after its gates passed (stacktest.AfterGates).
+const faultTarget = "ghcr-pull-secret-default"
+
+// fault is one fault of issue 50, applied at faultTarget's point; it returns once the fault is
+// in place (recovering, if at all, by the cluster's own doing), and a wait for whatever the test
+// itself must restore before the round ends.
+type fault struct {
+	name, what string
+	apply      func(ctx context.Context, t *testing.T) (restored func())
+}
+
+var faults = []fault{
+	{"none", "no fault (the clean rounds the others are compared with)", nil},
+	{"webhook-pod-killed", "External Secrets' webhook pod deleted with no grace period (as an OOM kill), gone before the create",
+		func(ctx context.Context, t *testing.T) func() {
+			pods, err := testenv.CP.Client.CoreV1().Pods("external-secrets").List(ctx, metav1.ListOptions{LabelSelector: esWebhookPods})
+			if err != nil || len(pods.Items) == 0 {
+				t.Errorf("no webhook pod to kill: %v", err)
+				return nil
+			}
+			zero := int64(0)
+			for _, p := range pods.Items {
+				_ = testenv.CP.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			}
+			for _, p := range pods.Items {
+				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					if _, err := testenv.CP.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+						break
+					}
+				}
+			}
+			return nil
+		}},
+	{"runtime-restarted", "containerd and the kubelet restarted (the containers keep running under their shims)",
+		func(ctx context.Context, t *testing.T) func() {
+			if err := testenv.Node.RestartRuntime(ctx); err != nil {
+				t.Errorf("restarting the node's runtime: %v", err)
+			}
+			return nil
+		}},
+	{"apiserver-restarted", "kube-apiserver stopped, started again 2 s later (the create meets its closed port)",
+		func(ctx context.Context, t *testing.T) func() {
+			testenv.CP.StopProcess("kube-apiserver")
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				time.Sleep(2 * time.Second)
+				if err := testenv.CP.StartAPIServer(ctx); err != nil {
+					t.Errorf("starting the API server again: %v", err)
+				}
+			}()
+			return func() { <-done }
+		}},
+	{"cabundle-rotated", "the webhook configuration's caBundle replaced by another CA's (a rotation half done), until External Secrets' cert-controller puts its own back",
+		func(ctx context.Context, t *testing.T) func() {
+			patch := fmt.Sprintf(`[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":%q}]`, otherCA(t))
+			vwcs := testenv.Dynamic(t).Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"})
+			list, err := vwcs.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Errorf("listing webhook configurations: %v", err)
+				return nil
+			}
+			for _, v := range list.Items {
+				if strings.Contains(v.GetName(), "externalsecret") || strings.HasPrefix(v.GetName(), "external-secrets") {
+					hooks, _, _ := unstructured.NestedSlice(v.Object, "webhooks")
+					for i := range hooks {
+						p := strings.Replace(patch, "/webhooks/0/", fmt.Sprintf("/webhooks/%d/", i), 1)
+						if _, err := vwcs.Patch(ctx, v.GetName(), types.JSONPatchType, []byte(p), metav1.PatchOptions{}); err != nil {
+							t.Errorf("replacing %s's caBundle: %v", v.GetName(), err)
+						}
+					}
+				}
+			}
+			return nil
+		}},
+}
+
+const esWebhookPods = "app.kubernetes.io/name=external-secrets-webhook"
+
+// TestFaultsRealFieldReports (READINESS_FAULTS=N rounds per fault; `make bench-faults` writes
+// its table into BENCHMARKS.md): field reports 000-002 as one autoGate program on a real node,
+// each round from nothing, with one fault landing right after the gates of the first
+// ExternalSecret passed and before its create (issue 50): its webhook's pod killed, containerd
+// and the kubelet restarted, the API server restarted, the webhook's caBundle rotated. A round
+// passes when `up` succeeds; it reports the retries the error hook made, what each fault cost over
+// the clean rounds, and how long the cluster itself took to admit an ExternalSecret again.
+func TestFaultsRealFieldReports(t *testing.T) {
+	rounds, _ := strconv.Atoi(os.Getenv("READINESS_FAULTS"))
+	if rounds <= 0 {
+		t.Skip("READINESS_FAULTS=N runs N rounds per fault (make bench-faults)")
+	}
+	ctx := context.Background()
+	c := reportCharts{
+		es: installable(ctx, t, charts.ExternalSecretsChart),
+		cm: installable(ctx, t, charts.CertManagerChart),
+		ng: installable(ctx, t, charts.IngressNginxChart),
+	}
+	env := stacktest.Prepare(t)
+	kinds := faults
+	if only := os.Getenv("READINESS_FAULTS_KINDS"); only != "" {
+		kinds = nil
+		for _, f := range faults {
+			if f.name == "none" || strings.Contains(","+only+",", ","+f.name+",") {
+				kinds = append(kinds, f)
+			}
+		}
+	}
+	loadStart := loadAverage()
+	results := map[string][]faultRound{}
+	for round := 1; round <= rounds; round++ {
+		for _, f := range kinds {
+			r := runFault(ctx, t, env, f, c)
+			t.Logf("round %d, %s: %s", round, f.name, r)
+			results[f.name] = append(results[f.name], r)
+		}
+	}
+	table := faultsTable(kinds, results, loadStart)
+	t.Log("\n" + table)
+	if out := os.Getenv("READINESS_FAULTS_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range kinds {
+		for i, r := range results[f.name] {
+			if r.err != nil {
+				t.Errorf("%s, round %d failed: %v", f.name, i+1, r.err)
+			}
+			if r.denialsRetried > 0 {
+				t.Errorf("%s, round %d retried a denial", f.name, i+1)
+			}
+		}
+	}
+}
+
+// faultRound is one round: its up, its error, the retries the engine made on the error hook's
+// say, denials retried, and how long after the fault an ExternalSecret was admitted again.
+type faultRound struct {
+	up, recovered  time.Duration
+	retries        int
+	denialsRetried int
+	err            error
+}
+
+func (r faultRound) String() string {
+	if r.err != nil {
+		return fmt.Sprintf("FAILED after %s: %s", r.up.Round(time.Millisecond), firstLine(r.err.Error(), "error"))
+	}
+	return fmt.Sprintf("up %s, %d retries, admitted again %s after the fault", r.up.Round(time.Millisecond), r.retries, r.recovered.Round(time.Millisecond))
+}
+
+func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c reportCharts) faultRound {
+	var faultAt time.Time
+	var restored func()
+	probe := admits(t, externalSecretsGVR, strings.Replace(reportstack.ExternalSecret001("default"), "name: ghcr-pull-secret,", "name: fault-probe,", 1))
+	then := func(ctx *pulumi.Context) error {
+		return ctx.RegisterResourceTransform(stacktest.AfterGates(t, ctx, faultTarget, func() {
+			faultAt = time.Now()
+			if f.apply != nil {
+				restored = f.apply(context.Background(), t)
+			}
+		}))
+	}
+	s := stacktest.NewStack(t, env, "faults", reportsProgram("autogate", "all", c, then))
+	var out strings.Builder
+	began := time.Now()
+	// When the cluster admits an ExternalSecret again after the fault, as an observer outside
+	// the product sees it every 10 ms.
+	recovered := make(chan time.Duration, 1)
+	stopProbe := make(chan struct{})
+	go func() {
+		defer close(recovered)
+		for {
+			select {
+			case <-stopProbe:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if faultAt.IsZero() {
+				continue
+			}
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			ok := probe(pctx)
+			cancel()
+			if ok {
+				recovered <- time.Since(faultAt)
+				return
+			}
+		}
+	}()
+	_, err := s.Up(ctx, optup.ProgressStreams(&out))
+	r := faultRound{up: time.Since(began)}
+	close(stopProbe)
+	r.recovered = <-recovered
+	if restored != nil {
+		restored()
+	}
+	if err != nil {
+		r.err = fmt.Errorf("%w\n%s", err, out.String())
+	}
+	r.retries = strings.Count(out.String(), "due to on-error hook request")
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, "readiness: ") && strings.Contains(line, "denied") && !strings.Contains(line, "not retried") {
+			r.denialsRetried++
+		}
+	}
+	if faultAt.IsZero() && r.err == nil {
+		r.err = fmt.Errorf("the fault never ran: %s did not wait for a gate", faultTarget)
+	}
+	testenv.CRDCachesReady(t, "external-secrets.io")
+	testenv.CRDCachesReady(t, "cert-manager.io")
+	stacktest.Destroy(t, s)
+	dropLeases(ctx, t, "kube-system", "cert-manager")
+	for _, ns := range []string{"external-secrets", "cert-manager", "ingress-nginx", "ai-ops"} {
+		testenv.PodsGone(t, ns)
+	}
+	return r
+}
+
+
+// otherCA is a PEM CA certificate no server here presents, base64 as a caBundle holds it.
+func otherCA(t *testing.T) string {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "rotated-ca"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+// faultsTable is BENCHMARKS.md's faults section.
+func faultsTable(kinds []fault, results map[string][]faultRound, loadStart string) string {
+	var clean []time.Duration
+	for _, r := range results["none"] {
+		if r.err == nil {
+			clean = append(clean, r.up)
+		}
+	}
+	cleanP50 := median(clean)
+	var b strings.Builder
+	fmt.Fprintf(&b, `## Faults during a rebuild on a real node
+
+Regenerated by `+"`make bench-faults`"+` (tests/e2e/realnode/faults_test.go); `+"`make bench`"+` keeps this section as it is.
+
+- **Commit:** %s. **Date:** %s; load average (1, 5, 15 min) at the start %s, at the end %s.
+- **Stack:** field reports 000, 001 and 002 as one autoGate program on the real node (as in the section above), each round
+  from nothing. Each fault lands at one point the test chooses: right after the gates of the first ExternalSecret
+  passed, before its create (the program's stack transform holds that registration until then).
+- **Extra time** is the round's `+"`up`"+` minus the clean rounds' median (%s). **Cluster's recovery** is from the fault to
+  the first dry run of an ExternalSecret the API server admits again, as an observer outside the product sees it
+  every 10 ms. **Retries** are the engine's "retrying create due to on-error hook request" lines.
+
+| fault | rounds | failed | retries (total) | extra time, p50 | extra time, max | cluster's recovery, p50 | recovery, max |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+`, commit(), time.Now().UTC().Format("2006-01-02 15:04 MST"), loadStart, loadAverage(), seconds(cleanP50))
+	for _, f := range kinds {
+		rs := results[f.name]
+		failed, retries := 0, 0
+		var extra, rec []time.Duration
+		for _, r := range rs {
+			retries += r.retries
+			if r.err != nil {
+				failed++
+				continue
+			}
+			extra = append(extra, r.up-cleanP50)
+			if f.apply != nil {
+				rec = append(rec, r.recovered)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s | %s | %s | %s |\n", f.name, len(rs), failed, retries,
+			p50(extra, seconds), top(extra, seconds), p50(rec, seconds), top(rec, seconds))
+	}
+	b.WriteString("\n")
+	for _, f := range kinds {
+		fmt.Fprintf(&b, "- **%s:** %s.\n", f.name, f.what)
+	}
+	return b.String()
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s[len(s)/2]
+}
