@@ -92,6 +92,17 @@ func (n *Node) RestartRuntime(ctx context.Context) error {
 	return n.waitReady(ctx)
 }
 
+// KillContainer kills a running container's task with SIGKILL through containerd, as the kernel's
+// OOM killer does: the kubelet then restarts it in the same pod (id: a pod status' containerID,
+// with or without its "containerd://" prefix).
+func (n *Node) KillContainer(ctx context.Context, id string) error {
+	id = strings.TrimPrefix(id, "containerd://")
+	if out, err := n.ctr(ctx, "tasks", "kill", "-s", "SIGKILL", id); err != nil {
+		return fmt.Errorf("killing container %s: %v: %s", id, err, out)
+	}
+	return nil
+}
+
 // ContainerdSocket is the real node's containerd socket (its path is reachable from the host).
 func (n *Node) ContainerdSocket() string {
 	return filepath.Join(n.dir, "node", "containerd.sock")

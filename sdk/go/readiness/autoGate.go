@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
@@ -101,9 +102,11 @@ func AutoRetry(ctx *pulumi.Context, opts *AutoRetryOptions) error {
 	return ctx.RegisterResourceTransform(g.transform)
 }
 
+// retryHooks are the programs (contexts) that registered the hook; weak, so that a process that
+// runs many programs (the Automation API) keeps none of them alive.
 var (
 	retryHooksMu sync.Mutex
-	retryHooks   = map[*pulumi.Context]bool{}
+	retryHooks   = map[weak.Pointer[pulumi.Context]]bool{}
 )
 
 // registerRetryHook registers the program's error hook, once: AutoGate and AutoRetry both called
@@ -111,14 +114,14 @@ var (
 func (g *autoGate) registerRetryHook() error {
 	retryHooksMu.Lock()
 	defer retryHooksMu.Unlock()
-	if retryHooks[g.ctx] {
+	if retryHooks[weak.Make(g.ctx)] {
 		return fmt.Errorf("readiness: the error hook is registered already: call AutoGate or AutoRetry once per program")
 	}
 	hook, err := g.ctx.RegisterErrorHook(retryHookName, g.onError)
 	if err != nil {
 		return err
 	}
-	retryHooks[g.ctx] = true
+	retryHooks[weak.Make(g.ctx)] = true
 	g.retryHook = hook
 	return nil
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,24 +44,23 @@ type fault struct {
 
 var faults = []fault{
 	{"none", "no fault (the clean rounds the others are compared with)", nil},
-	{"webhook-pod-killed", "External Secrets' webhook pod deleted with no grace period (as an OOM kill), gone before the create",
+	{"webhook-killed", "External Secrets' webhook container killed with SIGKILL (as the OOM killer does; the kubelet restarts it), not answering before the create",
 		func(ctx context.Context, t *testing.T) func() {
 			pods, err := testenv.CP.Client.CoreV1().Pods("external-secrets").List(ctx, metav1.ListOptions{LabelSelector: esWebhookPods})
 			if err != nil || len(pods.Items) == 0 {
 				t.Errorf("no webhook pod to kill: %v", err)
 				return nil
 			}
-			zero := int64(0)
 			for _, p := range pods.Items {
-				_ = testenv.CP.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-			}
-			for _, p := range pods.Items {
-				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-					if _, err := testenv.CP.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-						break
+				for _, c := range p.Status.ContainerStatuses {
+					if c.ContainerID != "" {
+						if err := testenv.Node.KillContainer(ctx, c.ContainerID); err != nil {
+							t.Error(err)
+						}
 					}
 				}
 			}
+			waitRefused(ctx, t)
 			return nil
 		}},
 	{"runtime-restarted", "containerd and the kubelet restarted (the containers keep running under their shims)",
@@ -110,6 +108,21 @@ var faults = []fault{
 }
 
 const esWebhookPods = "app.kubernetes.io/name=external-secrets-webhook"
+
+// waitRefused waits (up to 10 s) until a dry run of an ExternalSecret is no longer admitted: the
+// fault is in place before the create it lands in front of.
+func waitRefused(ctx context.Context, t *testing.T) {
+	probe := admits(t, externalSecretsGVR, faultProbe)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !probe(ctx) {
+			return
+		}
+	}
+	t.Errorf("External Secrets' webhook still admits 10 s after the fault")
+}
+
+// faultProbe is an ExternalSecret no program creates, for the observer's dry runs.
+var faultProbe = strings.Replace(reportstack.ExternalSecret001("default"), "name: ghcr-pull-secret,", "name: fault-probe,", 1)
 
 // TestFaultsRealFieldReports (READINESS_FAULTS=N rounds per fault; `make bench-faults` writes
 // its table into BENCHMARKS.md): field reports 000-002 as one autoGate program on a real node,
@@ -186,7 +199,7 @@ func (r faultRound) String() string {
 func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c reportCharts) faultRound {
 	var faultAt time.Time
 	var restored func()
-	probe := admits(t, externalSecretsGVR, strings.Replace(reportstack.ExternalSecret001("default"), "name: ghcr-pull-secret,", "name: fault-probe,", 1))
+	probe := admits(t, externalSecretsGVR, faultProbe)
 	then := func(ctx *pulumi.Context) error {
 		return ctx.RegisterResourceTransform(stacktest.AfterGates(t, ctx, faultTarget, func() {
 			faultAt = time.Now()
@@ -234,6 +247,11 @@ func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c repo
 	}
 	r.retries = strings.Count(out.String(), "due to on-error hook request")
 	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, "readiness: ") || strings.Contains(line, "on-error hook") {
+			t.Logf("%s: %s", f.name, strings.TrimSpace(line))
+		}
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
 		if strings.Contains(line, "readiness: ") && strings.Contains(line, "denied") && !strings.Contains(line, "not retried") {
 			r.denialsRetried++
 		}
@@ -250,7 +268,6 @@ func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c repo
 	}
 	return r
 }
-
 
 // otherCA is a PEM CA certificate no server here presents, base64 as a caBundle holds it.
 func otherCA(t *testing.T) string {
