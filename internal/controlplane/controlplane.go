@@ -253,6 +253,22 @@ func (cp *ControlPlane) StopProcess(name string) {
 	}
 }
 
+// Exited says whether the component started as name has exited (false when none was started).
+func (cp *ControlPlane) Exited(name string) bool {
+	cp.mu.Lock()
+	p := cp.procs[name]
+	cp.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // EtcdURL is the etcd client address (tests compact through it).
 func (cp *ControlPlane) EtcdURL() string { return cp.etcdURL }
 

@@ -86,8 +86,19 @@ func (n *Node) RestartRuntime(ctx context.Context) error {
 	if err := n.waitContainerd(ctx); err != nil {
 		return err
 	}
-	if err := n.startRuntime("kubelet"); err != nil {
-		return err
+	// containerd answers before its CRI plugin has restored its containers, and a kubelet that
+	// meets "server is not initialized yet" exits: start it again until it stays up.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if err := n.startRuntime("kubelet"); err != nil {
+			return err
+		}
+		time.Sleep(3 * time.Second)
+		if !n.Exited("kubelet") {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the kubelet keeps exiting after containerd's restart\n--- kubelet log ---\n%s", n.LogTail("kubelet", 10))
+		}
 	}
 	return n.waitReady(ctx)
 }
