@@ -202,6 +202,7 @@ func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c repo
 	var faultAt time.Time
 	var applied time.Duration
 	var restored func()
+	inPlace := make(chan struct{}) // closed once the fault is applied (faultAt, applied set)
 	probe := admits(t, externalSecretsGVR, faultProbe)
 	then := func(ctx *pulumi.Context) error {
 		return ctx.RegisterResourceTransform(stacktest.AfterGates(t, ctx, faultTarget, func() {
@@ -210,25 +211,28 @@ func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c repo
 				restored = f.apply(context.Background(), t)
 			}
 			applied = time.Since(faultAt)
+			close(inPlace)
 		}))
 	}
 	s := stacktest.NewStack(t, env, "faults", reportsProgram("autogate", "all", c, then))
 	var out strings.Builder
 	began := time.Now()
-	// When the cluster admits an ExternalSecret again after the fault, as an observer outside
-	// the product sees it every 10 ms.
+	// When the cluster admits an ExternalSecret again once the fault is in place, as an observer
+	// outside the product sees it every 10 ms.
 	recovered := make(chan time.Duration, 1)
 	stopProbe := make(chan struct{})
 	go func() {
 		defer close(recovered)
+		select {
+		case <-inPlace:
+		case <-stopProbe:
+			return
+		}
 		for {
 			select {
 			case <-stopProbe:
 				return
 			case <-time.After(10 * time.Millisecond):
-			}
-			if faultAt.IsZero() {
-				continue
 			}
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			ok := probe(pctx)
@@ -261,6 +265,11 @@ func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c repo
 		if strings.Contains(line, "readiness: ") && strings.Contains(line, "denied") && !strings.Contains(line, "not retried") {
 			r.denialsRetried++
 		}
+	}
+	select {
+	case <-inPlace:
+	default:
+		faultAt = time.Time{}
 	}
 	if faultAt.IsZero() && r.err == nil {
 		r.err = fmt.Errorf("the fault never ran: %s did not wait for a gate", faultTarget)
