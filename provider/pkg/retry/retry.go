@@ -113,12 +113,16 @@ func Classify(errs []string) Verdict {
 }
 
 // unreachable are the failures of a request that did not reach an API server able to answer it:
-// the API server restarting (its port closed, its connections dropped) or not serving yet.
+// the API server restarting (its port closed, its connections dropped) or not serving yet. A
+// request cut off on its way back (EOF) may have been stored: its retry sends the same object,
+// and an "already exists" then is not retried.
 var unreachable = []struct{ marker, what string }{
 	{"connect: connection refused", "its port is closed"},
 	{"the server is currently unable to handle the request", "it is not serving yet"},
 	{"http2: client connection lost", "the connection was lost"},
 	{"connection reset by peer", "the connection was reset"},
+	{"unexpected EOF", "the connection was closed"},
+	{": EOF", "the connection was closed"},
 	{"server sent GOAWAY", "it is shutting down"},
 	{"TLS handshake timeout", "the TLS handshake timed out"},
 	{"etcdserver: request timed out", "etcd did not answer"},
