@@ -98,7 +98,10 @@ class Cluster:
                 return r.status, json.loads(raw) if raw else None
         except urllib.error.HTTPError as e:
             raw = e.read()
-            return e.code, json.loads(raw) if raw else None
+            try:
+                return e.code, json.loads(raw) if raw else None
+            except ValueError:  # "404 page not found" of a group not served yet: text, not a Status
+                return e.code, raw.decode(errors="replace")
 
     def get(self, path: str) -> Any:
         status, body = self.request("GET", path)

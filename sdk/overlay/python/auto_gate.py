@@ -4,6 +4,9 @@
 # Kubernetes object that something else in the stack can block. Every decision is the provider's
 # (`readiness:index:autoGateDecide`): this file sends it the facts of each registration and wires
 # the gates it answers (the protocol: sdk/overlay/README.md; the Go overlay is the reference).
+# auto_gate (unless retry=False) and auto_retry also give every Kubernetes custom resource the
+# program's one error hook, which asks the provider (`readiness:index:autoGateRetry`) whether a
+# failed create or update is tried again (issue 50, docs/retry.md).
 #
 # Async: the engine calls the resource transform back on the program's event loop; it awaits
 # URNs, the decide invoke (a blocking gRPC call in the loop's executor, see _Headroom) and gates.
@@ -34,6 +37,7 @@ __all__ = [
     "AutoGateError",
     "AutoGateOptions",
     "auto_gate",
+    "auto_retry",
     "child_urn",
     "is_component_child",
     "plain",
@@ -62,6 +66,9 @@ class AutoGateOptions:
     """True: never gate this resource (type token, Pulumi name)."""
     settle: Optional[float] = None
     """Seconds a component's children (Chart v4, ConfigGroup) settle after the last one arrived. Default 0.2."""
+    retry: bool = True
+    """False keeps auto_gate's error hook off: a create or update the API server could not admit because it could not
+    call a webhook, or could not be reached, then fails the ``up`` (see docs/retry.md)."""
 
 
 AUTO_GATE_OPT_OUT_ANNOTATION = "readiness.io/auto-gate"
@@ -83,22 +90,51 @@ def auto_gate(
     installers: Optional[List[str]] = None,
     exclude: Optional[Callable[[str, str], bool]] = None,
     settle: Optional[float] = None,
+    retry: Optional[bool] = None,
 ) -> None:
     """
     auto_gate gates every later ``kubernetes:`` registration on what it needs (a CRD the stack
     installs, a webhook that intercepts it, the Secret a Certificate or ExternalSecret produces, a
     Helm release): it only adds ``depends_on`` entries, never changes props. Call it once, before
     the resources it should see. Options come as an :class:`AutoGateOptions` or as keyword
-    arguments (which win). See docs/autogate.md.
+    arguments (which win). Unless ``retry=False``, every ``kubernetes:`` custom resource also gets the
+    error hook :func:`auto_retry` gives. See docs/autogate.md.
     """
     o = dataclasses.replace(opts) if opts is not None else AutoGateOptions()
     for k, v in (("provider", provider), ("timeout", timeout), ("stable_for", stable_for), ("failure_grace", failure_grace),
-                 ("namespaces", namespaces), ("installers", installers), ("exclude", exclude), ("settle", settle)):
+                 ("namespaces", namespaces), ("installers", installers), ("exclude", exclude), ("settle", settle),
+                 ("retry", retry)):
         if v is not None:
             setattr(o, k, v)
     g = _AutoGate(o)
+    if o.retry:
+        g.register_retry_hook()
     pulumi.runtime.register_stack_transformation(g.record_order)
     pulumi.runtime.register_resource_transform(g.transform)
+
+
+def auto_retry(provider: Optional[pulumi.ProviderResource] = None, timeout: Optional[str] = None) -> None:
+    """
+    auto_retry, for a program that places its gates by hand (no :func:`auto_gate`), gives every
+    ``kubernetes:`` custom resource registered after it the error hook auto_gate gives: a create or
+    update the API server could not admit because it could not call a webhook (connection refused,
+    no endpoints, timeout, TLS) or could not be reached is tried again once the object's own
+    admission is proven again; never a denial, an invalid object, a quota or RBAC refusal. Every
+    decision is the provider's (``readiness:index:autoGateRetry``), through ``provider`` (a readiness
+    Provider, else the default one); ``timeout`` bounds each wait for an admission (a Go duration,
+    default 5m). Needs a Pulumi CLI with error hooks (3.217 or later). See docs/retry.md.
+    """
+    g = _AutoGate(AutoGateOptions(provider=provider, timeout=timeout))
+    g.retry_only = True
+    g.register_retry_hook()
+    pulumi.runtime.register_resource_transform(g.transform)
+
+
+# The one error hook a program registers (auto_gate or auto_retry).
+_RETRY_HOOK_NAME = "readiness-retry"
+
+# The programs (their resource monitors) whose error hook is registered: one per program.
+_RETRY_PROGRAMS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
 # The component types pulumi_kubernetes renders in the program's process: their children register
@@ -131,6 +167,70 @@ class _AutoGate:
         self.facts: Dict[str, asyncio.Future] = {}  # cluster facts by cluster id, each fetched (and sent) once
         self.providers: Dict[str, Provider] = {}  # readiness providers for other clusters, by name
         self.gates: Dict[str, asyncio.Future] = {}  # by key
+        self.retry_hook: Optional[Any] = None  # the program's error hook (None: retry off)
+        self.retry_only = False  # auto_retry: no gates, only the hook
+        self.cluster_of: Dict[str, str] = {}  # a registration's cluster id by its URN, for the error hook
+
+    def register_retry_hook(self) -> None:
+        # The program's one error hook: auto_gate and auto_retry both called (or either twice) is
+        # an error, not two hooks of one name.
+        monitor = pulumi.runtime.settings.get_monitor()
+        if monitor is not None and monitor in _RETRY_PROGRAMS:
+            raise AutoGateError("readiness: the error hook is registered already: call auto_gate or auto_retry once per program")
+        error_hook = getattr(pulumi, "ErrorHook", None)
+        if error_hook is None:
+            raise AutoGateError("readiness: this pulumi Python SDK has no error hooks: update pulumi, or call auto_gate(retry=False)")
+        self.retry_hook = error_hook(_RETRY_HOOK_NAME, self.on_error)
+        if monitor is not None:
+            _RETRY_PROGRAMS.add(monitor)
+
+    async def on_error(self, a: Any) -> bool:
+        # Asks the provider whether the failed step may be tried again; it waits until the object
+        # is admitted again before it says yes. A preview is never retried: it proves nothing.
+        if pulumi.runtime.is_dry_run():
+            return False
+        cluster = self.cluster_of.get(a.urn)
+        if cluster is None:
+            pulumi.log.warn(f"readiness: {a.type} {a.name} failed to {a.failed_operation} and is not retried: "
+                            "its cluster is not known to the error hook")
+            return False
+        held = _HEADROOM.grow()  # the failed registration holds its executor thread meanwhile
+        try:
+            obj = await _revealed(a.new_inputs)
+            call: Dict[str, Any] = {"type": a.type, "name": a.name, "failedOperation": a.failed_operation,
+                                    "errors": list(a.errors or []), "cluster": await self._facts_of(cluster)}
+            if isinstance(obj, dict):
+                call["object"] = obj
+            if self.o.timeout:
+                call["timeout"] = self.o.timeout
+            opts = pulumi.InvokeOptions.merge(_utilities.get_invoke_opts_defaults(),
+                                              pulumi.InvokeOptions(provider=self.o.provider) if self.o.provider is not None else None)
+            r = await pulumi.runtime.invoke_async("readiness:index:autoGateRetry", call, opts)
+        finally:
+            _HEADROOM.shrink(held)
+        if not isinstance(r, dict):
+            raise Exception(f"readiness: the retry call for {a.type} {a.name} answered {r!r}")
+        retry, why = bool(r.get("retry")), r.get("why") or ""
+        msg = f"readiness: {a.failed_operation} of {a.type} {a.name}: {why}"
+        if retry:
+            pulumi.log.info(msg)
+        else:
+            pulumi.log.warn(msg)
+        return retry
+
+    def _with_retry_hook(self, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+        # The registration's options with the program's error hook added.
+        opts = copy.copy(opts)
+        b = copy.copy(opts.hooks) if opts.hooks is not None else pulumi.ResourceHookBinding()
+        b.on_error = [*(b.on_error or []), self.retry_hook]
+        opts.hooks = b
+        return opts
+
+    async def _note_cluster(self, a: pulumi.ResourceTransformArgs) -> None:
+        # auto_retry: the registration's cluster, for the error hook (no decision).
+        parent_urn = await _urn_of(a.opts.parent)
+        cluster = _cluster_id(await _urn_of(a.opts.provider))
+        self.cluster_of[child_urn(_prefix(), parent_urn, a.type_, a.name)] = cluster
 
     # record_order notes the program's Kubernetes resources in the order it makes them (the legacy
     # transformation runs in the constructor): Python registers each once its inputs resolve, so
@@ -159,21 +259,31 @@ class _AutoGate:
         if not a.custom or not a.type_.startswith("kubernetes:"):
             return None
         held = _HEADROOM.grow()  # this registration keeps its executor thread until we answer
+        gates: List[pulumi.Resource] = []
         try:
-            gates = await self._decide(a)
+            if self.retry_only:
+                await self._note_cluster(a)
+            else:
+                gates = await self._decide(a)
             # Held until the gates are registered, so that their threads count here too.
             for g in gates:
                 await g.urn.future()
         except Exception as e:  # noqa: BLE001 every cause fails the registration: ungated would be a false ready
+            if self.retry_only:
+                pulumi.log.warn(f"readiness: {a.type_} {a.name} gets no error hook: {_error_text(e)}")
+                return None
             err = AutoGateError(f"autoGate could not decide the gates of {a.type_} {a.name}, so it is not registered ungated: {_error_text(e)}")
             pulumi.log.error(str(err))
             raise err from e
         finally:
             _HEADROOM.shrink(held)
-        if not gates:
+        if not gates and self.retry_hook is None:
             return None
         opts = copy.copy(a.opts)
-        opts.depends_on = [*_to_list(a.opts.depends_on), *gates]
+        if gates:
+            opts.depends_on = [*_to_list(a.opts.depends_on), *gates]
+        if self.retry_hook is not None:
+            opts = self._with_retry_hook(opts)
         return pulumi.ResourceTransformResult(props=a.props, opts=opts)
 
     async def _decide(self, a: pulumi.ResourceTransformArgs) -> List[pulumi.Resource]:
@@ -191,6 +301,7 @@ class _AutoGate:
         cluster = _cluster_id(await _urn_of(a.opts.provider))
         if cluster:
             reg["cluster"] = cluster
+        self.cluster_of[urn] = cluster
         if key in self.order_of:
             reg["order"] = self.order_of[key]
         reg["awaits"] = [u for c in self.components.get(key, []) for u in await self._child_urns(c)]
@@ -249,14 +360,23 @@ class _AutoGate:
         if cluster in self.facts_sent:
             return []
         self.facts_sent.add(cluster)
+        try:
+            return [await self._facts_of(cluster)]
+        except Exception:
+            self.facts_sent.discard(cluster)
+            raise
+
+    async def _facts_of(self, cluster: str) -> Dict[str, Any]:
+        # The cluster's facts as the decisions got them (fetched once; a failed fetch is tried again).
         if cluster not in self.facts:
             self.facts[cluster] = asyncio.ensure_future(self._facts(cluster))
             self.facts[cluster].add_done_callback(_consume)
+        f = self.facts[cluster]
         try:
-            return [await asyncio.shield(self.facts[cluster])]
+            return await asyncio.shield(f)
         except Exception:
-            self.facts.pop(cluster, None)
-            self.facts_sent.discard(cluster)
+            if self.facts.get(cluster) is f:
+                del self.facts[cluster]
             raise
 
     async def _facts(self, cluster: str) -> Dict[str, Any]:
@@ -547,6 +667,25 @@ async def plain(v: Any) -> Any:
                 out[k] = p
         return out
     return [await plain(x) for x in v]
+
+
+async def _revealed(v: Any) -> Any:
+    # An error hook's inputs as plain JSON for the retry decision: secrets revealed (the object is
+    # dry-run as it was sent; the provider keeps it secret), unknown values left out.
+    if isinstance(v, pulumi.Output):
+        return await _revealed(await v.future()) if await v.is_known() else None
+    if inspect.isawaitable(v):
+        return await _revealed(await v)
+    if isinstance(v, abc.Mapping) and _SIG_KEY not in v:
+        out = {}
+        for k in v:
+            p = await _revealed(v[k])
+            if p is not None:
+                out[k] = p
+        return out
+    if isinstance(v, (list, tuple)):
+        return [await _revealed(x) for x in v]
+    return plain_now(v)
 
 
 def plain_now(v: Any) -> Any:
