@@ -10,6 +10,7 @@ import * as utilities from "./utilities";
 import * as inputs from "./types/input";
 import * as outputs from "./types/output";
 import { autoGateDecide, AutoGateDecideArgs, AutoGateDecideResult } from "./autoGateDecide";
+import { autoGateRetry, AutoGateRetryArgs, AutoGateRetryResult } from "./autoGateRetry";
 import { Provider, ProviderArgs } from "./provider";
 
 /** Options of {@link autoGate}; all optional. */
@@ -34,6 +35,20 @@ export interface AutoGateOptions {
      * arrived for this many milliseconds. Default 200.
      */
     settle?: number;
+    /**
+     * False keeps autoGate's error hook off: a create or update the API server could not admit
+     * because it could not call a webhook, or could not be reached, then fails the `up` (see
+     * docs/retry.md). Default true.
+     */
+    retry?: boolean;
+}
+
+/** Options of {@link autoRetry}; all optional. */
+export interface AutoRetryOptions {
+    /** The readiness Provider that decides and proves (the default one if unset). */
+    provider?: pulumi.ProviderResource;
+    /** Bounds each wait for an object's admission to be proven again, as a Go duration (default `5m`). */
+    timeout?: string;
 }
 
 /** The annotation that opts one object out: `readiness.io/auto-gate: "false"`. */
@@ -43,17 +58,64 @@ export const autoGateOptOutAnnotation = "readiness.io/auto-gate";
  * autoGate registers a stack transform that gates every later `kubernetes:` registration on
  * what it needs (a CRD the stack installs, a webhook that intercepts it, the Secret a
  * Certificate or ExternalSecret produces, a Helm release): it only adds `dependsOn` entries,
- * never changes props. Call it once, before the resources it should see.
+ * never changes props, and (unless `retry: false`) gives each of them the error hook
+ * {@link autoRetry} describes. Call it once, before the resources it should see.
  */
 export function autoGate(opts?: AutoGateOptions): void {
     const gater = new AutoGater(opts ?? {}, pulumiDeps(opts ?? {}));
+    const inProgram = programContext();
+    if (opts?.retry !== false) gater.retryHook = registerRetryHook(gater, inProgram);
     pulumi.runtime.registerStackTransformation((a) => gater.track(a));
-    // The engine calls the transform back from the SDK's gRPC server, outside the program's
-    // async context: in an Automation API inline program its run state (the resource monitor
-    // an invoke or a new resource needs) lives in that context only. Re-enter it.
+    pulumi.runtime.registerResourceTransform((a) => inProgram(() => gater.transform(a)));
+}
+
+/**
+ * autoRetry, for a program that places its gates by hand (no {@link autoGate}), gives every
+ * Kubernetes resource registered after it the error hook autoGate gives: a create or update the
+ * API server could not admit because it could not call a webhook (connection refused, no
+ * endpoints, timeout, TLS) or could not be reached is tried again once the object's own admission
+ * is proven again; never a denial, an invalid object, a quota or RBAC refusal. Every decision is
+ * the provider's (`readiness:index:autoGateRetry`). Needs a Pulumi CLI with error hooks (3.217 or
+ * later). Call it once, before the resources it should see; see docs/retry.md.
+ */
+export function autoRetry(opts?: AutoRetryOptions): void {
+    const o: AutoGateOptions = { provider: opts?.provider, timeout: opts?.timeout };
+    const gater = new AutoGater(o, pulumiDeps(o));
+    gater.retryOnly = true;
+    const inProgram = programContext();
+    gater.retryHook = registerRetryHook(gater, inProgram);
+    pulumi.runtime.registerResourceTransform((a) => inProgram(() => gater.transform(a)));
+}
+
+// retryHookName is the one error hook a program registers (autoGate or autoRetry).
+const retryHookName = "readiness-retry";
+
+// The programs that registered the error hook, by their run state (an Automation API process
+// runs one program after another, each in a run state of its own).
+const hooked = new WeakSet<object>();
+
+// registerRetryHook registers the program's error hook, once: autoGate and autoRetry both
+// called is an error, not two hooks of one name. The Node SDK registers a hook on construction;
+// a CLI without error hooks fails the program with the SDK's "does not support error hooks".
+function registerRetryHook(gater: AutoGater, inProgram: <T>(f: () => T) => T): pulumi.ErrorHook {
+    const als = (globalThis as any).asyncLocalStorage;
+    const key: object = als?.getStore() ?? globalThis;
+    if (hooked.has(key)) throw new Error("readiness: the error hook is registered already: call autoGate or autoRetry once per program");
+    if (typeof (pulumi as any).ErrorHook !== "function") {
+        throw new Error("readiness: retrying needs error hooks, which this @pulumi/pulumi lacks: update it, or pass autoGate `retry: false`");
+    }
+    const hook = new pulumi.ErrorHook(retryHookName, (a) => inProgram(() => gater.onError(a)));
+    hooked.add(key);
+    return hook;
+}
+
+// programContext runs a function in the program's async context. The engine calls transforms
+// and hooks back from the SDK's gRPC server, outside it: in an Automation API inline program its
+// run state (the resource monitor an invoke or a new resource needs) lives in that context only.
+function programContext(): <T>(f: () => T) => T {
     const als = (globalThis as any).asyncLocalStorage;
     const store = als?.getStore();
-    pulumi.runtime.registerResourceTransform((a) => (store ? als.run(store, () => gater.transform(a)) : gater.transform(a)));
+    return (f) => (store ? als.run(store, f) : f());
 }
 
 // keepAsIs is a resource transform that changes nothing: the engine records in the state the
@@ -78,6 +140,8 @@ export interface AutoGateDeps {
     info(msg: string): void;
     warn(msg: string): void;
     error(msg: string): void;
+    /** The `autoGateRetry` invoke, through autoGate's readiness provider (the error hook's decision). */
+    retry?(args: AutoGateRetryArgs): Promise<AutoGateRetryResult>;
     /** Bounds each wait of a decision in the provider (default 2 minutes); the call is bounded by 3x it plus min(it, 30 s). */
     planTimeoutMs?: number;
 }
@@ -94,6 +158,11 @@ export class AutoGater {
     private facts = new Map<string, Promise<inputs.AutoGateCluster>>(); // by cluster id, once a call carried them
     private gates = new Map<string, Promise<pulumi.Resource>>(); // by key
     private providers = new Map<string, Promise<pulumi.ProviderResource>>(); // readiness providers for other clusters, by name
+    private clusterOf = new Map<string, string>(); // a registration's cluster by its URN, for the error hook
+    /** The program's error hook (unset: `retry: false`), added to every registration it transforms. */
+    retryHook?: pulumi.ErrorHook;
+    /** autoRetry: no gates, the error hook only. */
+    retryOnly = false;
 
     constructor(private opts: AutoGateOptions, private deps: AutoGateDeps) {}
 
@@ -127,9 +196,17 @@ export class AutoGater {
     async transform(a: pulumi.ResourceTransformArgs): Promise<pulumi.ResourceTransformResult | undefined> {
         if (!a.custom || !a.type.startsWith("kubernetes:")) return undefined;
         try {
-            const gates = await this.decide(a);
-            if (gates.length === 0) return undefined;
-            return { props: a.props, opts: { ...a.opts, dependsOn: [...toArray(a.opts.dependsOn as any), ...gates] } };
+            let gates: pulumi.Resource[] = [];
+            if (!this.retryOnly) {
+                gates = await this.decide(a);
+            } else if (!(await this.noteCluster(a))) {
+                return undefined;
+            }
+            if (gates.length === 0 && !this.retryHook) return undefined;
+            let opts = a.opts;
+            if (gates.length > 0) opts = { ...opts, dependsOn: [...toArray(opts.dependsOn as any), ...gates] };
+            if (this.retryHook) opts = { ...opts, hooks: { ...opts.hooks, onError: [...(opts.hooks?.onError ?? []), this.retryHook] } };
+            return { props: a.props, opts };
         } catch (e) {
             const err = new Error(`autoGate could not decide the gates of ${a.type} ${a.name}, so it is not registered ungated: ${errorText(e)}`);
             this.deps.error(err.message);
@@ -137,11 +214,54 @@ export class AutoGater {
         }
     }
 
+    // noteCluster records the registration's cluster for the error hook (autoRetry: no decision);
+    // false when it is not known (the registration then gets no hook).
+    private async noteCluster(a: pulumi.ResourceTransformArgs): Promise<boolean> {
+        try {
+            const parent = await urnOf(a.opts.parent);
+            const cluster = clusterId(await urnOf((a.opts as pulumi.CustomResourceOptions).provider));
+            this.clusterOf.set(childUrn(this.deps.urnPrefix(), parent, a.type, a.name), cluster);
+            return true;
+        } catch (e) {
+            this.deps.warn(`readiness: ${a.type} ${a.name} gets no error hook: ${errorText(e)}`);
+            return false;
+        }
+    }
+
+    /**
+     * onError is the error hook: it asks the provider whether the failed step may be tried again;
+     * the provider waits until the object is admitted again before it says yes. A preview is
+     * never retried: it proves nothing.
+     */
+    async onError(a: pulumi.ErrorHookArgs): Promise<boolean> {
+        if (this.deps.dryRun()) return false;
+        const cluster = this.clusterOf.get(a.urn);
+        if (cluster === undefined) {
+            this.deps.warn(`readiness: ${a.type} ${a.name} failed to ${a.failedOperation} and is not retried: its cluster is not known to the error hook`);
+            return false;
+        }
+        if (!this.deps.retry) throw new Error("readiness: this autoGate has no autoGateRetry call");
+        const r = await this.deps.retry(strip({
+            type: a.type, name: a.name, failedOperation: a.failedOperation, errors: a.errors,
+            object: await plainWalk(a.newInputs ?? {}, true), cluster: await this.factsOf(cluster), timeout: this.opts.timeout,
+        }));
+        const msg = `readiness: ${a.failedOperation} of ${a.type} ${a.name}: ${r.why}`;
+        r.retry ? this.deps.info(msg) : this.deps.warn(msg);
+        return r.retry;
+    }
+
+    // factsOf are the facts of cluster id as a decision got them, else read now (as a decision
+    // would, without marking them sent: a later decision still carries them).
+    private factsOf(id: string): Promise<inputs.AutoGateCluster> {
+        return this.facts.get(id) ?? this.clusterFacts(id);
+    }
+
     private async decide(a: pulumi.ResourceTransformArgs): Promise<pulumi.Resource[]> {
         const parent = await urnOf(a.opts.parent);
         const id = childUrn(this.deps.urnPrefix(), parent, a.type, a.name);
         const parentType = parent ? typeOfUrn(parent) : "";
         const cluster = clusterId(await urnOf((a.opts as pulumi.CustomResourceOptions).provider));
+        this.clusterOf.set(id, cluster);
         const registration: inputs.AutoGateRegistration = {
             id, type: a.type, name: a.name, object: await plain(a.props),
             ...(parentType && parentType !== "pulumi:pulumi:Stack" ? { parent, parentType } : {}),
@@ -282,6 +402,7 @@ export class AutoGater {
 function pulumiDeps(o: AutoGateOptions): AutoGateDeps {
     return {
         decide: (args) => autoGateDecide(args, o.provider ? { provider: o.provider } : {}),
+        retry: (args) => autoGateRetry(args, o.provider ? { provider: o.provider } : {}),
         createGate: (type, name, args, opts) => new Gate(type, name, args, pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts)),
         createProvider: (name, args) => new Provider(name, args),
         registeredState,
@@ -408,21 +529,25 @@ export function plain(v: any): Promise<any> {
     return Promise.resolve(plainWalk(v));
 }
 
-function plainWalk(v: any): any | Promise<any> {
+// plainWalk is plain's walk; with secrets, secret values are kept (the error hook's object: the
+// provider takes it as a secret, and a Secret's dry run needs its data).
+function plainWalk(v: any, secrets = false): any | Promise<any> {
+    const walk = (x: any) => plainWalk(x, secrets);
     if (v === null || v === undefined) return null;
     if (pulumi.Output.isInstance(v)) {
         const o = v as any;
-        return Promise.all([o.isKnown, o.isSecret]).then(([known, secret]) => (!known || secret ? null : o.promise().then(plainWalk)));
+        return Promise.all([o.isKnown, o.isSecret]).then(([known, secret]) => (!known || (secret && !secrets) ? null : o.promise().then(walk)));
     }
-    if (v instanceof Promise) return v.then(plainWalk);
+    if (v instanceof Promise) return v.then(walk);
     if (pulumi.isUnknown(v)) return null;
     if (typeof v !== "object") return v;
     if (Array.isArray(v)) {
-        const items = v.map(plainWalk);
+        const items = v.map(walk);
         return items.some((x) => x instanceof Promise) ? Promise.all(items) : items;
     }
+    if (secrets && v[sigKey] === secretSig) return walk(v.value);
     if (v[sigKey] !== undefined || pulumi.Resource.isInstance(v) || pulumi.asset.Asset.isInstance(v) || pulumi.asset.Archive.isInstance(v)) return null;
-    const entries = Object.entries(v).map(([k, e]) => [k, plainWalk(e)] as [string, any]);
+    const entries = Object.entries(v).map(([k, e]) => [k, walk(e)] as [string, any]);
     const build = (es: [string, any][]) => Object.fromEntries(es.filter(([, p]) => p !== null));
     if (!entries.some(([, p]) => p instanceof Promise)) return build(entries);
     return Promise.all(entries.map(async ([k, p]) => [k, await p] as [string, any])).then(build);
