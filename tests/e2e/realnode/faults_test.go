@@ -264,14 +264,10 @@ func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c repo
 	if err != nil {
 		r.err = fmt.Errorf("%w\n%s", err, out.String())
 	}
-	r.retries = strings.Count(out.String(), "due to on-error hook request")
-	for _, line := range strings.Split(out.String(), "\n") {
-		if strings.Contains(line, "readiness: ") || strings.Contains(line, "on-error hook") {
-			t.Logf("%s: %s", f.name, strings.TrimSpace(line))
-		}
-	}
-	for _, line := range strings.Split(out.String(), "\n") {
-		if strings.Contains(line, "readiness: ") && strings.Contains(line, "denied") && !strings.Contains(line, "not retried") {
+	r.retries = st.retries
+	for _, line := range st.hooked {
+		t.Logf("%s: %s", f.name, line)
+		if strings.Contains(line, "denied") && !strings.Contains(line, "not retried") {
 			r.denialsRetried++
 		}
 	}

@@ -183,6 +183,10 @@ func (f figure) String() string {
 type steps struct {
 	created, finished map[string]time.Time
 	summary           time.Time
+	// retries are the engine's "retrying ... due to on-error hook request" warnings; hooked the
+	// error hook's own lines ("readiness: ...").
+	retries int
+	hooked  []string
 }
 
 func (s *steps) collect() (chan events.EngineEvent, chan struct{}) {
@@ -202,6 +206,10 @@ func (s *steps) collect() (chan events.EngineEvent, chan struct{}) {
 				}
 			case ev.SummaryEvent != nil:
 				s.summary = now
+			case ev.DiagnosticEvent != nil && strings.Contains(ev.DiagnosticEvent.Message, "due to on-error hook request"):
+				s.retries++
+			case ev.DiagnosticEvent != nil && strings.Contains(ev.DiagnosticEvent.Message, "readiness: "):
+				s.hooked = append(s.hooked, strings.TrimSpace(ev.DiagnosticEvent.Message))
 			}
 		}
 	}()
