@@ -72,7 +72,10 @@ func AutoGate(ctx *pulumi.Context, opts *AutoGateOptions) error {
 	}
 	g := newAutoGate(ctx, o)
 	if !o.NoRetry {
-		if err := g.registerRetryHook(); err != nil {
+		if !errorHooksSupported(ctx) {
+			_ = ctx.Log.Warn("autoGate: this Pulumi CLI has no error hooks (3.217 or later has): a create that fails after its gate passed "+
+				"is not retried (docs/retry.md); set NoRetry to silence this", nil)
+		} else if err := g.registerRetryHook(); err != nil {
 			return err
 		}
 	}
@@ -96,6 +99,9 @@ func AutoRetry(ctx *pulumi.Context, opts *AutoRetryOptions) error {
 	}
 	g := newAutoGate(ctx, AutoGateOptions{Provider: o.Provider, Timeout: o.Timeout})
 	g.retryOnly = true
+	if !errorHooksSupported(ctx) {
+		return fmt.Errorf("readiness: AutoRetry needs error hooks, which this Pulumi CLI lacks (3.217 or later has them; docs/retry.md)")
+	}
 	if err := g.registerRetryHook(); err != nil {
 		return err
 	}
@@ -108,6 +114,21 @@ var (
 	retryHooksMu sync.Mutex
 	retryHooks   = map[weak.Pointer[pulumi.Context]]bool{}
 )
+
+// errorHooksSupported is whether the engine said it supports error hooks. The Go SDK keeps that
+// unexported, and a hook it cannot register fails every registration that names it; read it by
+// reflection, and assume yes if the field is not there (a later SDK).
+func errorHooksSupported(ctx *pulumi.Context) bool {
+	st := reflect.ValueOf(ctx).Elem().FieldByName("state")
+	if !st.IsValid() || st.Kind() != reflect.Pointer || st.IsNil() {
+		return true
+	}
+	f := st.Elem().FieldByName("supportsErrorHooks")
+	if !f.IsValid() || f.Kind() != reflect.Bool {
+		return true
+	}
+	return f.Bool()
+}
 
 // registerRetryHook registers the program's error hook, once: AutoGate and AutoRetry both called
 // is an error, not two hooks of one name.

@@ -312,3 +312,16 @@ func TestAFailedCallsFactsAreSentAgain(t *testing.T) {
 		t.Fatalf("the call after the failed one: %v", m.calls)
 	}
 }
+
+// The SDK keeps the engine's error-hook support unexported: errorHooksSupported reads it by
+// reflection, and would silently assume yes if the SDK renamed it. This fails first.
+func TestErrorHooksSupportIsWhereItIsRead(t *testing.T) {
+	st, ok := reflect.TypeOf(pulumi.Context{}).FieldByName("state")
+	if !ok || st.Type.Kind() != reflect.Pointer {
+		t.Fatalf("pulumi.Context has no state pointer: errorHooksSupported cannot read the engine's features")
+	}
+	f, ok := st.Type.Elem().FieldByName("supportsErrorHooks")
+	if !ok || f.Type.Kind() != reflect.Bool {
+		t.Fatalf("the Go SDK's context state has no supportsErrorHooks bool: update errorHooksSupported")
+	}
+}

@@ -64,7 +64,14 @@ export const autoGateOptOutAnnotation = "readiness.io/auto-gate";
 export function autoGate(opts?: AutoGateOptions): void {
     const gater = new AutoGater(opts ?? {}, pulumiDeps(opts ?? {}));
     const inProgram = programContext();
-    if (opts?.retry !== false) gater.retryHook = registerRetryHook(gater, inProgram);
+    if (opts?.retry !== false) {
+        const missing = errorHooksMissing();
+        if (missing) {
+            pulumi.log.warn(`autoGate: ${missing}: a create that fails after its gate passed is not retried (docs/retry.md); pass \`retry: false\` to silence this`);
+        } else {
+            gater.retryHook = registerRetryHook(gater, inProgram);
+        }
+    }
     pulumi.runtime.registerStackTransformation((a) => gater.track(a));
     pulumi.runtime.registerResourceTransform((a) => inProgram(() => gater.transform(a)));
 }
@@ -83,8 +90,23 @@ export function autoRetry(opts?: AutoRetryOptions): void {
     const gater = new AutoGater(o, pulumiDeps(o));
     gater.retryOnly = true;
     const inProgram = programContext();
+    const missing = errorHooksMissing();
+    if (missing) throw new Error(`readiness: autoRetry needs error hooks: ${missing} (docs/retry.md)`);
     gater.retryHook = registerRetryHook(gater, inProgram);
     pulumi.runtime.registerResourceTransform((a) => inProgram(() => gater.transform(a)));
+}
+
+// errorHooksMissing says what lacks error hooks ("" when they work): this @pulumi/pulumi (3.248
+// or later), or the Pulumi CLI (3.217 or later), as the SDK's run state records it.
+function errorHooksMissing(): string {
+    if (typeof (pulumi as any).ErrorHook !== "function") return "this @pulumi/pulumi has no error hooks (3.248 or later has)";
+    try {
+        const store = require("@pulumi/pulumi/runtime/state").getStore();
+        if (store && store.supportsErrorHooks === false) return "this Pulumi CLI has no error hooks (3.217 or later has)";
+    } catch {
+        // an SDK without that module: the hook's registration says it if the CLI lacks them
+    }
+    return "";
 }
 
 // retryHookName is the one error hook a program registers (autoGate or autoRetry).
@@ -101,9 +123,6 @@ function registerRetryHook(gater: AutoGater, inProgram: <T>(f: () => T) => T): p
     const als = (globalThis as any).asyncLocalStorage;
     const key: object = als?.getStore() ?? globalThis;
     if (hooked.has(key)) throw new Error("readiness: the error hook is registered already: call autoGate or autoRetry once per program");
-    if (typeof (pulumi as any).ErrorHook !== "function") {
-        throw new Error("readiness: retrying needs error hooks, which this @pulumi/pulumi lacks: update it, or pass autoGate `retry: false`");
-    }
     const hook = new pulumi.ErrorHook(retryHookName, (a) => inProgram(() => gater.onError(a)));
     hooked.add(key);
     return hook;

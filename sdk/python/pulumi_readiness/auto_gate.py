@@ -108,7 +108,12 @@ def auto_gate(
             setattr(o, k, v)
     g = _AutoGate(o)
     if o.retry:
-        g.register_retry_hook()
+        missing = _error_hooks_missing()
+        if missing:
+            pulumi.log.warn(f"auto_gate: {missing}: a create that fails after its gate passed is not retried (docs/retry.md); "
+                            "pass retry=False to silence this")
+        else:
+            g.register_retry_hook()
     pulumi.runtime.register_stack_transformation(g.record_order)
     pulumi.runtime.register_resource_transform(g.transform)
 
@@ -126,8 +131,26 @@ def auto_retry(provider: Optional[pulumi.ProviderResource] = None, timeout: Opti
     """
     g = _AutoGate(AutoGateOptions(provider=provider, timeout=timeout))
     g.retry_only = True
+    missing = _error_hooks_missing()
+    if missing:
+        raise AutoGateError(f"readiness: auto_retry needs error hooks: {missing} (docs/retry.md)")
     g.register_retry_hook()
     pulumi.runtime.register_resource_transform(g.transform)
+
+
+def _error_hooks_missing() -> str:
+    """What lacks error hooks ("" when they work): this pulumi SDK, or the Pulumi CLI (3.217 or later),
+    as the SDK's settings record the engine's features."""
+    if getattr(pulumi, "ErrorHook", None) is None:
+        return "this pulumi Python SDK has no error hooks"
+    try:
+        from pulumi.runtime.proto import resource_pb2  # pylint: disable=import-outside-toplevel
+        features = getattr(pulumi.runtime.settings.SETTINGS, "monitor_features", None)
+        if isinstance(features, (set, frozenset)) and features and resource_pb2.RESOURCE_MONITOR_FEATURE_ERROR_HOOKS not in features:
+            return "this Pulumi CLI has no error hooks (3.217 or later has)"
+    except Exception:  # pylint: disable=broad-except
+        pass  # an SDK that keeps them elsewhere: the hook's registration says it if the CLI lacks them
+    return ""
 
 
 # The one error hook a program registers (auto_gate or auto_retry).
@@ -177,10 +200,7 @@ class _AutoGate:
         monitor = pulumi.runtime.settings.get_monitor()
         if monitor is not None and monitor in _RETRY_PROGRAMS:
             raise AutoGateError("readiness: the error hook is registered already: call auto_gate or auto_retry once per program")
-        error_hook = getattr(pulumi, "ErrorHook", None)
-        if error_hook is None:
-            raise AutoGateError("readiness: this pulumi Python SDK has no error hooks: update pulumi, or call auto_gate(retry=False)")
-        self.retry_hook = error_hook(_RETRY_HOOK_NAME, self.on_error)
+        self.retry_hook = pulumi.ErrorHook(_RETRY_HOOK_NAME, self.on_error)
         if monitor is not None:
             _RETRY_PROGRAMS.add(monitor)
 
