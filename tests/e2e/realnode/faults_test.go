@@ -145,8 +145,9 @@ var faultProbe = strings.Replace(reportstack.ExternalSecret001("default"), "name
 // TestFaultsRealFieldReports (READINESS_FAULTS=N rounds per fault; `make bench-faults` writes
 // its table into BENCHMARKS.md): field reports 000-002 as one autoGate program on a real node,
 // each round from nothing, with one fault landing right after the gates of the first
-// ExternalSecret passed and before its create (issue 50): its webhook's pod killed, containerd
-// and the kubelet restarted, the API server restarted, the webhook's caBundle rotated. A round
+// ExternalSecret passed and before its create (issue 50): its webhook's container killed,
+// containerd and the kubelet restarted, the API server restarted, the webhook's caBundle replaced
+// (its cert-controller puts its own back), its serving certificate rotated. A round
 // passes when `up` succeeds; it reports the retries the error hook made, what each fault cost over
 // the clean rounds, and how long the cluster itself took to admit an ExternalSecret again.
 func TestFaultsRealFieldReports(t *testing.T) {
