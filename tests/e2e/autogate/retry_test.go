@@ -147,6 +147,13 @@ func TestRetryAfterAWebhookWentAwayAfterItsGate(t *testing.T) {
 			if r.injector && got.GetLabels()["readiness.test/mutated"] != "yes" {
 				t.Errorf("the Gizmo was created past the Ignore injector that had not come back: labels %v", got.GetLabels())
 			}
+			// Pulumi records the hook's name in the state (docs/retry.md: why `destroy` without the
+			// program reports it when a delete fails).
+			if dep, err := s.Export(context.Background()); err != nil {
+				t.Error(err)
+			} else if !strings.Contains(string(dep.Deployment), `"readiness-retry"`) {
+				t.Errorf("the state does not name the error hook")
+			}
 			t.Logf("up:\n%s", out.String())
 			stacktest.Destroy(t, s)
 		})
