@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -163,6 +164,10 @@ func TestFaultsRealFieldReports(t *testing.T) {
 		ng: installable(ctx, t, charts.IngressNginxChart),
 	}
 	env := stacktest.Prepare(t)
+	// The provider's trace (see soak_test.go): a round whose target was created more than 500 ms
+	// after the cluster recovered logs what the proof of its retry did meanwhile.
+	tracePath := filepath.Join(t.TempDir(), "trace")
+	t.Setenv("READINESS_TRACE", tracePath)
 	kinds := faults
 	if only := os.Getenv("READINESS_FAULTS_KINDS"); only != "" {
 		kinds = nil
@@ -176,7 +181,8 @@ func TestFaultsRealFieldReports(t *testing.T) {
 	results := map[string][]faultRound{}
 	for round := 1; round <= rounds; round++ {
 		for _, f := range kinds {
-			r := runFault(ctx, t, env, f, c)
+			_ = os.Remove(tracePath)
+			r := runFault(ctx, t, env, f, c, tracePath)
 			t.Logf("round %d, %s: %s", round, f.name, r)
 			results[f.name] = append(results[f.name], r)
 		}
@@ -219,7 +225,7 @@ func (r faultRound) String() string {
 		r.up.Round(time.Millisecond), r.applied.Round(time.Millisecond), r.retries, r.recovered.Round(time.Millisecond), faultTarget, r.after.Round(time.Millisecond))
 }
 
-func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c reportCharts) faultRound {
+func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c reportCharts, tracePath string) faultRound {
 	var faultAt time.Time
 	var applied time.Duration
 	var restored func()
@@ -277,6 +283,16 @@ func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c repo
 		// What the product added after the cluster recovered: the target's create done, from
 		// the moment the cluster admitted an ExternalSecret again.
 		r.after = done.Sub(faultAt.Add(r.recovered))
+		if r.after > 500*time.Millisecond {
+			back := faultAt.Add(r.recovered)
+			var b strings.Builder
+			for _, l := range readTrace(t, tracePath) {
+				if l.at.After(back.Add(-2*time.Second)) && l.at.Before(done) && strings.Contains(l.gate+l.text, "default/ghcr-pull-secret") {
+					fmt.Fprintf(&b, "  %+dms %s: %s\n", l.at.Sub(back).Milliseconds(), l.gate, l.text)
+				}
+			}
+			t.Logf("%s: %s created %s after the cluster admitted again; its proof meanwhile (ms from then):\n%s", f.name, faultTarget, r.after.Round(time.Millisecond), b.String())
+		}
 	}
 	if restored != nil {
 		restored()
