@@ -185,6 +185,10 @@ func TestFaultsRealFieldReports(t *testing.T) {
 			r := runFault(ctx, t, env, f, c, tracePath)
 			t.Logf("round %d, %s: %s", round, f.name, r)
 			results[f.name] = append(results[f.name], r)
+			if out := os.Getenv("READINESS_FAULTS_OUT"); out != "" {
+				// After every round: a run stopped early still leaves its table.
+				_ = os.WriteFile(out, []byte(faultsTable(kinds, results, loadStart)), 0o644)
+			}
 		}
 	}
 	table := faultsTable(kinds, results, loadStart)
