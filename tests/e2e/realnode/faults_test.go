@@ -107,38 +107,20 @@ var faults = []fault{
 			}
 			return nil
 		}},
-	{"serving-cert-rotated", "External Secrets' webhook certificate rotated: its Secret emptied and a CRD event, so its cert-controller makes a new CA and certificate and puts the CA in the caBundles, while the webhook serves the old one until the kubelet refreshes its Secret volume",
-		func(ctx context.Context, t *testing.T) func() {
-			if _, err := testenv.CP.Client.CoreV1().Secrets("external-secrets").Patch(ctx, "external-secrets-webhook", types.MergePatchType,
-				[]byte(`{"data":null}`), metav1.PatchOptions{}); err != nil {
-				t.Errorf("emptying the webhook's Secret: %v", err)
-				return nil
-			}
-			crds := testenv.Dynamic(t).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-			// The cert-controller checks the certificate when it reconciles a CRD (else every 5 minutes).
-			touch := fmt.Sprintf(`{"metadata":{"annotations":{"readiness.test/rotated":"%d"}}}`, time.Now().UnixNano())
-			if _, err := crds.Patch(ctx, "externalsecrets.external-secrets.io", types.MergePatchType, []byte(touch), metav1.PatchOptions{}); err != nil {
-				t.Errorf("touching the ExternalSecret CRD: %v", err)
-			}
-			waitRefusedFor(ctx, t, time.Minute)
-			return nil
-		}},
 }
 
 const esWebhookPods = "app.kubernetes.io/name=external-secrets-webhook"
 
-// waitRefused waits (up to 10 s, or bound) until a dry run of an ExternalSecret is no longer admitted: the
+// waitRefused waits (up to 10 s) until a dry run of an ExternalSecret is no longer admitted: the
 // fault is in place before the create it lands in front of.
-func waitRefused(ctx context.Context, t *testing.T) { waitRefusedFor(ctx, t, 10*time.Second) }
-
-func waitRefusedFor(ctx context.Context, t *testing.T, bound time.Duration) {
+func waitRefused(ctx context.Context, t *testing.T) {
 	probe := admits(t, externalSecretsGVR, faultProbe)
-	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if !probe(ctx) {
 			return
 		}
 	}
-	t.Errorf("External Secrets' webhook still admits %s after the fault", bound)
+	t.Errorf("External Secrets' webhook still admits 10 s after the fault")
 }
 
 // faultProbe is an ExternalSecret no program creates, for the observer's dry runs.
@@ -149,7 +131,7 @@ var faultProbe = strings.Replace(reportstack.ExternalSecret001("default"), "name
 // each round from nothing, with one fault landing right after the gates of the first
 // ExternalSecret passed and before its create (issue 50): its webhook's container killed,
 // containerd and the kubelet restarted, the API server restarted, the webhook's caBundle replaced
-// (its cert-controller puts its own back), its serving certificate rotated. A round
+// (its cert-controller puts its own back). A round
 // passes when `up` succeeds; it reports the retries the error hook made, what each fault cost over
 // the clean rounds, and how long the cluster itself took to admit an ExternalSecret again.
 func TestFaultsRealFieldReports(t *testing.T) {
