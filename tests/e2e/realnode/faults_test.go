@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -231,29 +232,43 @@ func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c repo
 	var out strings.Builder
 	began := time.Now()
 	// When the cluster admits an ExternalSecret again once the fault is in place, as an observer
-	// outside the product sees it every 10 ms.
+	// outside the product sees it: a dry run sent every 10 ms, each on its own (a request sent
+	// while the API server starts can hang until it is ready, and must not hide the first that
+	// answers), at most 100 in flight.
 	recovered := make(chan time.Duration, 1)
 	stopProbe := make(chan struct{})
 	go func() {
-		defer close(recovered)
 		select {
 		case <-inPlace:
 		case <-stopProbe:
+			close(recovered)
 			return
 		}
+		var once sync.Once
+		slots := make(chan struct{}, 100)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case <-stopProbe:
+				once.Do(func() { close(recovered) })
 				return
-			case <-time.After(10 * time.Millisecond):
+			case <-tick.C:
 			}
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			ok := probe(pctx)
-			cancel()
-			if ok {
-				recovered <- time.Since(faultAt)
-				return
+			select {
+			case slots <- struct{}{}:
+			default:
+				continue
 			}
+			go func() {
+				defer func() { <-slots }()
+				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				if probe(pctx) {
+					at := time.Since(faultAt)
+					once.Do(func() { recovered <- at; close(recovered) })
+				}
+			}()
 		}
 	}()
 	st := &steps{created: map[string]time.Time{}, finished: map[string]time.Time{}}
