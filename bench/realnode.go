@@ -71,6 +71,6 @@ func splice(path, section, realNodeBegin, realNodeEnd string) error {
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("real-node figures from %s written into %s\n", section, path)
+	fmt.Printf("figures from %s written into %s\n", section, path)
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"math/big"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/readiness-io/pulumi-readiness/internal/charts"
 	"github.com/readiness-io/pulumi-readiness/internal/reportstack"
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
@@ -141,16 +139,9 @@ func TestFaultsRealFieldReports(t *testing.T) {
 		t.Skip("READINESS_FAULTS=N runs N rounds per fault (make bench-faults)")
 	}
 	ctx := context.Background()
-	c := reportCharts{
-		es: installable(ctx, t, charts.ExternalSecretsChart),
-		cm: installable(ctx, t, charts.CertManagerChart),
-		ng: installable(ctx, t, charts.IngressNginxChart),
-	}
-	env := stacktest.Prepare(t)
-	// The provider's trace (see soak_test.go): a round whose target was created more than 500 ms
-	// after the cluster recovered logs what the proof of its retry did meanwhile.
-	tracePath := filepath.Join(t.TempDir(), "trace")
-	t.Setenv("READINESS_TRACE", tracePath)
+	// The provider's trace: a round whose target was created more than 500 ms after the cluster
+	// recovered logs what the proof of its retry did meanwhile.
+	c, env, tracePath := prepareReports(ctx, t)
 	kinds := faults
 	if only := os.Getenv("READINESS_FAULTS_KINDS"); only != "" {
 		kinds = nil
