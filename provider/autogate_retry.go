@@ -151,9 +151,15 @@ func awaitReadyz(ctx context.Context, clients *kube.Clients, timeout time.Durati
 		if last == nil {
 			return nil
 		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
+		if time.Now().After(deadline) {
 			return fmt.Errorf("the API server at %s was not ready within %s: %v", clients.Config.Host, timeout, last)
 		}
-		time.Sleep(50 * time.Millisecond)
+		// Nothing to watch before the API server is ready (as kube.Clients.EnsureReachable): poll,
+		// and stop at once when the step is cancelled.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cancelled while waiting for the API server at %s to be ready: %v", clients.Config.Host, last)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
