@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/provider/internal/session"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/admission"
@@ -103,12 +104,22 @@ func (f *AutoGateRetry) Invoke(ctx context.Context, req infer.FunctionRequest[Au
 		return answer(false, "not retried: "+err.Error())
 	}
 	began := time.Now()
+	// The trace (READINESS_TRACE) names the object as AdmissionReady's proof does.
+	what := "retry of " + retryTarget(in.Object)
+	session.Trace(what, "hook called: %s", v.Why)
 	if v.Webhook == "" {
-		// The API server itself was not reached: a request sent while it starts waits until it is
-		// ready (measured: a dry run hung 6 s and returned 1.3 s after a fresh one was admitted).
-		if err := awaitReadyz(ctx, clients, timeout); err != nil {
+		// The API server itself was not reached: wait until it answers again, then prove on
+		// connections of its own, not behind one opened while it was down or starting.
+		if err := clients.AwaitServing(ctx, timeout); err != nil {
 			return answer(false, fmt.Sprintf("not retried: %s; %v", v.Why, err))
 		}
+		session.Trace(what, "API server answering after %dms", time.Since(began).Milliseconds())
+		fresh, err := clients.Fresh()
+		if err != nil {
+			return answer(false, "not retried: "+err.Error())
+		}
+		defer fresh.Close()
+		clients = fresh
 	}
 	if err := proveAdmission(ctx, clients, in.Object, max(timeout-time.Since(began), time.Millisecond)); err != nil {
 		var te *wait.TimeoutError
@@ -117,7 +128,14 @@ func (f *AutoGateRetry) Invoke(ctx context.Context, req infer.FunctionRequest[Au
 		}
 		return answer(false, fmt.Sprintf("not retried: %s; proving its admission again failed: %v", v.Why, err))
 	}
+	session.Trace(what, "admission proven again after %dms", time.Since(began).Milliseconds())
 	return answer(true, fmt.Sprintf("%s; admitted again after %s (try %d of %d)", v.Why, time.Since(began).Round(time.Millisecond), len(in.Errors)+1, retry.MaxAttempts))
+}
+
+// retryTarget names the failed object for the trace: its kind and namespace/name.
+func retryTarget(obj map[string]any) string {
+	u := &unstructured.Unstructured{Object: obj}
+	return u.GetKind() + " " + inputName(u)
 }
 
 // proveAdmission waits, at most timeout, until obj is admitted as AdmissionReady admits it (two
@@ -136,30 +154,4 @@ func proveAdmission(ctx context.Context, clients *kube.Clients, obj map[string]a
 	_, err = r.Wait(ctx, wait.Spec{What: e.what(), Timeout: max(timeout-took, time.Millisecond), Check: e.check,
 		MaxBackoff: maxBackoffOf(e), Recheck: maxBackoffOf(e)})
 	return err
-}
-
-// awaitReadyz polls the API server's /readyz (open to every user) every 50 ms, each request
-// bounded, until it answers ok or timeout passes.
-func awaitReadyz(ctx context.Context, clients *kube.Clients, timeout time.Duration) error {
-	rc := clients.Typed.Discovery().RESTClient()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		reqCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		last = rc.Get().AbsPath("/readyz").Do(reqCtx).Error()
-		cancel()
-		if last == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the API server at %s was not ready within %s: %v", clients.Config.Host, timeout, last)
-		}
-		// Nothing to watch before the API server is ready (as kube.Clients.EnsureReachable): poll,
-		// and stop at once when the step is cancelled.
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cancelled while waiting for the API server at %s to be ready: %v", clients.Config.Host, last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

@@ -27,6 +27,10 @@ import (
 //   - the webhook denies the object after its gate passed: never retried, the denial fails `up`;
 //   - a failurePolicy Ignore mutating webhook (an injector) that comes back later than the
 //     failing validating one: the retry waits for it, so the object is created with its mutation.
+//
+// And the API server itself stopped right after the gate passed and started again a second
+// later: the create meets its closed port and is retried once the API server answers again and
+// admits the object (the proof on connections of its own, kube.Clients.Fresh).
 func TestRetryAfterAWebhookWentAwayAfterItsGate(t *testing.T) {
 	env := stacktest.Prepare(t)
 	const ns, group = "ag-retry", "retry.autogate.test"
@@ -40,6 +44,7 @@ func TestRetryAfterAWebhookWentAwayAfterItsGate(t *testing.T) {
 		hand      bool   // the gate placed by hand, AutoRetry instead of autoGate
 		injector  bool   // an Ignore mutating webhook too, back 3 s after the validating one
 		deny      bool   // the fault is a denial, not an outage
+		apiServer bool   // the fault is the API server restarting
 		wantError string // "" for a successful up
 	}
 	for _, r := range []run{
@@ -47,6 +52,7 @@ func TestRetryAfterAWebhookWentAwayAfterItsGate(t *testing.T) {
 		{name: "hand-gate", hand: true},
 		{name: "injector-back-late", injector: true},
 		{name: "denial", deny: true, wantError: "spec.secretStoreRef is required"},
+		{name: "apiserver-restarted", apiServer: true},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			vhook := testenv.NewWebhook(t)
@@ -57,9 +63,24 @@ func TestRetryAfterAWebhookWentAwayAfterItsGate(t *testing.T) {
 			mhook.Start(t)
 			cfg := "retry-" + r.name
 			gizmo := "apiVersion: " + group + "/v1\nkind: Gizmo\nmetadata: {name: " + r.name + ", namespace: " + ns + "}\nspec: {size: 1}"
-			var restarted atomic.Int64 // unix nanos when the last webhook came back
+			var restarted atomic.Int64 // unix nanos when the last webhook (or the API server) came back
+			apiServerBack := make(chan struct{})
+			if !r.apiServer {
+				close(apiServerBack)
+			}
 			fault := func() {
 				switch {
+				case r.apiServer:
+					testenv.CP.StopProcess("kube-apiserver")
+					go func() {
+						defer close(apiServerBack)
+						time.Sleep(time.Second)
+						// From its start, not its /readyz: the retry may come before that.
+						restarted.Store(time.Now().UnixNano())
+						if err := testenv.CP.StartAPIServer(context.Background()); err != nil {
+							t.Errorf("starting the API server again: %v", err)
+						}
+					}()
 				case r.deny:
 					vhook.Mode.Store("deny")
 				default:
@@ -116,6 +137,10 @@ func TestRetryAfterAWebhookWentAwayAfterItsGate(t *testing.T) {
 			})
 			var out strings.Builder
 			_, err := s.Up(context.Background(), optup.ProgressStreams(&out))
+			<-apiServerBack
+			if r.apiServer {
+				testenv.CRDCachesReady(t, group) // the next tests' custom resources
+			}
 			if err != nil {
 				err = fmt.Errorf("%w\n%s", err, out.String())
 			}
