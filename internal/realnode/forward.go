@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +17,7 @@ import (
 // API server listens. Test programs, the Pulumi engine and its plugins use the host address;
 // the node's own components and pods use the namespace's.
 //
-// Written by hand (about 60 lines): a dial must be made from an OS thread switched into the
+// Written by hand (about 80 lines): a dial must be made from an OS thread switched into the
 // namespace, which no proxy library does.
 type forwarder struct {
 	ln     net.Listener
@@ -25,6 +26,7 @@ type forwarder struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
+	closed bool
 }
 
 type dialReq struct {
@@ -44,11 +46,16 @@ func newForwarder(nsPath, target string) (*forwarder, error) {
 		return nil, err
 	}
 	f := &forwarder{ln: ln, target: target, dials: make(chan dialReq), conns: map[net.Conn]struct{}{}}
-	started := make(chan error, 1)
-	go f.dialer(nsPath, started)
-	if err := <-started; err != nil {
-		ln.Close()
-		return nil, err
+	started := make(chan error, dialers)
+	for range dialers {
+		go f.dialer(nsPath, started)
+	}
+	for range dialers {
+		if err := <-started; err != nil {
+			ln.Close()
+			close(f.dials)
+			return nil, err
+		}
 	}
 	f.wg.Add(1)
 	go f.accept()
@@ -57,6 +64,14 @@ func newForwarder(nsPath, target string) (*forwarder, error) {
 
 // Addr is the host address ("127.0.0.1:PORT").
 func (f *forwarder) Addr() string { return f.ln.Addr().String() }
+
+// dialers is how many connections are dialed at once, and dialTimeout bounds each: a dial that
+// hangs (an API server that is starting and not accepting) must not hold every other connection,
+// the Pulumi engine's and the plugins' included.
+const (
+	dialers     = 4
+	dialTimeout = 5 * time.Second
+)
 
 // dialer owns one OS thread switched into the namespace and dials from it. The thread stays
 // locked until the goroutine ends, and Go then retires it instead of reusing it elsewhere.
@@ -72,7 +87,7 @@ func (f *forwarder) dialer(nsPath string, started chan<- error) {
 		return
 	}
 	for req := range f.dials {
-		c, err := net.Dial("tcp", f.target)
+		c, err := net.DialTimeout("tcp", f.target, dialTimeout)
 		req.reply <- dialRes{c, err}
 	}
 }
@@ -84,18 +99,29 @@ func (f *forwarder) accept() {
 		if err != nil {
 			return
 		}
-		reply := make(chan dialRes, 1)
-		f.dials <- dialReq{reply}
-		r := <-reply
-		if r.err != nil {
-			in.Close()
-			continue
-		}
-		f.track(in, r.c)
-		f.wg.Add(2)
-		go f.pipe(in, r.c)
-		go f.pipe(r.c, in)
+		f.wg.Add(1)
+		go f.forward(in)
 	}
+}
+
+// forward dials the target for one accepted connection and pipes the two together.
+func (f *forwarder) forward(in net.Conn) {
+	defer f.wg.Done()
+	reply := make(chan dialRes, 1)
+	f.dials <- dialReq{reply}
+	r := <-reply
+	if r.err != nil {
+		in.Close()
+		return
+	}
+	if !f.track(in, r.c) {
+		in.Close() // the forwarder closed while this one dialed
+		r.c.Close()
+		return
+	}
+	f.wg.Add(2)
+	go f.pipe(in, r.c)
+	go f.pipe(r.c, in)
 }
 
 // pipe copies src to dst; when either side ends, both connections close.
@@ -112,12 +138,17 @@ func (f *forwarder) pipe(dst, src net.Conn) {
 	}
 }
 
-func (f *forwarder) track(cs ...net.Conn) {
+// track keeps cs to be cut by Close; false once Close has cut them (cs are not kept).
+func (f *forwarder) track(cs ...net.Conn) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
 	for _, c := range cs {
 		f.conns[c] = struct{}{}
 	}
+	return true
 }
 
 // Close stops accepting and cuts every forwarded connection.
@@ -126,6 +157,7 @@ func (f *forwarder) Close() {
 		return
 	}
 	f.mu.Lock()
+	f.closed = true
 	for c := range f.conns {
 		c.Close()
 	}

@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -126,29 +128,60 @@ func waitRefused(ctx context.Context, t *testing.T) {
 	t.Errorf("External Secrets' webhook still admits 10 s after the fault")
 }
 
-// admitsFresh is admits over a connection of its own for every try: a client's one HTTP/2
+// admitsFresh is admits on connections that are dropped once they fail: a client's one HTTP/2
 // connection, shared by all its requests, can be left waiting on an API server that stopped or
 // is starting (seen here: the recovery observer's tries hung past the end of the up), and the
 // observer must see the first request the API server admits, not the end of the shared one's
-// wait.
+// wait. A connection that got an answer from the API server (admitted or not) is used again: a
+// new one for every try made hundreds a second, through the node's forwarder.
 func admitsFresh(t *testing.T, gvr schema.GroupVersionResource, doc string) func(context.Context) error {
 	u, err := controlplane.Decode(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	type conn struct {
+		dyn dynamic.Interface
+		hc  *http.Client
+	}
+	idle := make(chan conn, 8)
+	t.Cleanup(func() {
+		for {
+			select {
+			case c := <-idle:
+				c.hc.CloseIdleConnections()
+			default:
+				return
+			}
+		}
+	})
 	return func(ctx context.Context) error {
-		cfg := rest.CopyConfig(testenv.CP.Config)
-		cfg.Proxy = http.ProxyFromEnvironment // a function: client-go then makes a transport of its own (no cache)
-		hc, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			return err
+		var c conn
+		select {
+		case c = <-idle:
+		default:
+			cfg := rest.CopyConfig(testenv.CP.Config)
+			cfg.Proxy = http.ProxyFromEnvironment // a function: client-go then makes a transport of its own (no cache)
+			hc, err := rest.HTTPClientFor(cfg)
+			if err != nil {
+				return err
+			}
+			dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
+			if err != nil {
+				return err
+			}
+			c = conn{dyn, hc}
 		}
-		defer hc.CloseIdleConnections()
-		dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
-		if err != nil {
-			return err
+		err := dryRunCreate(ctx, c.dyn, gvr, u)
+		var status apierrors.APIStatus
+		if err == nil || errors.As(err, &status) {
+			select {
+			case idle <- c: // the API server answered on it
+				return err
+			default:
+			}
 		}
-		return dryRunCreate(ctx, dyn, gvr, u)
+		c.hc.CloseIdleConnections()
+		return err
 	}
 }
 
@@ -261,7 +294,7 @@ func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c repo
 	var out strings.Builder
 	began := time.Now()
 	// When the cluster admits an ExternalSecret again once the fault is in place, as an observer
-	// outside the product sees it: a dry run every 10 ms, each on a connection of its own (one
+	// outside the product sees it: a dry run every 10 ms, none on a connection that failed (one
 	// sent while the API server starts can hang until it is ready, and must not hide the first
 	// that answers), at most 4 in flight, each for at most 2 s. More at once made a storm of TLS
 	// handshakes: hundreds of connections queued while the API server started, and no try
