@@ -321,7 +321,24 @@ func ownTransport(cfg *rest.Config) *rest.Config {
 	if cp.Proxy == nil {
 		cp.Proxy = http.ProxyFromEnvironment
 	}
+	cp.Wrap(NoRetryAfter)
 	return cp
+}
+
+// NoRetryAfter drops Retry-After from 503 answers. client-go sleeps that long (1 s from a
+// starting API server) and sends the request again, up to 10 times, so a request sent while the
+// API server starts returns seconds after it serves; a caller on its own schedule (a proof's
+// rounds, every 40 ms while hot) asks again sooner. 429, the API server's flow control, keeps it.
+func NoRetryAfter(rt http.RoundTripper) http.RoundTripper { return noRetryAfter{rt} }
+
+type noRetryAfter struct{ next http.RoundTripper }
+
+func (n noRetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := n.next.RoundTrip(req)
+	if err == nil && res.StatusCode == http.StatusServiceUnavailable {
+		res.Header.Del("Retry-After")
+	}
+	return res, err
 }
 
 // Fresh is a second set of clients for c's cluster on connections of their own, with their own

@@ -113,3 +113,34 @@ func TestFreshClientsHaveConnectionsOfTheirOwn(t *testing.T) {
 		t.Error("a fresh set shares the shared clients' watches or mapping")
 	}
 }
+
+// A fresh set does not sleep on a starting API server's Retry-After (client-go would wait 1 s and
+// ask again, up to 10 times): a 503 is returned at once, for the caller's own schedule. Near
+// miss: the shared clients keep client-go's behaviour.
+func TestFreshClientsDoNotSleepOnA503sRetryAfter(t *testing.T) {
+	var calls atomic.Int32
+	c, _ := apiServer(t, func(call int32, w http.ResponseWriter, _ *http.Request) {
+		calls.Store(call)
+		if call <= 2 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		version(w)
+	})
+	f, err := c.Fresh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Typed.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(context.Background()); err == nil {
+		t.Fatal("a fresh set retried the 503 itself")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("a fresh set's one request reached the API server %d times: it slept on Retry-After and asked again", n)
+	}
+	// The shared clients: client-go sleeps and asks again, and gets the third call's answer.
+	if _, err := c.Typed.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(context.Background()); err != nil {
+		t.Fatalf("the shared clients did not retry after Retry-After: %v", err)
+	}
+}

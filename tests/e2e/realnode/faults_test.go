@@ -35,6 +35,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/internal/stack"
 	"github.com/readiness-io/pulumi-readiness/internal/stacktest"
 	"github.com/readiness-io/pulumi-readiness/internal/testenv"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/kube"
 )
 
 // faultTarget is the object whose create the faults land in front of: the first of report
@@ -161,6 +162,9 @@ func admitsFresh(t *testing.T, gvr schema.GroupVersionResource, doc string) func
 		default:
 			cfg := rest.CopyConfig(testenv.CP.Config)
 			cfg.Proxy = http.ProxyFromEnvironment // a function: client-go then makes a transport of its own (no cache)
+			// A starting API server's 503 says Retry-After: 1, and client-go would sleep on it
+			// and ask again up to 10 times, past the moment it admits; the observer asks anew.
+			cfg.Wrap(kube.NoRetryAfter)
 			hc, err := rest.HTTPClientFor(cfg)
 			if err != nil {
 				return err
