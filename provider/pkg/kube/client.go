@@ -264,8 +264,7 @@ func (c *Clients) AwaitServing(ctx context.Context, timeout time.Duration) error
 	defer cancel()
 	last, err := c.awaitAnswer(ctx, 500*time.Millisecond, func() time.Duration { return 50 * time.Millisecond },
 		func() (rest.Interface, func(), error) {
-			cfg := ownTransport(c.Config)
-			hc, err := rest.HTTPClientFor(cfg)
+			cfg, hc, err := ownClient(c.Config)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -313,16 +312,18 @@ func (c *Clients) awaitAnswer(ctx context.Context, per time.Duration, next func(
 	}
 }
 
-// ownTransport is a copy of cfg that client-go builds a transport of its own for: its shared
-// transport cache keeps one per TLS configuration (one HTTP/2 connection for every client of a
-// cluster), and never caches one with a Proxy function, so it is given the one it would use.
-func ownTransport(cfg *rest.Config) *rest.Config {
+// ownClient is a copy of cfg and an HTTP client for it on a transport of its own, which does not
+// sleep on a 503's Retry-After (NoRetryAfter). client-go's transport cache keeps one transport per
+// TLS configuration (one HTTP/2 connection for every client of a cluster) and never caches one
+// with a Proxy function, so the copy is given the one client-go would use.
+func ownClient(cfg *rest.Config) (*rest.Config, *http.Client, error) {
 	cp := rest.CopyConfig(cfg)
 	if cp.Proxy == nil {
 		cp.Proxy = http.ProxyFromEnvironment
 	}
 	cp.Wrap(NoRetryAfter)
-	return cp
+	hc, err := rest.HTTPClientFor(cp)
+	return cp, hc, err
 }
 
 // NoRetryAfter drops Retry-After from 503 answers. client-go sleeps that long (1 s from a
@@ -345,8 +346,7 @@ func (n noRetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 // discovery and watches, for a proof that must not wait behind a request sent while the API
 // server was down or starting (see AwaitServing). Close it when done.
 func (c *Clients) Fresh() (*Clients, error) {
-	cfg := ownTransport(c.Config)
-	hc, err := rest.HTTPClientFor(cfg)
+	cfg, hc, err := ownClient(c.Config)
 	if err != nil {
 		return nil, err
 	}
