@@ -129,13 +129,13 @@ func waitRefused(ctx context.Context, t *testing.T) {
 	t.Errorf("External Secrets' webhook still admits 10 s after the fault")
 }
 
-// admitsFresh is admits on connections that are dropped once they fail: a client's one HTTP/2
+// admitsAnew is admits on connections that are dropped once they fail: a client's one HTTP/2
 // connection, shared by all its requests, can be left waiting on an API server that stopped or
 // is starting (seen here: the recovery observer's tries hung past the end of the up), and the
 // observer must see the first request the API server admits, not the end of the shared one's
 // wait. A connection that got an answer from the API server (admitted or not) is used again: a
 // new one for every try made hundreds a second, through the node's forwarder.
-func admitsFresh(t *testing.T, gvr schema.GroupVersionResource, doc string) func(context.Context) error {
+func admitsAnew(t *testing.T, gvr schema.GroupVersionResource, doc string) func(context.Context) error {
 	u, err := controlplane.Decode(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +283,7 @@ func runFault(ctx context.Context, t *testing.T, env *stack.Env, f fault, c repo
 	var applied time.Duration
 	var restored func()
 	inPlace := make(chan struct{}) // closed once the fault is applied (faultAt, applied set)
-	probe := admitsFresh(t, externalSecretsGVR, faultProbe)
+	probe := admitsAnew(t, externalSecretsGVR, faultProbe)
 	then := func(ctx *pulumi.Context) error {
 		return ctx.RegisterResourceTransform(stacktest.AfterGates(t, ctx, faultTarget, func() {
 			faultAt = time.Now()
