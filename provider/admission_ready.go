@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,6 +39,7 @@ type AdmissionReadyArgs struct {
 	Objects     []map[string]any `pulumi:"objects" provider:"replaceOnChanges,secret"`
 	Expect      *string          `pulumi:"expect,optional" provider:"replaceOnChanges"`
 	Consecutive *int             `pulumi:"consecutive,optional" provider:"replaceOnChanges"`
+	Retried     *bool            `pulumi:"retried,optional" provider:"replaceOnChanges"`
 	GateArgs
 }
 
@@ -64,6 +66,11 @@ func (a *AdmissionReadyArgs) Annotate(an infer.Annotator) {
 		"object as given, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only "+
 		"mutating webhook that may intercept the object. Compiled at preview with the cost limits of ResourceReady's `cel`.")
 	an.Describe(&a.Consecutive, "How many rounds in a row must admit every object (default 2): a webhook that flaps does not pass.")
+	an.Describe(&a.Retried, "Each object's create is retried by the program's error hook (`autoGate`, `autoRetry`) when the API server "+
+		"could not call a webhook (docs/retry.md). Then, unless `consecutive` is set, one admitting round passes where every webhook "+
+		"that may intercept the objects has failurePolicy Fail: a flap fails the create visibly and the hook proves admission again "+
+		"before it tries again. Where a failurePolicy Ignore webhook may intercept an object, two rounds still: its flap lets the "+
+		"create through without it, which no retry sees. autoGate sets it on the gates in front of an object's own create.")
 }
 
 func (s *AdmissionReadyState) Annotate(a infer.Annotator) {
@@ -125,6 +132,8 @@ func admissionBuilder(a AdmissionReadyArgs) builder[AdmissionReadyState] {
 		e := &admissionEval{r: r, need: defaultConsecutive, deniers: map[string]bool{}}
 		if a.Consecutive != nil {
 			e.need = *a.Consecutive
+		} else {
+			e.retried = deref(a.Retried)
 		}
 		if e.need < 1 {
 			return nil, nil, fmt.Errorf("consecutive: must be at least 1")
@@ -161,6 +170,8 @@ type admissionEval struct {
 	objs   []*unstructured.Unstructured
 	expect *admission.Expect
 	need   int
+	// retried: the objects' creates are retried after a failed webhook call (admission.Round.Retried).
+	retried bool
 
 	// Of the current round: every webhook in the cluster, and the answers of the failurePolicy
 	// Ignore ones called directly (by configuration/name: "" answered, else why not).
@@ -264,7 +275,7 @@ func (e *admissionEval) round(ctx context.Context) verdict.Result {
 	}
 	e.watchNamespaces()
 	e.answers = map[string]string{}
-	in := admission.Round{Total: len(e.objs), Good: e.good, Need: e.need}
+	in := admission.Round{Total: len(e.objs), Good: e.good, Need: e.need, Retried: e.retried}
 	for i, o := range e.objs {
 		a, pending := e.admit(ctx, o)
 		a.Label = fmt.Sprintf("objects[%d] (%s %s)", i, o.GetKind(), inputName(o))
@@ -498,6 +509,7 @@ func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, 
 		q.NSLabels, q.NSErr = lbls, nsErr
 	}
 	interceptors := admission.Interceptors(e.hooks, q)
+	a.Ignored = slices.ContainsFunc(interceptors, func(h *admission.Hook) bool { return h.Policy != "Fail" })
 	for _, h := range admission.NeedDirect(interceptors, e.expect, in) {
 		key := h.Config + "/" + h.Name
 		why, done := e.answers[key]

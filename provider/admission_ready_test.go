@@ -447,3 +447,51 @@ func TestAdmissionReadyExpectProvesAnIgnoreInjector(t *testing.T) {
 		t.Fatal(r.err)
 	}
 }
+
+// `retried` (autoGate sets it in front of an object's own create, which its error hook retries
+// after a failed webhook call) against a real API server and a serving webhook, counted in the
+// webhook's calls: one round where only a failurePolicy Fail webhook intercepts; the near misses
+// keep their rounds: no `retried`, an Ignore webhook (its flap would let the create through
+// unseen), an explicit `consecutive`.
+func TestAdmissionReadyRetriedRounds(t *testing.T) {
+	cases := []struct {
+		name    string
+		policy  string
+		args    []any
+		calls   func(n int64) bool
+		wantSay string
+	}{
+		{"retried, a Fail webhook: one round", "Fail", []any{"retried", true}, func(n int64) bool { return n == 1 }, "1 call"},
+		{"near miss: not retried, a Fail webhook: two rounds", "Fail", nil, func(n int64) bool { return n == 2 }, "2 calls"},
+		{"near miss: retried, an Ignore webhook: two rounds", "Ignore", []any{"retried", true},
+			func(n int64) bool { return n >= 4 }, "at least 4 calls (two rounds, each a dry run and a direct call)"},
+		{"near miss: retried, but consecutive 3 set: three rounds", "Fail", []any{"retried", true, "consecutive", 3}, func(n int64) bool { return n == 3 }, "3 calls"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			group := widgetCRD(t)
+			wh := testenv.NewWebhook(t)
+			wh.RegisterAs(t, "ValidatingWebhookConfiguration", fmt.Sprintf("admretry-%d-%s", i, strings.Split(group, ".")[0]), c.policy, group, "widgets")
+			wh.Mode.Store("allow")
+			wh.Start(t)
+			doc := widgetIn(group, "default", "w")
+			// The API server calls it once the configuration is in its cache: wait for one admitted dry run that called it.
+			o := testenv.Object(t, doc)
+			for wh.Calls.Load() == 0 {
+				if _, err := testenv.Resource(t, o).Create(context.Background(), o, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			wh.Calls.Store(0)
+			r := await(t, createAsync(t, newServer(t), "AdmissionReady", props(append([]any{"objects", manifests(t, doc), "timeout", "30s"}, c.args...)...)), 40*time.Second)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if n := wh.Calls.Load(); !c.calls(n) {
+				t.Errorf("the webhook answered %d calls, want %s", n, c.wantSay)
+			}
+			assertNotPersisted(t, doc)
+		})
+	}
+}

@@ -37,6 +37,7 @@ type AutoGateSessionOptions struct {
 	Installers   []string `pulumi:"installers,optional"`
 	Settle       *string  `pulumi:"settle,optional"`
 	PlanTimeout  *string  `pulumi:"planTimeout,optional"`
+	Retried      *bool    `pulumi:"retried,optional"`
 }
 
 type AutoGateEntry struct {
@@ -100,6 +101,8 @@ func (o *AutoGateSessionOptions) Annotate(a infer.Annotator) {
 	a.Describe(&o.Installers, "Only these installers (Pulumi names) count (all if empty).")
 	a.Describe(&o.Settle, "How long a component's children settle after the last one arrived (default 200ms).")
 	a.Describe(&o.PlanTimeout, "Bounds each wait of a decision (default 2m): past it the decision is made with a warning.")
+	a.Describe(&o.Retried, "The SDK gave every Kubernetes registration the program's error hook (docs/retry.md): the AdmissionReady gates "+
+		"in front of an object's own create are then `retried`.")
 }
 
 func (e *AutoGateEntry) Annotate(a infer.Annotator) {
@@ -210,7 +213,8 @@ func sessionFor(id string, o *AutoGateSessionOptions) (*planner.Session, error) 
 	}
 	opts := planner.Options{}
 	if o != nil {
-		opts.Rules = autogate.Options{Timeout: deref(o.Timeout), StableFor: deref(o.StableFor), FailureGrace: deref(o.FailureGrace), Namespaces: o.Namespaces}
+		opts.Rules = autogate.Options{Timeout: deref(o.Timeout), StableFor: deref(o.StableFor), FailureGrace: deref(o.FailureGrace), Namespaces: o.Namespaces,
+			Retried: deref(o.Retried)}
 		opts.Installers = o.Installers
 		for _, d := range []struct {
 			name string

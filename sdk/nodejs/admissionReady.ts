@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as utilities from "./utilities";
 
 /**
- * Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held). An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it (a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
+ * Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held); with `retried` (set by `autoGate` on the gates in front of an object's own create, which its error hook retries after a failed webhook call), one round where only `failurePolicy: Fail` webhooks may intercept the objects. An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it (a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
  */
 export class AdmissionReady extends pulumi.CustomResource {
     /**
@@ -67,6 +67,10 @@ export class AdmissionReady extends pulumi.CustomResource {
      */
     declare public readonly purpose: pulumi.Output<string | undefined>;
     /**
+     * Each object's create is retried by the program's error hook (`autoGate`, `autoRetry`) when the API server could not call a webhook (docs/retry.md). Then, unless `consecutive` is set, one admitting round passes where every webhook that may intercept the objects has failurePolicy Fail: a flap fails the create visibly and the hook proves admission again before it tries again. Where a failurePolicy Ignore webhook may intercept an object, two rounds still: its flap lets the create through without it, which no retry sees. autoGate sets it on the gates in front of an object's own create.
+     */
+    declare public readonly retried: pulumi.Output<boolean | undefined>;
+    /**
      * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
      */
     declare public readonly stableFor: pulumi.Output<string | undefined>;
@@ -98,6 +102,7 @@ export class AdmissionReady extends pulumi.CustomResource {
             resourceInputs["failureGrace"] = args?.failureGrace;
             resourceInputs["objects"] = args?.objects ? pulumi.secret(args.objects) : undefined;
             resourceInputs["purpose"] = args?.purpose;
+            resourceInputs["retried"] = args?.retried;
             resourceInputs["stableFor"] = args?.stableFor;
             resourceInputs["timeout"] = args?.timeout;
             resourceInputs["triggers"] = args?.triggers;
@@ -113,6 +118,7 @@ export class AdmissionReady extends pulumi.CustomResource {
             resourceInputs["mutated"] = undefined /*out*/;
             resourceInputs["objects"] = undefined /*out*/;
             resourceInputs["purpose"] = undefined /*out*/;
+            resourceInputs["retried"] = undefined /*out*/;
             resourceInputs["stableFor"] = undefined /*out*/;
             resourceInputs["timeout"] = undefined /*out*/;
             resourceInputs["triggers"] = undefined /*out*/;
@@ -120,7 +126,7 @@ export class AdmissionReady extends pulumi.CustomResource {
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
         const secretOpts = { additionalSecretOutputs: ["objects"] };
         opts = pulumi.mergeOptions(opts, secretOpts);
-        const replaceOnChanges = { replaceOnChanges: ["consecutive", "expect", "objects[*]", "triggers[*]"] };
+        const replaceOnChanges = { replaceOnChanges: ["consecutive", "expect", "objects[*]", "retried", "triggers[*]"] };
         opts = pulumi.mergeOptions(opts, replaceOnChanges);
         super(AdmissionReady.__pulumiType, name, resourceInputs, opts);
     }
@@ -150,6 +156,10 @@ export interface AdmissionReadyArgs {
      * Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
      */
     purpose?: pulumi.Input<string | undefined>;
+    /**
+     * Each object's create is retried by the program's error hook (`autoGate`, `autoRetry`) when the API server could not call a webhook (docs/retry.md). Then, unless `consecutive` is set, one admitting round passes where every webhook that may intercept the objects has failurePolicy Fail: a flap fails the create visibly and the hook proves admission again before it tries again. Where a failurePolicy Ignore webhook may intercept an object, two rounds still: its flap lets the create through without it, which no retry sees. autoGate sets it on the gates in front of an object's own create.
+     */
+    retried?: pulumi.Input<boolean | undefined>;
     /**
      * How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
      */

@@ -116,13 +116,14 @@ func TestCheckServiceFixtures(t *testing.T) {
 func TestDecideRoundFixtures(t *testing.T) {
 	type answer struct {
 		Label, Name, Terminal, Why, Hint, Denier string
-		Mutated                                  bool
+		Mutated, Ignored                         bool
 	}
 	type tc struct {
 		Name       string   `json:"name"`
 		Total      int      `json:"total"`
 		Need       int      `json:"need"`
 		GoodBefore int      `json:"goodBefore"`
+		Retried    bool     `json:"retried"`
 		Answers    []answer `json:"answers"`
 		// What must be decided.
 		Good       int      `json:"good"`
@@ -136,10 +137,10 @@ func TestDecideRoundFixtures(t *testing.T) {
 	}
 	for _, c := range fixtures.Load[tc](t, "rounds.yaml") {
 		t.Run(c.Name, func(t *testing.T) {
-			r := Round{Total: c.Total, Need: c.Need, Good: c.GoodBefore}
+			r := Round{Total: c.Total, Need: c.Need, Good: c.GoodBefore, Retried: c.Retried}
 			for _, a := range c.Answers {
 				r.Answers = append(r.Answers, Answer{Verdict: Verdict{Terminal: a.Terminal, Why: a.Why, Hint: a.Hint, Denier: a.Denier},
-					Label: a.Label, Name: a.Name, Mutated: a.Mutated})
+					Label: a.Label, Name: a.Name, Mutated: a.Mutated, Ignored: a.Ignored})
 			}
 			d := Decide(r)
 			res := d.Result

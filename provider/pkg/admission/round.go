@@ -22,15 +22,26 @@ type Answer struct {
 	// Name is the object's Kind/namespace/name as admitted; Mutated says a webhook changed it.
 	Name    string
 	Mutated bool
+	// Ignored says a failurePolicy Ignore webhook may intercept the object: the API server skips
+	// it, unseen, while it is down, so a retry of a failed create cannot stand in for a second round.
+	Ignored bool
 }
 
 // Round is what one round gathered: the answers, in the objects' order, up to the first verdict
 // (the caller stops there: the round is decided); Total objects; Good rounds in a row before this
 // one that admitted all of them, and Need such rounds to pass.
+//
+// Retried says each object's create is retried by autoGate's error hook when the API server could
+// not call a webhook (docs/retry.md): a webhook with failurePolicy Fail that flaps after one
+// admitted round then fails the create where it shows, and the hook proves admission again
+// before trying again, so one round is enough. Not where a failurePolicy Ignore webhook may
+// intercept an object (Answer.Ignored): its flap lets the create through unmutated, which
+// nothing sees.
 type Round struct {
 	Answers    []Answer
 	Total      int
 	Good, Need int
+	Retried    bool
 }
 
 // RoundDecision is a round judged: Result (the caller's wait loop keeps the schedule); Good,
@@ -83,11 +94,20 @@ func Decide(r Round) RoundDecision {
 	}
 	d.Good = r.Good + 1
 	sort.Strings(d.Mutated)
-	if d.Good < r.Need {
-		d.Result = verdict.Result{Message: fmt.Sprintf("all %d admitted in %d of %d consecutive rounds; confirming", r.Total, d.Good, r.Need), Confirming: true}
+	need := r.Need
+	if r.Retried && !slices.ContainsFunc(r.Answers, func(a Answer) bool { return a.Ignored }) {
+		need = 1
+	}
+	if d.Good < need {
+		d.Result = verdict.Result{Message: fmt.Sprintf("all %d admitted in %d of %d consecutive rounds; confirming", r.Total, d.Good, need), Confirming: true}
 		return d
 	}
-	d.Result = verdict.Result{Ready: true, Message: fmt.Sprintf("all %d admitted in %d consecutive rounds", r.Total, d.Good)}
+	msg := fmt.Sprintf("all %d admitted in %d consecutive rounds", r.Total, d.Good)
+	if need < r.Need {
+		msg = fmt.Sprintf("all %d admitted in %d round (retried: every webhook that may intercept them has failurePolicy Fail, "+
+			"so a flap fails the create visibly and autoGate's error hook retries it)", r.Total, d.Good)
+	}
+	d.Result = verdict.Result{Ready: true, Message: msg}
 	return d
 }
 

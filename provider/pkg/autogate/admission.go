@@ -30,7 +30,7 @@ func (d *decider) crdAndAdmission() {
 		key := fmt.Sprintf("auto-admission-%s-%s-%s%s", slug(d.groupResource()), slugOr(d.namespace, "cluster"), slug(inst.Name), hookSuffix(inst, hooks))
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
-			Args:       map[string]any{"objects": []any{d.dryRunObject()}},
+			Args:       d.admissionArgs(d.dryRunObject(), true),
 			After:      after,
 			AfterGates: []string{existsKey},
 			Reason:     fmt.Sprintf("%s waits for webhook %s of %s to admit it", d.what(), hooks[0], inst.Name),
@@ -62,7 +62,7 @@ func (d *decider) crdAndAdmission() {
 		d.selfAdmitted = true
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
-			Args:   map[string]any{"objects": []any{d.dryRunObject()}},
+			Args:   d.admissionArgs(d.dryRunObject(), true),
 			Reason: fmt.Sprintf("%s waits for the cluster to serve %s", d.what(), d.gvk.GroupKind()),
 		})
 	}

@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/retry"
 )
 
 // OptOutAnnotation set to "false" in an object's metadata keeps autoGate off it.
@@ -56,6 +58,9 @@ type Installer struct {
 type Options struct {
 	Timeout, StableFor, FailureGrace string
 	Namespaces                       []string
+	// Retried says the SDK gave every Kubernetes registration autoGate's error hook, which
+	// retries a create the API server could not admit for a failed webhook call (docs/retry.md).
+	Retried bool
 }
 
 // Input is everything one decision needs.
@@ -258,6 +263,19 @@ func (d *decider) add(g Gate) {
 		}
 	}
 	d.gates = append(d.gates, g)
+}
+
+// admissionArgs are an AdmissionReady's args for obj. own says obj is the registration's own
+// object: when the hook retries that create (Options.Retried, a type retry.Retryable takes), a
+// webhook that flaps after one admitted round fails it visibly and it is tried again once proven,
+// so the gate is told (`retried`: one round where only failurePolicy Fail webhooks intercept).
+// A Pod like a workload's pods is created by a controller, which no hook of ours retries.
+func (d *decider) admissionArgs(obj map[string]any, own bool) map[string]any {
+	args := map[string]any{"objects": []any{obj}}
+	if own && d.in.Options.Retried && retry.Retryable(d.in.Resource.Type) {
+		args["retried"] = true
+	}
+	return args
 }
 
 func withTiming(args map[string]any, o Options) map[string]any {

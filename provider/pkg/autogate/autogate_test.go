@@ -655,3 +655,50 @@ func TestDecideIgnoresRegistrationsThatAreNoInstaller(t *testing.T) {
 		t.Errorf("with registrations that are no installer:\n%+v\nwithout:\n%+v", got, want)
 	}
 }
+
+// Retried (the SDK gave every registration autoGate's error hook): the AdmissionReady in front
+// of an object's own create says so, and only there. Near misses: no hook; a Pod like a
+// workload's pods (a controller creates them, no hook retries it); a type the hook does not
+// retry (a Chart v4 component).
+func TestDecideRetriedAdmission(t *testing.T) {
+	release := Installer{ID: "rel", Type: releaseType, Name: "external-secrets",
+		Object: map[string]any{"name": "external-secrets", "namespace": "external-secrets", "chart": "external-secrets"}}
+	injector := installer(t, "inj", "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration", "mesh:injector", podInjector)
+	cases := []struct {
+		name       string
+		typ, y     string
+		installers []Installer
+		dependsOn  []string
+		retried    bool
+		want       []bool // per AdmissionReady gate, in order: retried set
+	}{
+		{"ExternalSecret after its Release, hook wired", "kubernetes:external-secrets.io/v1:ExternalSecret", externalSecret,
+			[]Installer{release}, []string{"rel"}, true, []bool{true}},
+		{"ExternalSecret the cluster does not serve yet, hook wired", "kubernetes:external-secrets.io/v1:ExternalSecret", externalSecret,
+			nil, nil, true, []bool{true}},
+		{"near miss: no hook (NoRetry, or a CLI without error hooks)", "kubernetes:external-secrets.io/v1:ExternalSecret", externalSecret,
+			[]Installer{release}, []string{"rel"}, false, []bool{false}},
+		{"near miss: a Pod like a Deployment's pods, hook wired", "kubernetes:apps/v1:Deployment", injectedDeployment("yes"),
+			[]Installer{injector}, nil, true, []bool{false}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Decide(Input{Resource: Resource{Type: c.typ, Name: "obj", Object: obj(t, c.y)}, Installers: c.installers,
+				DependsOn: c.dependsOn, Options: Options{Retried: c.retried}}, fakeCluster{}, testIntercepts)
+			var got []bool
+			for _, g := range p.Gates {
+				if g.Type == TypeAdmissionReady {
+					got = append(got, g.Args["retried"] == true)
+				}
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("retried per AdmissionReady = %v, want %v: %+v", got, c.want, p.Gates)
+			}
+		})
+	}
+	// The hook retries what retry.Decide takes: a component is not.
+	d := &decider{in: Input{Resource: Resource{Type: "kubernetes:helm.sh/v4:Chart"}, Options: Options{Retried: true}}}
+	if d.admissionArgs(map[string]any{}, true)["retried"] != nil {
+		t.Error("a Chart v4's admission args say retried")
+	}
+}

@@ -41,20 +41,20 @@ func (d *decider) clusterAdmission() {
 	if !d.selfAdmitted {
 		req := Request{GVR: d.gvk.GroupVersion().WithResource(d.resource), Namespace: d.namespace,
 			Labels: stringMap(d.in.Resource.Object, "metadata", "labels")}
-		d.clusterGate(configs, req, d.dryRunObject(), slug(d.groupResource()), d.what())
+		d.clusterGate(configs, req, d.dryRunObject(), true, slug(d.groupResource()), d.what())
 	}
 	if pods {
 		if pod, ok := PodOf(kind, d.in.Resource.Object, d.objectName(), d.namespace); ok {
 			req := Request{GVR: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: d.namespace,
 				Labels: stringMap(pod, "metadata", "labels")}
-			d.clusterGate(configs, req, pod, "pods", "the pods of "+d.what())
+			d.clusterGate(configs, req, pod, false, "pods", "the pods of "+d.what())
 		}
 	}
 }
 
-// clusterGate gates obj on every cluster configuration that may intercept req and does not
-// admit it now.
-func (d *decider) clusterGate(configs []WebhookConfig, req Request, obj map[string]any, resource, what string) {
+// clusterGate gates obj (own: the registration's own object, else a Pod like its pods) on every
+// cluster configuration that may intercept req and does not admit it now.
+func (d *decider) clusterGate(configs []WebhookConfig, req Request, obj map[string]any, own bool, resource, what string) {
 	for _, cfg := range configs {
 		if d.stackInstalls(cfg) {
 			continue
@@ -79,7 +79,7 @@ func (d *decider) clusterGate(configs []WebhookConfig, req Request, obj map[stri
 		}
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
-			Args: map[string]any{"objects": []any{obj}},
+			Args: d.admissionArgs(obj, own),
 			Reason: fmt.Sprintf("%s waits for webhook %s of %s %s (in the cluster, not installed by this stack) to admit it: "+
 				"a dry run at plan time was not admitted", what, hooks[0], cfg.Kind, cfg.Name),
 		})

@@ -32,7 +32,7 @@ func (d *decider) afterReleases() {
 			d.selfAdmitted = true
 			d.add(Gate{
 				Key: key, Name: key, Type: TypeAdmissionReady,
-				Args:   map[string]any{"objects": []any{d.dryRunObject()}},
+				Args:   d.admissionArgs(d.dryRunObject(), true),
 				After:  []string{inst.ID},
 				Reason: fmt.Sprintf("%s waits to be admitted after Helm release %s installed (its kind served, its webhooks answering)", d.what(), inst.Name),
 			})

@@ -30,7 +30,7 @@ func (d *decider) podAdmission() {
 		d.podsAdmitted = true
 		d.add(Gate{
 			Key: key, Name: key, Type: TypeAdmissionReady,
-			Args:       map[string]any{"objects": []any{pod}},
+			Args:       d.admissionArgs(pod, false),
 			After:      []string{inst.ID},
 			AfterGates: []string{existsKey},
 			Reason:     fmt.Sprintf("the pods of %s wait for webhook %s of %s to admit a Pod like them", d.what(), hooks[0], inst.Name),

@@ -29,9 +29,11 @@ type Verdict struct {
 // install stays recorded as a failed release (a second create is refused: the name is in use),
 // and a component's children are retried one by one.
 var notRetried = map[string]string{
-	"kubernetes:helm.sh/v3:Release": "a Release's failed install is recorded by Helm as a failed release; run `up` again",
-	"kubernetes:helm.sh/v3:Chart":   "a component: its objects are retried one by one",
-	"kubernetes:helm.sh/v4:Chart":   "a component: its objects are retried one by one",
+	"kubernetes:helm.sh/v3:Release":     "a Release's failed install is recorded by Helm as a failed release; run `up` again",
+	"kubernetes:helm.sh/v3:Chart":       "a component: its objects are retried one by one",
+	"kubernetes:helm.sh/v4:Chart":       "a component: its objects are retried one by one",
+	"kubernetes:kustomize:Directory":    "a component: its objects are retried one by one",
+	"kubernetes:kustomize/v2:Directory": "a component: its objects are retried one by one",
 }
 
 // Decide judges a failed step of a registration of type typ: only a Kubernetes object's create or
@@ -39,7 +41,7 @@ var notRetried = map[string]string{
 // delete is met again by `destroy`, which runs no program.
 func Decide(typ, operation string, errs []string) Verdict {
 	switch {
-	case !strings.HasPrefix(typ, "kubernetes:") || strings.HasPrefix(typ, "kubernetes:yaml") || typ == "pulumi:providers:kubernetes":
+	case !kubernetesObject(typ):
 		return Verdict{Why: "not retried: not a Kubernetes object"}
 	case notRetried[typ] != "":
 		return Verdict{Why: "not retried: " + notRetried[typ]}
@@ -47,6 +49,14 @@ func Decide(typ, operation string, errs []string) Verdict {
 		return Verdict{Why: fmt.Sprintf("not retried: a failed %s is not retried", operation)}
 	}
 	return Classify(errs)
+}
+
+// Retryable says a failed create of a registration of type typ may be retried (Decide, given a
+// transport failure): a Kubernetes object's, not a Release's or a component's.
+func Retryable(typ string) bool { return kubernetesObject(typ) && notRetried[typ] == "" }
+
+func kubernetesObject(typ string) bool {
+	return strings.HasPrefix(typ, "kubernetes:") && !strings.HasPrefix(typ, "kubernetes:yaml") && typ != "pulumi:providers:kubernetes"
 }
 
 var failedCallRE = regexp.MustCompile(`failed calling webhook "([^"]+)"`)

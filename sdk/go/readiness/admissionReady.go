@@ -12,7 +12,7 @@ import (
 	"github.com/readiness-io/pulumi-readiness/sdk/go/readiness/internal"
 )
 
-// Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held). An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it (a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
+// Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held); with `retried` (set by `autoGate` on the gates in front of an object's own create, which its error hook retries after a failed webhook call), one round where only `failurePolicy: Fail` webhooks may intercept the objects. An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it (a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
 type AdmissionReady struct {
 	pulumi.CustomResourceState
 
@@ -32,6 +32,8 @@ type AdmissionReady struct {
 	Objects pulumi.MapArrayOutput `pulumi:"objects"`
 	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
 	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
+	// Each object's create is retried by the program's error hook (`autoGate`, `autoRetry`) when the API server could not call a webhook (docs/retry.md). Then, unless `consecutive` is set, one admitting round passes where every webhook that may intercept the objects has failurePolicy Fail: a flap fails the create visibly and the hook proves admission again before it tries again. Where a failurePolicy Ignore webhook may intercept an object, two rounds still: its flap lets the create through without it, which no retry sees. autoGate sets it on the gates in front of an object's own create.
+	Retried pulumi.BoolPtrOutput `pulumi:"retried"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor pulumi.StringPtrOutput `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -61,6 +63,7 @@ func NewAdmissionReady(ctx *pulumi.Context,
 		"consecutive",
 		"expect",
 		"objects[*]",
+		"retried",
 		"triggers[*]",
 	})
 	opts = append(opts, replaceOnChanges)
@@ -107,6 +110,8 @@ type admissionReadyArgs struct {
 	Objects []map[string]interface{} `pulumi:"objects"`
 	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
 	Purpose *string `pulumi:"purpose"`
+	// Each object's create is retried by the program's error hook (`autoGate`, `autoRetry`) when the API server could not call a webhook (docs/retry.md). Then, unless `consecutive` is set, one admitting round passes where every webhook that may intercept the objects has failurePolicy Fail: a flap fails the create visibly and the hook proves admission again before it tries again. Where a failurePolicy Ignore webhook may intercept an object, two rounds still: its flap lets the create through without it, which no retry sees. autoGate sets it on the gates in front of an object's own create.
+	Retried *bool `pulumi:"retried"`
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor *string `pulumi:"stableFor"`
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -127,6 +132,8 @@ type AdmissionReadyArgs struct {
 	Objects pulumi.MapArrayInput
 	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
 	Purpose pulumi.StringPtrInput
+	// Each object's create is retried by the program's error hook (`autoGate`, `autoRetry`) when the API server could not call a webhook (docs/retry.md). Then, unless `consecutive` is set, one admitting round passes where every webhook that may intercept the objects has failurePolicy Fail: a flap fails the create visibly and the hook proves admission again before it tries again. Where a failurePolicy Ignore webhook may intercept an object, two rounds still: its flap lets the create through without it, which no retry sees. autoGate sets it on the gates in front of an object's own create.
+	Retried pulumi.BoolPtrInput
 	// How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
 	StableFor pulumi.StringPtrInput
 	// How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
@@ -260,6 +267,11 @@ func (o AdmissionReadyOutput) Objects() pulumi.MapArrayOutput {
 // Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
 func (o AdmissionReadyOutput) Purpose() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *AdmissionReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
+}
+
+// Each object's create is retried by the program's error hook (`autoGate`, `autoRetry`) when the API server could not call a webhook (docs/retry.md). Then, unless `consecutive` is set, one admitting round passes where every webhook that may intercept the objects has failurePolicy Fail: a flap fails the create visibly and the hook proves admission again before it tries again. Where a failurePolicy Ignore webhook may intercept an object, two rounds still: its flap lets the create through without it, which no retry sees. autoGate sets it on the gates in front of an object's own create.
+func (o AdmissionReadyOutput) Retried() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *AdmissionReady) pulumi.BoolPtrOutput { return v.Retried }).(pulumi.BoolPtrOutput)
 }
 
 // How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.

@@ -480,6 +480,10 @@ func (g *autoGate) options() *AutoGateSessionOptions {
 	if g.planTimeout > 0 {
 		o.PlanTimeout = set(g.planTimeout.String())
 	}
+	if g.retryHook != nil {
+		retried := true // every Kubernetes registration gets the hook: the provider may count on its retry
+		o.Retried = &retried
+	}
 	return o
 }
 

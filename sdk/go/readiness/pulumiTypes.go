@@ -586,6 +586,8 @@ type AutoGateSessionOptions struct {
 	Namespaces []string `pulumi:"namespaces"`
 	// Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
 	PlanTimeout *string `pulumi:"planTimeout"`
+	// The SDK gave every Kubernetes registration the program's error hook (docs/retry.md): the AdmissionReady gates in front of an object's own create are then `retried`.
+	Retried *bool `pulumi:"retried"`
 	// How long a component's children settle after the last one arrived (default 200ms).
 	Settle *string `pulumi:"settle"`
 	// Passed to every gate that takes it.
@@ -614,6 +616,8 @@ type AutoGateSessionOptionsArgs struct {
 	Namespaces pulumi.StringArrayInput `pulumi:"namespaces"`
 	// Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
 	PlanTimeout pulumi.StringPtrInput `pulumi:"planTimeout"`
+	// The SDK gave every Kubernetes registration the program's error hook (docs/retry.md): the AdmissionReady gates in front of an object's own create are then `retried`.
+	Retried pulumi.BoolPtrInput `pulumi:"retried"`
 	// How long a component's children settle after the last one arrived (default 200ms).
 	Settle pulumi.StringPtrInput `pulumi:"settle"`
 	// Passed to every gate that takes it.
@@ -719,6 +723,11 @@ func (o AutoGateSessionOptionsOutput) PlanTimeout() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v AutoGateSessionOptions) *string { return v.PlanTimeout }).(pulumi.StringPtrOutput)
 }
 
+// The SDK gave every Kubernetes registration the program's error hook (docs/retry.md): the AdmissionReady gates in front of an object's own create are then `retried`.
+func (o AutoGateSessionOptionsOutput) Retried() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v AutoGateSessionOptions) *bool { return v.Retried }).(pulumi.BoolPtrOutput)
+}
+
 // How long a component's children settle after the last one arrived (default 200ms).
 func (o AutoGateSessionOptionsOutput) Settle() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v AutoGateSessionOptions) *string { return v.Settle }).(pulumi.StringPtrOutput)
@@ -796,6 +805,16 @@ func (o AutoGateSessionOptionsPtrOutput) PlanTimeout() pulumi.StringPtrOutput {
 		}
 		return v.PlanTimeout
 	}).(pulumi.StringPtrOutput)
+}
+
+// The SDK gave every Kubernetes registration the program's error hook (docs/retry.md): the AdmissionReady gates in front of an object's own create are then `retried`.
+func (o AutoGateSessionOptionsPtrOutput) Retried() pulumi.BoolPtrOutput {
+	return o.ApplyT(func(v *AutoGateSessionOptions) *bool {
+		if v == nil {
+			return nil
+		}
+		return v.Retried
+	}).(pulumi.BoolPtrOutput)
 }
 
 // How long a component's children settle after the last one arrived (default 200ms).

@@ -185,6 +185,10 @@ export interface AutoGateSessionOptions {
      */
     planTimeout?: string;
     /**
+     * The SDK gave every Kubernetes registration the program's error hook (docs/retry.md): the AdmissionReady gates in front of an object's own create are then `retried`.
+     */
+    retried?: boolean;
+    /**
      * How long a component's children settle after the last one arrived (default 200ms).
      */
     settle?: string;
@@ -215,6 +219,10 @@ export interface AutoGateSessionOptionsArgs {
      * Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
      */
     planTimeout?: pulumi.Input<string | undefined>;
+    /**
+     * The SDK gave every Kubernetes registration the program's error hook (docs/retry.md): the AdmissionReady gates in front of an object's own create are then `retried`.
+     */
+    retried?: pulumi.Input<boolean | undefined>;
     /**
      * How long a component's children settle after the last one arrived (default 200ms).
      */

@@ -307,7 +307,9 @@ export class AutoGater {
         const o = this.opts;
         const ms = this.deps.planTimeoutMs;
         return strip({ timeout: o.timeout, stableFor: o.stableFor, failureGrace: o.failureGrace, namespaces: o.namespaces, installers: o.installers,
-            settle: o.settle !== undefined ? `${o.settle}ms` : undefined, planTimeout: ms ? `${ms}ms` : undefined });
+            settle: o.settle !== undefined ? `${o.settle}ms` : undefined, planTimeout: ms ? `${ms}ms` : undefined,
+            // Every Kubernetes registration gets the hook: the provider may count on its retry.
+            retried: this.retryHook ? true : undefined });
     }
 
     // unsentPlaces are the places no call carried yet whose cluster is known (an explicit provider

@@ -488,6 +488,10 @@ class AutoGateSessionOptionsDict(TypedDict):
     """
     Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
     """
+    retried: NotRequired[_builtins.bool]
+    """
+    The SDK gave every Kubernetes registration the program's error hook (docs/retry.md): the AdmissionReady gates in front of an object's own create are then `retried`.
+    """
     settle: NotRequired[_builtins.str]
     """
     How long a component's children settle after the last one arrived (default 200ms).
@@ -508,6 +512,7 @@ class AutoGateSessionOptions:
                  installers: Optional[Sequence[_builtins.str]] = None,
                  namespaces: Optional[Sequence[_builtins.str]] = None,
                  plan_timeout: Optional[_builtins.str] = None,
+                 retried: Optional[_builtins.bool] = None,
                  settle: Optional[_builtins.str] = None,
                  stable_for: Optional[_builtins.str] = None,
                  timeout: Optional[_builtins.str] = None):
@@ -516,6 +521,7 @@ class AutoGateSessionOptions:
         :param Sequence[_builtins.str] installers: Only these installers (Pulumi names) count (all if empty).
         :param Sequence[_builtins.str] namespaces: Only objects in these namespaces are gated (all if empty).
         :param _builtins.str plan_timeout: Bounds each wait of a decision (default 2m): past it the decision is made with a warning.
+        :param _builtins.bool retried: The SDK gave every Kubernetes registration the program's error hook (docs/retry.md): the AdmissionReady gates in front of an object's own create are then `retried`.
         :param _builtins.str settle: How long a component's children settle after the last one arrived (default 200ms).
         :param _builtins.str stable_for: Passed to every gate that takes it.
         :param _builtins.str timeout: Passed to every gate (a Go duration).
@@ -528,6 +534,8 @@ class AutoGateSessionOptions:
             pulumi.set(__self__, "namespaces", namespaces)
         if plan_timeout is not None:
             pulumi.set(__self__, "plan_timeout", plan_timeout)
+        if retried is not None:
+            pulumi.set(__self__, "retried", retried)
         if settle is not None:
             pulumi.set(__self__, "settle", settle)
         if stable_for is not None:
@@ -582,6 +590,18 @@ class AutoGateSessionOptions:
     @plan_timeout.setter
     def plan_timeout(self, value: Optional[_builtins.str]):
         pulumi.set(self, "plan_timeout", value)
+
+    @_builtins.property
+    @pulumi.getter
+    def retried(self) -> Optional[_builtins.bool]:
+        """
+        The SDK gave every Kubernetes registration the program's error hook (docs/retry.md): the AdmissionReady gates in front of an object's own create are then `retried`.
+        """
+        return pulumi.get(self, "retried")
+
+    @retried.setter
+    def retried(self, value: Optional[_builtins.bool]):
+        pulumi.set(self, "retried", value)
 
     @_builtins.property
     @pulumi.getter

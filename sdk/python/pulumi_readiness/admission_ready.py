@@ -24,6 +24,7 @@ class AdmissionReadyArgs:
                  expect: pulumi.Input[Optional[_builtins.str]] = None,
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  purpose: pulumi.Input[Optional[_builtins.str]] = None,
+                 retried: pulumi.Input[Optional[_builtins.bool]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None):
@@ -35,6 +36,7 @@ class AdmissionReadyArgs:
         :param pulumi.Input[_builtins.str] expect: A CEL expression over each dry-run result, `object` (the object as the API server would store it, after mutating webhooks), that must return bool, such as `object.spec.containers.exists(c, c.name == 'istio-proxy')`. While it is false (or fails to evaluate, such as no such key) the gate waits. Holding on an object's result and false on the object as given, it proves a `failurePolicy: Ignore` mutating webhook without a direct call when that webhook is the only mutating webhook that may intercept the object. Compiled at preview with the cost limits of ResourceReady's `cel`.
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        :param pulumi.Input[_builtins.bool] retried: Each object's create is retried by the program's error hook (`autoGate`, `autoRetry`) when the API server could not call a webhook (docs/retry.md). Then, unless `consecutive` is set, one admitting round passes where every webhook that may intercept the objects has failurePolicy Fail: a flap fails the create visibly and the hook proves admission again before it tries again. Where a failurePolicy Ignore webhook may intercept an object, two rounds still: its flap lets the create through without it, which no retry sees. autoGate sets it on the gates in front of an object's own create.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -48,6 +50,8 @@ class AdmissionReadyArgs:
             pulumi.set(__self__, "failure_grace", failure_grace)
         if purpose is not None:
             pulumi.set(__self__, "purpose", purpose)
+        if retried is not None:
+            pulumi.set(__self__, "retried", retried)
         if stable_for is not None:
             pulumi.set(__self__, "stable_for", stable_for)
         if timeout is not None:
@@ -116,6 +120,18 @@ class AdmissionReadyArgs:
         pulumi.set(self, "purpose", value)
 
     @_builtins.property
+    @pulumi.getter
+    def retried(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Each object's create is retried by the program's error hook (`autoGate`, `autoRetry`) when the API server could not call a webhook (docs/retry.md). Then, unless `consecutive` is set, one admitting round passes where every webhook that may intercept the objects has failurePolicy Fail: a flap fails the create visibly and the hook proves admission again before it tries again. Where a failurePolicy Ignore webhook may intercept an object, two rounds still: its flap lets the create through without it, which no retry sees. autoGate sets it on the gates in front of an object's own create.
+        """
+        return pulumi.get(self, "retried")
+
+    @retried.setter
+    def retried(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "retried", value)
+
+    @_builtins.property
     @pulumi.getter(name="stableFor")
     def stable_for(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
@@ -163,12 +179,13 @@ class AdmissionReady(pulumi.CustomResource):
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  objects: pulumi.Input[Optional[Sequence[pulumi.Input[Mapping[str, Any]]]]] = None,
                  purpose: pulumi.Input[Optional[_builtins.str]] = None,
+                 retried: pulumi.Input[Optional[_builtins.bool]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
                  __props__=None):
         """
-        Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held). An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it (a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
+        Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held); with `retried` (set by `autoGate` on the gates in front of an object's own create, which its error hook retries after a failed webhook call), one round where only `failurePolicy: Fail` webhooks may intercept the objects. An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it (a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
 
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
@@ -177,6 +194,7 @@ class AdmissionReady(pulumi.CustomResource):
         :param pulumi.Input[_builtins.str] failure_grace: How long a terminal state (kstatus Failed, a webhook's denial, a failed Job) must persist before the gate fails, as a Go duration (`30s`): for controllers that report a failure for a moment while they retry. Any evaluation that is not failing forgives it. Default off: a terminal state fails the gate at once. Must be shorter than `timeout`.
         :param pulumi.Input[Sequence[pulumi.Input[Mapping[str, Any]]]] objects: The manifests, as maps: the same values the program passes to pulumi-kubernetes. Each needs apiVersion, kind and metadata.name (or generateName); a namespaced kind without metadata.namespace goes to the provider's default namespace.
         :param pulumi.Input[_builtins.str] purpose: Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
+        :param pulumi.Input[_builtins.bool] retried: Each object's create is retried by the program's error hook (`autoGate`, `autoRetry`) when the API server could not call a webhook (docs/retry.md). Then, unless `consecutive` is set, one admitting round passes where every webhook that may intercept the objects has failurePolicy Fail: a flap fails the create visibly and the hook proves admission again before it tries again. Where a failurePolicy Ignore webhook may intercept an object, two rounds still: its flap lets the create through without it, which no retry sees. autoGate sets it on the gates in front of an object's own create.
         :param pulumi.Input[_builtins.str] stable_for: How long the condition must hold without interruption before the gate passes, as a Go duration (`10s`): for health that flaps right after a rollout. Any evaluation that is not ready restarts the window. Watch-driven (a timer closes the window; probed gates re-probe within it). Default off. Must be shorter than `timeout`.
         :param pulumi.Input[_builtins.str] timeout: How long to wait before failing, as a Go duration (`90s`, `10m`, `1h`). Default `10m`. `customTimeouts.create` applies too; the shorter wins.
         :param pulumi.Input[Sequence[Any]] triggers: Arbitrary values (a Helm release's revision, a chart version, an image tag). When any of them changes the gate is replaced: it waits again and everything depending on it waits for it.
@@ -188,7 +206,7 @@ class AdmissionReady(pulumi.CustomResource):
                  args: AdmissionReadyArgs,
                  opts: Optional[pulumi.ResourceOptions] = None):
         """
-        Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held). An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it (a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
+        Waits until the API server admits exactly these objects: each round dry-run creates every one of them (server-side, `dryRun: All`: every admission webhook and policy runs, nothing is persisted), and the gate passes after `consecutive` rounds in a row in which all were admitted (and `expect` held); with `retried` (set by `autoGate` on the gates in front of an object's own create, which its error hook retries after a failed webhook call), one round where only `failurePolicy: Fail` webhooks may intercept the objects. An object that already exists is dry-run applied instead (server-side apply, forced), which is the update the program will make. It waits while the answer is transient: the kind is not served yet (CRD installing), the namespace does not exist yet, `failed calling webhook` (connection refused, no endpoints, x509, timeout), the API server unavailable, `expect` false, and a `failurePolicy: Ignore` webhook that may intercept an object (its rules, namespaceSelector and objectSelector match) not answering an AdmissionReview sent to it directly: the API server admits without such a webhook while it is down, so an admission says nothing about it (a mutating one is proven by `expect` instead when it is the only mutating webhook that may intercept the object). It fails at once on a verdict, quoting it and naming the denier: a webhook denying the object, a ValidatingAdmissionPolicy, the object invalid (schema, immutable field), Forbidden. Data of a Secret object is never kept, logged or output.
 
         :param str resource_name: The name of the resource.
         :param AdmissionReadyArgs args: The arguments to use to populate this resource's properties.
@@ -210,6 +228,7 @@ class AdmissionReady(pulumi.CustomResource):
                  failure_grace: pulumi.Input[Optional[_builtins.str]] = None,
                  objects: pulumi.Input[Optional[Sequence[pulumi.Input[Mapping[str, Any]]]]] = None,
                  purpose: pulumi.Input[Optional[_builtins.str]] = None,
+                 retried: pulumi.Input[Optional[_builtins.bool]] = None,
                  stable_for: pulumi.Input[Optional[_builtins.str]] = None,
                  timeout: pulumi.Input[Optional[_builtins.str]] = None,
                  triggers: pulumi.Input[Optional[Sequence[Any]]] = None,
@@ -229,6 +248,7 @@ class AdmissionReady(pulumi.CustomResource):
                 raise TypeError("Missing required property 'objects'")
             __props__.__dict__["objects"] = None if objects is None else pulumi.Output.secret(objects)
             __props__.__dict__["purpose"] = purpose
+            __props__.__dict__["retried"] = retried
             __props__.__dict__["stable_for"] = stable_for
             __props__.__dict__["timeout"] = timeout
             __props__.__dict__["triggers"] = triggers
@@ -237,7 +257,7 @@ class AdmissionReady(pulumi.CustomResource):
             __props__.__dict__["mutated"] = None
         secret_opts = pulumi.ResourceOptions(additional_secret_outputs=["objects"])
         opts = pulumi.ResourceOptions.merge(opts, secret_opts)
-        replace_on_changes = pulumi.ResourceOptions(replace_on_changes=["consecutive", "expect", "objects[*]", "triggers[*]"])
+        replace_on_changes = pulumi.ResourceOptions(replace_on_changes=["consecutive", "expect", "objects[*]", "retried", "triggers[*]"])
         opts = pulumi.ResourceOptions.merge(opts, replace_on_changes)
         super(AdmissionReady, __self__).__init__(
             'readiness:index:AdmissionReady',
@@ -269,6 +289,7 @@ class AdmissionReady(pulumi.CustomResource):
         __props__.__dict__["mutated"] = None
         __props__.__dict__["objects"] = None
         __props__.__dict__["purpose"] = None
+        __props__.__dict__["retried"] = None
         __props__.__dict__["stable_for"] = None
         __props__.__dict__["timeout"] = None
         __props__.__dict__["triggers"] = None
@@ -337,6 +358,14 @@ class AdmissionReady(pulumi.CustomResource):
         Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
         """
         return pulumi.get(self, "purpose")
+
+    @_builtins.property
+    @pulumi.getter
+    def retried(self) -> pulumi.Output[Optional[_builtins.bool]]:
+        """
+        Each object's create is retried by the program's error hook (`autoGate`, `autoRetry`) when the API server could not call a webhook (docs/retry.md). Then, unless `consecutive` is set, one admitting round passes where every webhook that may intercept the objects has failurePolicy Fail: a flap fails the create visibly and the hook proves admission again before it tries again. Where a failurePolicy Ignore webhook may intercept an object, two rounds still: its flap lets the create through without it, which no retry sees. autoGate sets it on the gates in front of an object's own create.
+        """
+        return pulumi.get(self, "retried")
 
     @_builtins.property
     @pulumi.getter(name="stableFor")

@@ -352,6 +352,8 @@ class _AutoGate:
         o = self.o
         out = {"timeout": o.timeout, "stableFor": o.stable_for, "failureGrace": o.failure_grace,
                "namespaces": o.namespaces, "installers": o.installers}
+        if self.retry_hook is not None:
+            out["retried"] = True  # every Kubernetes registration gets the hook: the provider may count on its retry
         if o.settle is not None and o.settle > 0:
             out["settle"] = f"{max(1, round(o.settle * 1e6))}us"
         if _PLAN_TIMEOUT != 120.0:
