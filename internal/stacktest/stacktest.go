@@ -185,9 +185,10 @@ func NotBefore(t *testing.T, what string, created, proof time.Time) {
 
 // StateResource is one resource of a stack's exported state.
 type StateResource struct {
-	URN          string   `json:"urn"`
-	Type         string   `json:"type"`
-	Dependencies []string `json:"dependencies"`
+	URN          string         `json:"urn"`
+	Type         string         `json:"type"`
+	Dependencies []string       `json:"dependencies"`
+	Inputs       map[string]any `json:"inputs"`
 }
 
 // StateOf is the stack's resources as its exported state holds them.
@@ -213,6 +214,20 @@ func GatesOf(t *testing.T, s auto.Stack) []string {
 	for _, r := range StateOf(t, s) {
 		if strings.HasPrefix(r.Type, "readiness:index:") {
 			out = append(out, strings.TrimPrefix(r.Type, "readiness:index:")+" "+resource.URN(r.URN).Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// UnretriedAdmissions lists the stack's AdmissionReady gates without `retried`: autoGate sets it
+// on every one in front of an object's own create when the program's error hook is wired.
+func UnretriedAdmissions(t *testing.T, s auto.Stack) []string {
+	t.Helper()
+	var out []string
+	for _, r := range StateOf(t, s) {
+		if r.Type == "readiness:index:AdmissionReady" && r.Inputs["retried"] != true {
+			out = append(out, resource.URN(r.URN).Name())
 		}
 	}
 	sort.Strings(out)

@@ -166,6 +166,10 @@ def test_field_reports_as_one_gate_free_program_rebuilt(cluster, env):
                 "auto-certificate-default-ai-ops-agent",
                 "auto-exists-cert-manager-cert-manager-webhook",
             ], at
+            # Each AdmissionReady guards an object's own create, which the program's error hook retries.
+            unretried = [name_of(g["urn"]) for g in gates_of(s)
+                         if g["type"] == "readiness:index:AdmissionReady" and g.get("inputs", {}).get("retried") is not True]
+            assert unretried == [], f"{at}: AdmissionReady gates without retried: {unretried}"
 
         s = harness.stack(env, cluster, "autogate-py", "auto", program(True))
         for round_ in range(1, ROUNDS + 1):

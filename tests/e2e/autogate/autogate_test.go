@@ -304,6 +304,10 @@ spec: {secretName: ai-ops-agent-tls, dnsNames: [ai-ops-agent.example.test], issu
 		if !slices.Equal(gates, want) {
 			t.Errorf("rebuild %d: gates\n  %s\nwant\n  %s", i, strings.Join(gates, "\n  "), strings.Join(want, "\n  "))
 		}
+		// Each guards an object's own create, which the program's error hook retries: one round where only Fail webhooks intercept.
+		if un := stacktest.UnretriedAdmissions(t, gated); len(un) > 0 {
+			t.Errorf("rebuild %d: AdmissionReady gates without retried: %v", i, un)
+		}
 		cleanup(gated)
 		nginxHook.Calls.Store(0)
 		esoHook.Calls.Store(0)

@@ -170,6 +170,10 @@ test("autoGate: field reports 000, 001 and 002 as one gate-free program, rebuilt
                 "auto-certificate-default-ai-ops-agent",
                 "auto-exists-cert-manager-cert-manager-webhook",
             ], at);
+            // Each AdmissionReady guards an object's own create, which the program's error hook retries.
+            const unretried = (state as { urn: string; type: string; inputs?: { retried?: boolean } }[])
+                .filter((r) => r.type === "readiness:index:AdmissionReady" && r.inputs?.retried !== true).map((r) => r.urn.split("::").pop());
+            assert.deepEqual(unretried, [], `${at}: AdmissionReady gates without retried`);
         };
 
         // With the line, rebuilt as field report 004 does (destroy, then up again, five times):
