@@ -202,7 +202,7 @@ def test_facts_program_order_and_wiring():
     assert [c["registration"]["name"] for c in calls] == ["widgets", "w2", "w", "inner", "skipped"]
     assert seen["not_kubernetes"] is None and seen["calls_after"] == 0, "only kubernetes registrations are decided"
     assert len({c["session"] for c in calls}) == 1 and calls[0]["session"].startswith("dev-")
-    assert all(c["options"] == {"settle": "50000us"} for c in calls)
+    assert all(c["options"] == {"settle": "50000us", "retried": True} for c in calls), "the hook is wired: retried"
     # Each place once, in program order (the App component itself is no place; its ConfigMap is).
     places = [e for c in calls for e in c.get("entries") or []]
     assert places == [{"order": 0, "type": CRD_TYPE, "name": "widgets"}, {"order": 1, "type": WIDGET_TYPE, "name": "w"},
@@ -362,7 +362,7 @@ def test_a_failed_or_silent_call_fails_the_registration():
     # What a failed call carried goes again with the next one (the provider takes each once).
     assert [len(c.get("entries") or []) for c in mocks.calls] == [3, 3, 3]
     assert [len(c.get("clusters") or []) for c in mocks.calls] == [1, 1, 1]
-    assert all(c["options"] == {"planTimeout": "50000us"} for c in mocks.calls[:2])
+    assert all(c["options"] == {"planTimeout": "50000us", "retried": True} for c in mocks.calls[:2])
     assert seen["boom"].startswith(f"autoGate could not decide the gates of {CM_TYPE} boom, so it is not registered ungated: ")
     assert "decide exploded" in seen["boom"]
     assert seen["silent"] == (f"autoGate could not decide the gates of {CM_TYPE} silent, so it is not registered ungated: "

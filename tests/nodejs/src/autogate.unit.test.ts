@@ -287,3 +287,14 @@ test("plain: unknowns, secrets and resources become null (omitted), outputs thei
     });
     assert.deepEqual(v, { a: "x", c: [1, { d: true }] });
 });
+
+test("retried: sent when the program's error hook is wired (every kubernetes registration gets it), absent without", async () => {
+    const without = fake(() => ({}));
+    await gater(without).transform(reg(cmType, "cm", cm));
+    assert.equal(without.calls[0].options?.retried, undefined, "no hook: the provider must not count on a retry");
+    const withHook = fake(() => ({}));
+    const g = gater(withHook);
+    g.retryHook = { name: "readiness-retry" } as pulumi.ErrorHook; // a stand-in: registering a real one needs an engine
+    await g.transform(reg(cmType, "cm", cm));
+    assert.equal(withHook.calls[0].options?.retried, true);
+});
