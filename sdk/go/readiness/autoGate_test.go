@@ -325,3 +325,22 @@ func TestErrorHooksSupportIsWhereItIsRead(t *testing.T) {
 		t.Fatalf("the Go SDK's context state has no supportsErrorHooks bool: update errorHooksSupported")
 	}
 }
+
+// retried goes to the provider only with the program's error hook wired: the provider then
+// counts on that hook's retry (AdmissionReady's `retried`); without it, never.
+func TestOptionsRetriedOnlyWithTheHook(t *testing.T) {
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		g := newAutoGate(ctx, AutoGateOptions{})
+		if o := g.options(); o.Retried != nil {
+			t.Errorf("no hook, yet retried = %v", *o.Retried)
+		}
+		g.retryHook = &pulumi.ErrorHook{Name: retryHookName}
+		if o := g.options(); o.Retried == nil || !*o.Retried {
+			t.Errorf("hook wired, yet retried = %v", o.Retried)
+		}
+		return nil
+	}, pulumi.WithMocks("proj", "dev", &chartMocks{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
