@@ -77,11 +77,11 @@ func (s *CertificateReadyState) Annotate(a infer.Annotator) {
 	a.Describe(&s.SecretName, "The Secret holding the issued certificate: mount or reference it.")
 	a.Describe(&s.NotBefore, "The certificate's notBefore (RFC 3339).")
 	a.Describe(&s.NotAfter, "The certificate's notAfter (RFC 3339).")
-	a.Describe(&s.RenewalTime, "When cert-manager will renew it (RFC 3339).")
+	a.Describe(&s.RenewalTime, "When cert-manager will renew it (RFC 3339); empty when the gate passed on the Secret before cert-manager wrote the Certificate's status.")
 	a.Describe(&s.SerialNumber, "The certificate's serial number, hex.")
 	a.Describe(&s.DNSNames, "The certificate's DNS names.")
 	a.Describe(&s.IssuerRef, "The issuer the Certificate names.")
-	a.Describe(&s.Revision, "status.revision: how many times it was issued.")
+	a.Describe(&s.Revision, "status.revision: how many times it was issued (the issuing CertificateRequest's revision when the gate passed before cert-manager wrote it).")
 	a.Describe(&s.CACertificate, "The certificates of the Secret's `ca.crt`, PEM, when present (for CA bundles). Only CERTIFICATE blocks "+
 		"that parse as X.509 are kept; any other block (a private key appended by mistake) is dropped.")
 }
@@ -141,8 +141,9 @@ type certificateEval struct {
 	keys            []string
 	minValidity     time.Duration
 
-	cert   *unstructured.Unstructured
-	secret *unstructured.Unstructured
+	cert     *unstructured.Unstructured
+	secret   *unstructured.Unstructured
+	revision int64 // the issuance's, when it passed ahead of cert-manager's status (0: read status)
 }
 
 func (e *certificateEval) what() string { return fmt.Sprintf("Certificate %s/%s", e.namespace, e.name) }
@@ -154,7 +155,7 @@ func (e *certificateEval) check(context.Context) verdict.Result {
 	}
 	v := issuance.Decide(in)
 	if v.Result.Ready {
-		e.cert, e.secret = v.Certificate, v.Secret
+		e.cert, e.secret, e.revision = v.Certificate, v.Secret, v.Revision
 	}
 	return v.Result
 }
@@ -206,7 +207,7 @@ func (e *certificateEval) fill(s *CertificateReadyState) {
 		s.IssuerRef.Group = "cert-manager.io"
 	}
 	rev, _, _ := unstructured.NestedInt64(e.cert.Object, "status", "revision")
-	s.Revision = int(rev)
+	s.Revision = int(max(rev, e.revision))
 	data, _, _ := unstructured.NestedMap(e.secret.Object, "data")
 	if leaf, err := status.LeafCertificate(fmt.Sprint(data["tls.crt"])); err == nil {
 		s.SerialNumber = fmt.Sprintf("%x", new(big.Int).Set(leaf.SerialNumber))

@@ -145,7 +145,7 @@ func TestCertificateReady(t *testing.T) {
 		renewed := testenv.IssueCertificate(t, "web.example.test", 72*time.Hour)
 		writeTLSSecret(t, ns, "web-tls", old)
 		setCertStatus(t, ns, "web", readyStatus(renewed, 2)) // status already reports the renewed one
-		ch := createAsync(t, s, "CertificateReady", props("name", "web", "namespace", ns, "timeout", "60s"))
+		ch := createAsync(t, s, "CertificateReady", props("name", "web", "namespace", ns, "timeout", "20s"))
 		mustNotReturn(t, ch, time.Second)
 		writeTLSSecret(t, ns, "web-tls", renewed)
 		r := await(t, ch, 30*time.Second)
@@ -388,5 +388,75 @@ spec:
 		if r.err == nil || strings.Contains(r.err.Error(), "timed out") || !strings.Contains(r.err.Error(), "PolicyDenied") {
 			t.Errorf("%s: want the gate to fail at once quoting the denial, got %v", name, r.err)
 		}
+	}
+}
+
+// TestCertificateReadyAheadOfReady: cert-manager writes the Secret from the CertificateRequest's
+// certificate before its readiness controller sets Ready=True; the gate passes on the Secret
+// once it provably holds this Certificate's issuance (issuance.issuedAhead), and not on near
+// misses that look issued: a request of an earlier Certificate of the same name, a request
+// that issued another certificate than the Secret holds, a Secret cert-manager did not write.
+func TestCertificateReadyAheadOfReady(t *testing.T) {
+	installCertManagerCRDs(t)
+	ns := testenv.Namespace(t, "ahead")
+	s := newServer(t)
+	crt := testenv.Apply(t, certificate(ns, "web", "web-tls"))[0]
+	now := time.Now().UTC().Format(time.RFC3339)
+	issuing := map[string]any{"type": "Issuing", "status": "True", "reason": "DoesNotExist", "message": "Issuing certificate as Secret does not exist", "observedGeneration": int64(1), "lastTransitionTime": now}
+	notReady := map[string]any{"type": "Ready", "status": "False", "reason": "DoesNotExist", "message": "Issuing certificate as Secret does not exist", "observedGeneration": int64(1), "lastTransitionTime": now}
+	setCertStatus(t, ns, "web", map[string]any{"conditions": []any{notReady, issuing}})
+	ch := createAsync(t, s, "CertificateReady", props("name", "web", "namespace", ns, "timeout", "60s"))
+
+	c := testenv.IssueCertificate(t, "web.example.test", 48*time.Hour)
+	// request writes CertificateRequest name, owned by the Certificate of uid, issued with cert.
+	request := func(name string, uid any, cert []byte) {
+		cr := testenv.Apply(t, fmt.Sprintf(`apiVersion: cert-manager.io/v1
+kind: CertificateRequest
+metadata:
+  name: %s
+  namespace: %s
+  annotations: {cert-manager.io/certificate-name: web, cert-manager.io/certificate-revision: "1"}
+  ownerReferences: [{apiVersion: cert-manager.io/v1, kind: Certificate, name: web, uid: %s, controller: true, blockOwnerDeletion: true}]
+spec:
+  request: %s
+  issuerRef: {name: vault-issuer, kind: ClusterIssuer}`, name, ns, uid, base64.StdEncoding.EncodeToString(c.CertPEM)))[0]
+		writeStatus(t, cr, map[string]any{"certificate": base64.StdEncoding.EncodeToString(cert), "conditions": []any{
+			map[string]any{"type": "Approved", "status": "True", "reason": "cert-manager.io", "message": "approved", "lastTransitionTime": now},
+			map[string]any{"type": "Ready", "status": "True", "reason": "Issued", "message": "Certificate fetched from issuer successfully", "lastTransitionTime": now}}})
+	}
+	// The Secret, as cert-manager's issuing controller writes it, but first without its annotations.
+	writeTLSSecret(t, ns, "web-tls", c)
+	request("web-old", "00000000-0000-0000-0000-000000000000", c.CertPEM) // an earlier Certificate's, same name
+	request("web-other", crt.GetUID(), testenv.IssueCertificate(t, "web.example.test", 48*time.Hour).CertPEM)
+	mustNotReturn(t, ch, time.Second)
+	request("web-1", crt.GetUID(), c.CertPEM)
+	mustNotReturn(t, ch, time.Second) // the Secret lacks cert-manager's annotations
+	sec := testenv.Object(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: web-tls, namespace: %s}", ns))
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := testenv.Resource(t, sec).Get(context.Background(), "web-tls", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.SetAnnotations(map[string]string{"cert-manager.io/certificate-name": "web", "cert-manager.io/issuer-name": "vault-issuer",
+			"cert-manager.io/issuer-kind": "ClusterIssuer", "cert-manager.io/issuer-group": "cert-manager.io"})
+		_, err = testenv.Resource(t, sec).Update(context.Background(), cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, ch, 30*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	out := r.resp.Properties
+	if got := out.Get("serialNumber").AsString(); got != fmt.Sprintf("%x", c.Serial) {
+		t.Errorf("serialNumber = %q, want %x", got, c.Serial)
+	}
+	if got := out.Get("revision").AsNumber(); got != 1 {
+		t.Errorf("revision = %v, want the request's 1 (cert-manager has not written status.revision)", got)
+	}
+	if all := fmt.Sprint(out); strings.Contains(all, "PRIVATE KEY") || strings.Contains(all, base64.StdEncoding.EncodeToString(c.KeyPEM)) {
+		t.Error("outputs contain private key material")
 	}
 }

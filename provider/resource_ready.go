@@ -235,7 +235,8 @@ func (e *objectsEval) decide(o *unstructured.Unstructured) (status.Result, *verd
 	res := e.d.Eval(o)
 	if admission.IsSecret(o) {
 		// The cache keeps a marker in place of each value (kube.trimSecret): never show it as data.
-		res.Message = strings.ReplaceAll(res.Message, kube.SecretPresent, "(set; a Secret's values are not kept)")
+		res.Message = strings.NewReplacer(kube.SecretPresent, "(set; a Secret's values are not kept)",
+			status.KeyPairsMarker, "(set; a Secret's values are not kept)").Replace(res.Message)
 	}
 	return res, nil
 }

@@ -77,7 +77,7 @@ export class CertificateReady extends pulumi.CustomResource {
      */
     declare public readonly purpose: pulumi.Output<string | undefined>;
     /**
-     * When cert-manager will renew it (RFC 3339).
+     * When cert-manager will renew it (RFC 3339); empty when the gate passed on the Secret before cert-manager wrote the Certificate's status.
      */
     declare public /*out*/ readonly renewalTime: pulumi.Output<string>;
     /**
@@ -85,7 +85,7 @@ export class CertificateReady extends pulumi.CustomResource {
      */
     declare public readonly requiredKeys: pulumi.Output<string[] | undefined>;
     /**
-     * status.revision: how many times it was issued.
+     * status.revision: how many times it was issued (the issuing CertificateRequest's revision when the gate passed before cert-manager wrote it).
      */
     declare public /*out*/ readonly revision: pulumi.Output<number>;
     /**

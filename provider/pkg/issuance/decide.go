@@ -43,6 +43,9 @@ type Verdict struct {
 	Result      verdict.Result
 	Certificate *unstructured.Unstructured
 	Secret      *unstructured.Unstructured
+	// Revision is the issuance's revision when the gate passed ahead of cert-manager's status
+	// (issuedAhead: status.revision may not be written yet); 0 otherwise.
+	Revision int64
 }
 
 func (in Input) what() string { return fmt.Sprintf("Certificate %s/%s", in.Namespace, in.Name) }
@@ -61,7 +64,8 @@ func Unread(read verdict.Result) verdict.Result {
 // Decide applies CertificateReady's rules in order: the Certificate exists, its Secret may be
 // read, no refused request fails it, Ready=True, the Secret has the keys, and its certificate is
 // the one reported, issued for this Certificate's issuer and spec (its names), valid already and
-// for long enough (status.CertificateMatches).
+// for long enough (status.CertificateMatches). Before Ready=True, the Secret may prove the
+// issuance itself (issuedAhead).
 func Decide(in Input) Verdict {
 	if in.Certificate == nil {
 		return Verdict{Result: verdict.Result{Message: "Certificate not found (not created yet)", Hint: "is the Certificate part of the stack, in this namespace?"}}
@@ -86,6 +90,9 @@ func Decide(in Input) Verdict {
 	}
 	ready, readyMsg := status.ConditionHolds(cert, "Ready", "True")
 	if !ready {
+		if v, ok := issuedAhead(in); ok {
+			return v
+		}
 		msg := readyMsg
 		if c, ok := status.FindCondition(cert, "Issuing"); ok {
 			msg += ", " + c.String()

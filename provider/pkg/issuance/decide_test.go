@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/internal/fixtures"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 	"github.com/readiness-io/pulumi-readiness/provider/pkg/verdict"
 )
 
@@ -78,7 +79,17 @@ type secret struct {
 	Issued      *issued           `json:"issued"`
 	TLSCrt      string            `json:"tlsCrt"`
 	Annotations map[string]string `json:"annotations"`
+	// Key is what tls.key holds: "own" the certificate's private key, "other" another key,
+	// "marker" what the provider's cache holds for a matching pair, "" bytes that are no key.
+	Key string `json:"key"`
 }
+
+// Two markers a request's status.certificate may hold: the Secret's tls.crt, or a certificate
+// of its own (another issuance).
+const (
+	secretsCertificate = "SECRET'S TLS.CRT"
+	otherCertificate   = "ANOTHER CERTIFICATE"
+)
 
 func TestDecideFixtures(t *testing.T) {
 	type tc struct {
@@ -93,6 +104,17 @@ func TestDecideFixtures(t *testing.T) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
+	}
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := func(k *ecdsa.PrivateKey) string {
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 	}
 	sign := func(t *testing.T, c issued) string {
 		t.Helper()
@@ -148,22 +170,30 @@ func TestDecideFixtures(t *testing.T) {
 				if c.Secret.Issued != nil {
 					crt = sign(t, *c.Secret.Issued)
 				}
+				tlsKey := map[string]string{"": "a2V5", "own": keyPEM(key), "other": keyPEM(other), "marker": status.KeyPairsMarker}[c.Secret.Key]
 				in.SecretObject = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
 					"metadata": map[string]any{"name": "web-tls", "namespace": "apps"},
-					"data":     map[string]any{"tls.crt": crt, "tls.key": "a2V5"}}}
+					"data":     map[string]any{"tls.crt": crt, "tls.key": tlsKey}}}
 				if c.Secret.Annotations != nil {
 					in.SecretObject.SetAnnotations(c.Secret.Annotations)
 				}
 			}
 			for _, r := range c.Requests {
-				in.Requests = append(in.Requests, fixtures.Object(t, r))
+				cr := fixtures.Object(t, r)
+				switch marker, _, _ := unstructured.NestedString(cr.Object, "status", "certificate"); marker {
+				case secretsCertificate:
+					_ = unstructured.SetNestedField(cr.Object, in.SecretObject.Object["data"].(map[string]any)["tls.crt"], "status", "certificate")
+				case otherCertificate:
+					_ = unstructured.SetNestedField(cr.Object, sign(t, issued{NotBefore: "2025-12-30T00:00:00Z", NotAfter: "2026-03-30T00:00:00Z", DNSNames: []string{"web.example.test"}}), "status", "certificate")
+				}
+				in.Requests = append(in.Requests, cr)
 			}
 			v := Decide(in)
 			got := resultOf(v.Result)
 			if got != c.Want {
 				t.Errorf("Decide =\n  %+v\nwant\n  %+v", got, c.Want)
 			}
-			if said := got.Message + got.Hint + got.Failed; strings.Contains(said, "a2V5") || c.Secret.Issued != nil && strings.Contains(said, in.SecretObject.Object["data"].(map[string]any)["tls.crt"].(string)) {
+			if said := got.Message + got.Hint + got.Failed; strings.Contains(said, "a2V5") || strings.Contains(said, keyPEM(key)) || strings.Contains(said, keyPEM(other)) || c.Secret.Issued != nil && strings.Contains(said, in.SecretObject.Object["data"].(map[string]any)["tls.crt"].(string)) {
 				t.Errorf("the verdict quotes the Secret's data: %q", said)
 			}
 			if c.Want.Ready != (v.Certificate != nil && v.Secret != nil) {

@@ -21,14 +21,25 @@ const SecretPresent = "cHJlc2VudA==" // base64("present"): a valid base64 string
 
 // trimSecret drops Secret values (keeping key names, emptiness and public certificates) and
 // the last-applied annotation, which can hold the whole Secret in clear text.
+// A tls.key that is the private key of tls.crt's certificate becomes status.KeyPairsMarker, so
+// that a gate can still tell a matching pair (CertificateReady before Ready=True) without the key.
 func trimSecret(u *unstructured.Unstructured) *unstructured.Unstructured {
 	data, _, _ := unstructured.NestedMap(u.Object, "data")
+	pairs := false
+	if crt, _ := data["tls.crt"].(string); crt != "" {
+		if leaf, err := status.LeafCertificate(crt); err == nil {
+			key, _ := data["tls.key"].(string)
+			pairs = status.KeyPairs(key, leaf) == nil
+		}
+	}
 	for k, v := range data {
 		s, _ := v.(string)
 		switch {
 		case s == "":
 		case PublicSecretKeys[k]:
 			data[k] = publicPart(s)
+		case k == "tls.key" && pairs:
+			data[k] = status.KeyPairsMarker
 		default:
 			data[k] = SecretPresent
 		}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
+	"github.com/readiness-io/pulumi-readiness/provider/pkg/status"
 )
 
 // TestTrimSecretKeepsOnlyCertificates: the public keys of a TLS Secret are kept for evaluation,
@@ -45,8 +46,26 @@ func TestTrimSecretKeepsOnlyCertificates(t *testing.T) {
 			t.Errorf("%s still holds the private key", k)
 		}
 	}
-	if data["tls.key"] != SecretPresent || data["note"] != SecretPresent || data["empty"] != "" {
+	if data["tls.key"] != status.KeyPairsMarker || data["note"] != SecretPresent || data["empty"] != "" {
 		t.Errorf("other values: %v", data)
+	}
+	// A tls.key that is not tls.crt's key is only present; one that is says so, and holds no key.
+	other, err := fakes.IssueCertificate("web.example", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, crt, key, want string
+	}{
+		{"the certificate's own key", b64(issued.CertPEM), b64(issued.KeyPEM), status.KeyPairsMarker},
+		{"near miss: another certificate's key", b64(issued.CertPEM), b64(other.KeyPEM), SecretPresent},
+		{"near miss: no tls.crt to pair with", "", b64(issued.KeyPEM), SecretPresent},
+		{"near miss: the marker written as the value by hand", b64(issued.CertPEM), status.KeyPairsMarker, SecretPresent},
+	} {
+		u := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"tls.crt": c.crt, "tls.key": c.key}}}
+		if got := trimSecret(u).Object["data"].(map[string]any)["tls.key"]; got != c.want {
+			t.Errorf("%s: tls.key = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

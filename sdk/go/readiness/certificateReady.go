@@ -36,11 +36,11 @@ type CertificateReady struct {
 	NotBefore pulumi.StringOutput `pulumi:"notBefore"`
 	// Why the gate is there, for people: what waits for it and for what (`the app's Deployment mounts the TLS Secret`). Quoted when the gate times out; autoGate sets it to the resource it added the gate for and its reason. Changing it updates the gate in place, it never waits again for it.
 	Purpose pulumi.StringPtrOutput `pulumi:"purpose"`
-	// When cert-manager will renew it (RFC 3339).
+	// When cert-manager will renew it (RFC 3339); empty when the gate passed on the Secret before cert-manager wrote the Certificate's status.
 	RenewalTime pulumi.StringOutput `pulumi:"renewalTime"`
 	// Secret keys that must be present and non-empty (default `tls.crt`, `tls.key`).
 	RequiredKeys pulumi.StringArrayOutput `pulumi:"requiredKeys"`
-	// status.revision: how many times it was issued.
+	// status.revision: how many times it was issued (the issuing CertificateRequest's revision when the gate passed before cert-manager wrote it).
 	Revision pulumi.IntOutput `pulumi:"revision"`
 	// The Secret holding the issued certificate: mount or reference it.
 	SecretName pulumi.StringOutput `pulumi:"secretName"`
@@ -284,7 +284,7 @@ func (o CertificateReadyOutput) Purpose() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *CertificateReady) pulumi.StringPtrOutput { return v.Purpose }).(pulumi.StringPtrOutput)
 }
 
-// When cert-manager will renew it (RFC 3339).
+// When cert-manager will renew it (RFC 3339); empty when the gate passed on the Secret before cert-manager wrote the Certificate's status.
 func (o CertificateReadyOutput) RenewalTime() pulumi.StringOutput {
 	return o.ApplyT(func(v *CertificateReady) pulumi.StringOutput { return v.RenewalTime }).(pulumi.StringOutput)
 }
@@ -294,7 +294,7 @@ func (o CertificateReadyOutput) RequiredKeys() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *CertificateReady) pulumi.StringArrayOutput { return v.RequiredKeys }).(pulumi.StringArrayOutput)
 }
 
-// status.revision: how many times it was issued.
+// status.revision: how many times it was issued (the issuing CertificateRequest's revision when the gate passed before cert-manager wrote it).
 func (o CertificateReadyOutput) Revision() pulumi.IntOutput {
 	return o.ApplyT(func(v *CertificateReady) pulumi.IntOutput { return v.Revision }).(pulumi.IntOutput)
 }

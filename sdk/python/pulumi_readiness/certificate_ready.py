@@ -390,7 +390,7 @@ class CertificateReady(pulumi.CustomResource):
     @pulumi.getter(name="renewalTime")
     def renewal_time(self) -> pulumi.Output[_builtins.str]:
         """
-        When cert-manager will renew it (RFC 3339).
+        When cert-manager will renew it (RFC 3339); empty when the gate passed on the Secret before cert-manager wrote the Certificate's status.
         """
         return pulumi.get(self, "renewal_time")
 
@@ -406,7 +406,7 @@ class CertificateReady(pulumi.CustomResource):
     @pulumi.getter
     def revision(self) -> pulumi.Output[_builtins.int]:
         """
-        status.revision: how many times it was issued.
+        status.revision: how many times it was issued (the issuing CertificateRequest's revision when the gate passed before cert-manager wrote it).
         """
         return pulumi.get(self, "revision")
 
