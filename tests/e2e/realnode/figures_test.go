@@ -225,11 +225,11 @@ func (s *steps) collect() (chan events.EngineEvent, chan struct{}) {
 
 // timeline is what happened around o's creation, for a log: when its prerequisites held, the
 // gates that finished meanwhile, and the provider's trace lines about o or those gates.
-func (s *steps) timeline(o floor.Object, began time.Time, held map[string]time.Time, tracePath string) string {
+func (s *steps) timeline(o floor.Object, began time.Time, held, answered map[string]time.Time, tracePath string) string {
 	rel := func(at time.Time) string { return fmt.Sprintf("+%dms", at.Sub(began).Milliseconds()) }
 	var b strings.Builder
 	from := held[o.Ready]
-	fmt.Fprintf(&b, "  condition %s held %s\n", o.Ready, rel(from))
+	fmt.Fprintf(&b, "  condition %s held %s (the observer's first try that found it was answered %s)\n", o.Ready, rel(from), rel(answered[o.Ready]))
 	for _, d := range o.Deps {
 		fmt.Fprintf(&b, "  %s finished %s\n", d, rel(s.finished[d]))
 		if s.finished[d].Before(from) || from.IsZero() {
@@ -305,6 +305,7 @@ until kubectl apply --dry-run=server -f "$ING" >/dev/null 2>&1; do sleep 5; done
 		}
 	}
 	held := obs.stop()
+	_, answered := obs.firstTries()
 	f := figure{total: st.summary.Sub(began), err: err}
 	if err == nil {
 		f.sched = floor.Schedule(figureObjects, floor.Run{Began: began, Created: st.created, Finished: st.finished, Held: held})
@@ -325,7 +326,7 @@ until kubectl apply --dry-run=server -f "$ING" >/dev/null 2>&1; do sleep 5; done
 					}
 				}
 				if ok && lag > 100*time.Millisecond {
-					t.Logf("%s: %s late by %s:\n%s", way, o.Name, lag.Round(time.Millisecond), st.timeline(o, began, held, tracePath))
+					t.Logf("%s: %s late by %s:\n%s", way, o.Name, lag.Round(time.Millisecond), st.timeline(o, began, held, answered, tracePath))
 				}
 			}
 		}

@@ -204,13 +204,17 @@ type streaks struct {
 	lastOK  map[string]bool      // its answer
 	broke   map[string]time.Time // latest start of a try that did not hold
 	trues   map[string][]time.Time
-	settled map[string]bool
-	stopP   func()
+	// answered is when each try of trues returned (same index): a dry run through a webhook that
+	// just began to serve can take a hundred milliseconds and more, and what the product can know
+	// of a prerequisite it knows from an answer (the timelines of late objects show both).
+	answered map[string][]time.Time
+	settled  map[string]bool
+	stopP    func()
 }
 
 func observeStreaks(ctx context.Context, conds map[string]check, after map[string]string) *streaks {
 	o := &streaks{last: map[string]time.Time{}, lastOK: map[string]bool{}, broke: map[string]time.Time{},
-		trues: map[string][]time.Time{}, settled: map[string]bool{}}
+		trues: map[string][]time.Time{}, answered: map[string][]time.Time{}, settled: map[string]bool{}}
 	o.stopP = poll(ctx, func(now time.Time) []string {
 		o.mu.Lock()
 		defer o.mu.Unlock()
@@ -220,7 +224,7 @@ func observeStreaks(ctx context.Context, conds map[string]check, after map[strin
 				continue
 			}
 			if leader := after[name]; leader != "" && !o.settled[leader] && !o.lastOK[leader] {
-				o.record(name, now, false, false)
+				o.record(name, now, now, false, false)
 				continue
 			}
 			due = append(due, name)
@@ -231,20 +235,22 @@ func observeStreaks(ctx context.Context, conds map[string]check, after map[strin
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return // stopped meanwhile: no answer (a try that timed out did not hold)
 		}
+		end := time.Now()
 		o.mu.Lock()
-		o.record(name, start, holds, settled)
+		o.record(name, start, end, holds, settled)
 		o.mu.Unlock()
 	})
 	return o
 }
 
-// record notes one try (o.mu held).
-func (o *streaks) record(name string, start time.Time, holds, settled bool) {
+// record notes one try, begun at start and answered at end (o.mu held).
+func (o *streaks) record(name string, start, end time.Time, holds, settled bool) {
 	if start.After(o.last[name]) {
 		o.last[name], o.lastOK[name] = start, holds
 	}
 	if holds {
 		o.trues[name] = append(o.trues[name], start)
+		o.answered[name] = append(o.answered[name], end)
 		o.settled[name] = o.settled[name] || settled
 	} else if start.After(o.broke[name]) {
 		o.broke[name] = start
@@ -255,19 +261,30 @@ func (o *streaks) record(name string, start time.Time, holds, settled bool) {
 // not hold at the end).
 func (o *streaks) stop() map[string]time.Time {
 	o.stopP()
-	since := map[string]time.Time{}
+	since, _ := o.firstTries()
+	return since
+}
+
+// firstTries returns, for each condition that holds, the start of the first try of its last
+// streak and when that try was answered.
+func (o *streaks) firstTries() (since, answered map[string]time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	since, answered = map[string]time.Time{}, map[string]time.Time{}
 	for name, ts := range o.trues {
 		var s time.Time
-		for _, t := range ts {
+		for i, t := range ts {
 			if t.After(o.broke[name]) && (s.IsZero() || t.Before(s)) {
-				s = t
+				s, answered[name] = t, o.answered[name][i]
 			}
 		}
 		if !s.IsZero() {
 			since[name] = s
+		} else {
+			delete(answered, name)
 		}
 	}
-	return since
+	return since, answered
 }
 
 // admittedOrExists is a streak condition: a dry-run create of doc is admitted (every webhook
