@@ -81,6 +81,15 @@ func (r *Run) prove(ctx context.Context, check func(context.Context) verdict.Res
 	return res
 }
 
+// ProveAhead begins now the proof of what the check has judged so far (kube.Seen.AheadNow), for a
+// check with slow work left after its reads: by the time its verdict is in, the list that proves a
+// pass is done or in flight. AdmissionReady calls it before its dry runs.
+func (r *Run) ProveAhead() {
+	for _, v := range r.seen {
+		v.AheadNow()
+	}
+}
+
 // proveAll proves the reads at once (a HelmReleaseReady judges a dozen kinds: their consistent
 // reads one after another cost their sum, under load tens of milliseconds), and reports whether
 // all found what was judged, or the first error.

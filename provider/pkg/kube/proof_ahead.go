@@ -36,15 +36,30 @@ type aheadBatch struct {
 // subscription's named object is proven by a GET, as quick as it gets) or a list of objects.
 // Once per subscription; nothing when a list of the resource began after it.
 func (v Seen) Ahead() {
+	if v.asksAhead() {
+		v.sub.clock.ahead.add(v.sub)
+	}
+}
+
+// AheadNow is Ahead for a check that still has slow work to do after its reads (AdmissionReady's
+// dry runs, tens of milliseconds each): the list is begun now, not after the batch's quiet
+// period, so that a pass the work ends in finds it done or in flight (a verdict's own proof would
+// only begin then). The clock still shares it with any list of the resource begun meanwhile.
+func (v Seen) AheadNow() {
+	if v.asksAhead() {
+		v.sub.clock.claim(v.sub.gsince, v.sub.beginList)
+	}
+}
+
+// asksAhead reports whether what was seen asks to be proven ahead (see Ahead), and marks its
+// subscription as having asked.
+func (v Seen) asksAhead() bool {
 	s := v.sub
 	g := &s.entry.reads
 	if s.Named() || (v.name != "" && (g.shared == nil || !g.shared())) {
-		return
+		return false
 	}
-	if s.clock.after(s.gsince) || !s.asked.CompareAndSwap(false, true) {
-		return
-	}
-	s.clock.ahead.add(s)
+	return !s.clock.after(s.gsince) && s.asked.CompareAndSwap(false, true)
 }
 
 // add puts s in the batch and (re)starts the quiet period.

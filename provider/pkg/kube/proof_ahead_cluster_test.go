@@ -112,3 +112,54 @@ func TestProvenAhead(t *testing.T) {
 		t.Fatal("proving the gates made a read")
 	}
 }
+
+// TestProvenAheadNow, against the API server: a check with slow work left after its reads
+// (AdmissionReady's dry runs) begins its list at once, with no quiet period, and the change it
+// then passes on is proven by that list with no read. Near misses: a second ask of the same gate
+// sends no second list, and a lone gate's named object asks for none.
+func TestProvenAheadNow(t *testing.T) {
+	ns := testenv.Namespace(t, "aheadnow")
+	cms := testenv.CP.Client.CoreV1().ConfigMaps(ns)
+	createConfigMaps(t, cms, 2)
+	c := clients(t)
+	clock := c.Watches.clock(configMaps.GroupResource())
+	key := WatchKey{Resource: configMaps, Namespace: ns}
+	holder, wake := holdSynced(t, c.Watches, key)
+
+	lone := c.Watches.Subscribe(WatchKey{Resource: configMaps, Namespace: ns, Name: "c0"}, make(chan struct{}, 1))
+	defer lone.Close()
+	lists0 := clock.now()
+	_, seen := lone.Peek("c0")
+	seen.AheadNow()
+	if clock.listing(0) || clock.now() != lists0 {
+		t.Fatal("a lone gate on a named watch began a list")
+	}
+
+	s := c.Watches.Subscribe(key, make(chan struct{}, 1))
+	defer s.Close()
+	_, seen = s.Peek("c0")
+	seen.AheadNow()
+	if clock.ahead.mu.Lock(); clock.ahead.timer != nil || len(clock.ahead.subs) != 0 {
+		clock.ahead.mu.Unlock()
+		t.Fatal("AheadNow waited for the batch's quiet period")
+	}
+	clock.ahead.mu.Unlock()
+	if clock.now() != lists0+1 {
+		t.Fatalf("AheadNow began %d lists, want 1", clock.now()-lists0)
+	}
+	seen.AheadNow() // once per gate
+	if clock.now() != lists0+1 {
+		t.Fatal("a second ask of the same gate began another list")
+	}
+	awaitAheadSent(t, clock, lists0+1)
+
+	last := setV(t, cms, "c0", "1") // the change the slow work ends in
+	awaitStore(t, holder, wake, "c0", last)
+	lists, reads := clock.now(), holder.entry.reads.now()
+	if _, seen := s.Peek("c0"); !seen.Facts().Covered {
+		t.Fatalf("judged after the list AheadNow began, yet not proven by it: %+v", seen.Facts())
+	}
+	if clock.now() != lists || holder.entry.reads.now() != reads {
+		t.Fatal("proving the pass made a read")
+	}
+}
