@@ -426,7 +426,10 @@ spec:
 	}
 	// The Secret, as cert-manager's issuing controller writes it, but first without its annotations.
 	writeTLSSecret(t, ns, "web-tls", c)
-	request("web-old", "00000000-0000-0000-0000-000000000000", c.CertPEM) // an earlier Certificate's, same name
+	// A request of another Certificate (an owner that exists: the garbage collector removes one
+	// whose owner is gone, as it removes an earlier Certificate's of the same name, in time).
+	other := testenv.Apply(t, certificate(ns, "other", "other-tls"))[0]
+	request("web-old", other.GetUID(), c.CertPEM)
 	request("web-other", crt.GetUID(), testenv.IssueCertificate(t, "web.example.test", 48*time.Hour).CertPEM)
 	mustNotReturn(t, ch, time.Second)
 	request("web-1", crt.GetUID(), c.CertPEM)
