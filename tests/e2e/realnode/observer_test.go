@@ -199,11 +199,11 @@ type check func(context.Context) (holds, settled bool)
 // latest try (one dry run per webhook every 10 ms, not one per object); while that one does not
 // hold, neither does it.
 type streaks struct {
-	mu      sync.Mutex
-	last    map[string]time.Time // latest try's start
-	lastOK  map[string]bool      // its answer
-	broke   map[string]time.Time // latest start of a try that did not hold
-	trues   map[string][]time.Time
+	mu     sync.Mutex
+	last   map[string]time.Time // latest try's start
+	lastOK map[string]bool      // its answer
+	broke  map[string]time.Time // latest start of a try that did not hold
+	trues  map[string][]time.Time
 	// answered is when each try of trues returned (same index): a dry run through a webhook that
 	// just began to serve can take a hundred milliseconds and more, and what the product can know
 	// of a prerequisite it knows from an answer (the timelines of late objects show both).
