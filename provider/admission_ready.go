@@ -120,6 +120,15 @@ func (*AdmissionReady) Check(ctx context.Context, req infer.CheckRequest) (infer
 }
 
 func (g *AdmissionReady) Create(ctx context.Context, req infer.CreateRequest[AdmissionReadyArgs]) (infer.CreateResponse[AdmissionReadyState], error) {
+	if !req.DryRun {
+		if h := adoptHeadStart(ctx, req.Inputs); h != nil {
+			session.Trace(h.what, "create of %s adopted the head start begun %dus before it (passed %dus after it began)",
+				req.Name, time.Since(h.began).Microseconds(), h.passed.Sub(h.began).Microseconds())
+			state := h.state
+			state.AdmissionReadyArgs = req.Inputs
+			return infer.CreateResponse[AdmissionReadyState]{ID: gateID("admission", h.what), Output: state}, nil
+		}
+	}
 	return createGate(ctx, req.Name, req.DryRun, req.Inputs.GateArgs, AdmissionReadyState{AdmissionReadyArgs: req.Inputs}, "admission", admissionBuilder(req.Inputs))
 }
 

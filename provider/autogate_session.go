@@ -295,6 +295,14 @@ func (f *AutoGateDecide) Invoke(ctx context.Context, req infer.FunctionRequest[A
 	}
 	out.Warnings = append(out.Warnings, answer.Warnings...)
 	out.Provider = target.provider
+	if target.provider == "" {
+		// The gates are this provider's own: their first rounds may begin now (head_start.go).
+		if clients, err := infer.GetConfig[Config](ctx).Clients(); err == nil {
+			for _, g := range answer.Gates {
+				beginHeadStart(in.Session, g, clients)
+			}
+		}
+	}
 	return infer.FunctionResponse[AutoGateDecideResult]{Output: out}, nil
 }
 

@@ -185,6 +185,7 @@ func createGate[O any](ctx context.Context, name string, dryRun bool, args GateA
 	if dryRun {
 		return infer.CreateResponse[O]{Output: state}, nil
 	}
+	updating.Store(true) // an update: autoGate's head starts may begin (head_start.go)
 	began := time.Now()
 	timeout, err := args.timeout()
 	if err != nil {

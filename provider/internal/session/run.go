@@ -132,10 +132,21 @@ func (r *Run) Close() {
 // Wait runs the shared wait loop, reporting progress on the resource's status line.
 func (r *Run) Wait(ctx context.Context, spec wait.Spec) (verdict.Result, error) {
 	defer r.Log.InfoStatus("")
+	spec.Progress = func(msg string) { r.Log.InfoStatus(msg) }
+	return r.wait(ctx, spec)
+}
+
+// Quietly is Wait without a status line: for a run that belongs to no resource yet (autoGate's
+// head start of a gate, provider/head_start.go), whose progress would land on the stack's line.
+func (r *Run) Quietly(ctx context.Context, spec wait.Spec) (verdict.Result, error) {
+	spec.Progress = func(string) {}
+	return r.wait(ctx, spec)
+}
+
+func (r *Run) wait(ctx context.Context, spec wait.Spec) (verdict.Result, error) {
 	r.What = spec.What
 	spec.Timeout = wait.EffectiveTimeout(ctx, spec.Timeout)
 	spec.Wake = r.Wake
-	spec.Progress = func(msg string) { r.Log.InfoStatus(msg) }
 	spec.Check = r.Checking(spec.Check)
 	return wait.Until(ctx, spec)
 }

@@ -88,6 +88,9 @@ type Gate struct {
 	// ArgsFrom are args the SDK takes from an installer's outputs once the engine has created
 	// it: the name pulumi-kubernetes gave an autonamed installer exists nowhere else.
 	ArgsFrom []ArgFrom
+	// Ahead: the provider may begin the gate's first rounds as the registration is decided
+	// (startsAhead); its Create adopts a pass begun at most probe.ProofReuse before it.
+	Ahead bool
 }
 
 // ArgFrom is one gate arg read from an installer's outputs: Arg = outputs at Output (a dotted
@@ -172,6 +175,9 @@ func Decide(in Input, cluster Cluster, intercepts Intercepts) Plan {
 	d.afterReleases()
 	if gvk.Kind != "" {
 		d.clusterAdmission()
+	}
+	for i := range d.gates {
+		d.gates[i].Ahead = startsAhead(in, d.gates[i])
 	}
 	plan.Gates, plan.Warnings = d.gates, d.warnings
 	return plan
