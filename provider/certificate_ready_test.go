@@ -13,6 +13,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/readiness-io/pulumi-readiness/internal/fakes"
@@ -408,31 +409,32 @@ func TestCertificateReadyAheadOfReady(t *testing.T) {
 	ch := createAsync(t, s, "CertificateReady", props("name", "web", "namespace", ns, "timeout", "60s"))
 
 	c := testenv.IssueCertificate(t, "web.example.test", 48*time.Hour)
-	// request writes CertificateRequest name, owned by the Certificate of uid, issued with cert.
-	request := func(name string, uid any, cert []byte) {
+	// request writes CertificateRequest name, owned by Certificate owner (its uid), issued with cert.
+	request := func(name string, owner *unstructured.Unstructured, cert []byte) {
 		cr := testenv.Apply(t, fmt.Sprintf(`apiVersion: cert-manager.io/v1
 kind: CertificateRequest
 metadata:
   name: %s
   namespace: %s
   annotations: {cert-manager.io/certificate-name: web, cert-manager.io/certificate-revision: "1"}
-  ownerReferences: [{apiVersion: cert-manager.io/v1, kind: Certificate, name: web, uid: %s, controller: true, blockOwnerDeletion: true}]
+  ownerReferences: [{apiVersion: cert-manager.io/v1, kind: Certificate, name: %s, uid: %s, controller: true, blockOwnerDeletion: true}]
 spec:
   request: %s
-  issuerRef: {name: vault-issuer, kind: ClusterIssuer}`, name, ns, uid, base64.StdEncoding.EncodeToString(c.CertPEM)))[0]
+  issuerRef: {name: vault-issuer, kind: ClusterIssuer}`, name, ns, owner.GetName(), owner.GetUID(), base64.StdEncoding.EncodeToString(c.CertPEM)))[0]
 		writeStatus(t, cr, map[string]any{"certificate": base64.StdEncoding.EncodeToString(cert), "conditions": []any{
 			map[string]any{"type": "Approved", "status": "True", "reason": "cert-manager.io", "message": "approved", "lastTransitionTime": now},
 			map[string]any{"type": "Ready", "status": "True", "reason": "Issued", "message": "Certificate fetched from issuer successfully", "lastTransitionTime": now}}})
 	}
 	// The Secret, as cert-manager's issuing controller writes it, but first without its annotations.
 	writeTLSSecret(t, ns, "web-tls", c)
-	// A request of another Certificate (an owner that exists: the garbage collector removes one
-	// whose owner is gone, as it removes an earlier Certificate's of the same name, in time).
+	// A request of another Certificate (an owner that exists, named as it is: the garbage collector
+	// removes a request whose owner reference names no object of that UID, as it removes an
+	// earlier Certificate's of the same name, in time).
 	other := testenv.Apply(t, certificate(ns, "other", "other-tls"))[0]
-	request("web-old", other.GetUID(), c.CertPEM)
-	request("web-other", crt.GetUID(), testenv.IssueCertificate(t, "web.example.test", 48*time.Hour).CertPEM)
+	request("web-old", other, c.CertPEM)
+	request("web-other", crt, testenv.IssueCertificate(t, "web.example.test", 48*time.Hour).CertPEM)
 	mustNotReturn(t, ch, time.Second)
-	request("web-1", crt.GetUID(), c.CertPEM)
+	request("web-1", crt, c.CertPEM)
 	mustNotReturn(t, ch, time.Second) // the Secret lacks cert-manager's annotations
 	sec := testenv.Object(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: web-tls, namespace: %s}", ns))
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
