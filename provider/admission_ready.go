@@ -198,6 +198,10 @@ type admissionEval struct {
 	wakeHooks []*admission.Hook
 	wakeFor   string
 
+	// unanswered are the webhooks that could not answer an object in the latest round judged
+	// (session.Run.WaitOnWebhooks: gates waiting on one webhook poll it together).
+	unanswered []string
+
 	good    int
 	backoff time.Duration
 	next    time.Time // when the next round is due (kept only while confirming)
@@ -254,6 +258,12 @@ func (e *admissionEval) check(ctx context.Context) verdict.Result {
 	if probe.EndedByDeadline(ctx, res.Message) && e.last.Message != "" && res.Failed == nil && !res.Ready {
 		return e.last
 	}
+	waitingOn := 0
+	if res.Failed == nil && !res.Ready && !res.Confirming {
+		waitingOn = e.r.WaitOnWebhooks(e.unanswered)
+	} else {
+		e.r.WaitOnWebhooks(nil)
+	}
 	if res.Failed == nil && !res.Ready {
 		delay := probe.ConfirmDelay
 		if !res.Confirming {
@@ -264,7 +274,7 @@ func (e *admissionEval) check(ctx context.Context) verdict.Result {
 			if now := time.Now(); now.Before(e.hotUntil) || (!e.readySince.IsZero() && now.Sub(e.readySince) < readyNotAnswering) {
 				e.backoff = min(e.backoff, probe.HotBackoff*time.Duration(max(1, len(e.objs)/4)))
 			}
-			delay = e.backoff
+			delay = session.SharedDelay(e.backoff, waitingOn)
 		} else {
 			e.backoff = 0
 		}
@@ -287,6 +297,7 @@ func (e *admissionEval) round(ctx context.Context) verdict.Result {
 	e.r.ProveAhead()
 	e.answers = map[string]string{}
 	in := admission.Round{Total: len(e.objs), Good: e.good, Need: e.need, Retried: e.retried}
+	var unanswered []string
 	for i, o := range e.objs {
 		a, pending := e.admit(ctx, o)
 		a.Label = fmt.Sprintf("objects[%d] (%s %s)", i, o.GetKind(), inputName(o))
@@ -296,11 +307,15 @@ func (e *admissionEval) round(ctx context.Context) verdict.Result {
 		if pending != nil {
 			return *pending // a watch cache loading: the round cannot judge yet
 		}
+		if a.Unanswered && a.Terminal == "" && !slices.Contains(unanswered, a.Denier) {
+			unanswered = append(unanswered, a.Denier)
+		}
 		in.Answers = append(in.Answers, a)
 		if a.Terminal != "" {
 			break // a verdict: the round is decided
 		}
 	}
+	e.unanswered = unanswered
 	d := admission.Decide(in)
 	if d.Result.Failed == nil {
 		e.good = d.Good
@@ -538,7 +553,7 @@ func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, 
 			e.answers[key] = why
 		}
 		if why != "" {
-			a.Denier = h.Name
+			a.Denier, a.Unanswered = h.Name, true
 			a.Why = fmt.Sprintf("admitted, but webhook %s (failurePolicy Ignore) intercepts it and the API server admits without it while it is down; %s", h.Name, why)
 			a.Hint = "is the webhook's server running (kubectl get pods,endpointslices -n <webhook namespace>; its logs)? " +
 				"with `expect`, the mutation of the only mutating webhook intercepting an object is its proof"
@@ -550,12 +565,13 @@ func (e *admissionEval) ignoreWebhooks(ctx context.Context, a admission.Answer, 
 		// ones answered directly): autoGate's plan takes that as the proof for another object they
 		// intercept a moment later (discoveryCluster.Admits). Only with the namespace's labels known:
 		// a webhook its namespaceSelector may not call is not said to have answered.
-		ids := make([]string, 0, len(interceptors))
+		ids, names := make([]string, 0, len(interceptors)), make([]string, 0, len(interceptors))
 		for _, h := range interceptors {
 			kind, cfg, _ := strings.Cut(h.Config, "/")
-			ids = append(ids, autogate.WebhookID(kind, cfg, h.Name))
+			ids, names = append(ids, autogate.WebhookID(kind, cfg, h.Name)), append(names, h.Name)
 		}
 		noteAnswered(e.r.Clients, ids, time.Now())
+		e.r.WebhooksAnswered(names) // the other gates waiting on them try at once
 	}
 	return a, nil
 }

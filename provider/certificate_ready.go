@@ -174,6 +174,9 @@ func (e *certificateEval) gather() (issuance.Input, *verdict.Result) {
 	}
 	in.Certificate = objs[0]
 	secretName, _, _ := unstructured.NestedString(in.Certificate.Object, "spec", "secretName")
+	// The Secret's read may be a GET (its own watch, one object): prove meanwhile the Certificate
+	// judged, which a pass needs too.
+	e.r.ProveAhead()
 	// Watch the Secret from now on, not from Ready=True: cert-manager writes it just before the
 	// condition, and a watch opened late would add a list round trip to the detection time.
 	sec := &secretEval{r: e.r, namespace: e.namespace, name: secretName, required: e.keys}

@@ -59,6 +59,11 @@ type admissionJudged struct {
 	Retried     *bool            `json:"retried,omitempty"`
 }
 
+// judgedOf is what a's verdict depends on.
+func judgedOf(a AdmissionReadyArgs) admissionJudged {
+	return admissionJudged{Objects: a.Objects, Expect: a.Expect, Consecutive: a.Consecutive, Retried: a.Retried}
+}
+
 // digest names it without keeping its objects (a Secret's data) as a map key.
 func (j admissionJudged) digest() string {
 	b, _ := json.Marshal(j)
@@ -73,11 +78,11 @@ func beginHeadStart(sessionID string, g autogate.Gate, clients *kube.Clients) {
 		return
 	}
 	raw, err := json.Marshal(g.Args)
-	var j admissionJudged
-	if err != nil || json.Unmarshal(raw, &j) != nil || len(j.Objects) == 0 {
+	var a AdmissionReadyArgs // the inputs the SDK will send for g (see autogate.Gate.Args)
+	if err != nil || json.Unmarshal(raw, &a) != nil || len(a.Objects) == 0 {
 		return
 	}
-	key := j.digest()
+	key := judgedOf(a).digest()
 	h := &headStart{began: time.Now(), clients: clients, done: make(chan struct{})}
 	headStarts.Lock()
 	if headStarts.begun[sessionID+"\x00"+g.Key] {
@@ -87,7 +92,7 @@ func beginHeadStart(sessionID string, g autogate.Gate, clients *kube.Clients) {
 	headStarts.begun[sessionID+"\x00"+g.Key] = true
 	headStarts.byJudged[key] = h
 	headStarts.Unlock()
-	go h.run(AdmissionReadyArgs{Objects: j.Objects, Expect: j.Expect, Consecutive: j.Consecutive, Retried: j.Retried})
+	go h.run(a)
 	time.AfterFunc(2*probe.ProofReuse, func() { // a gate the engine never created (a cycle, a failed registration)
 		headStarts.Lock()
 		if headStarts.byJudged[key] == h {
@@ -123,7 +128,7 @@ func adoptHeadStart(ctx context.Context, a AdmissionReadyArgs) *headStart {
 	if a.StableFor != nil && *a.StableFor != "" {
 		return nil
 	}
-	key := admissionJudged{Objects: a.Objects, Expect: a.Expect, Consecutive: a.Consecutive, Retried: a.Retried}.digest()
+	key := judgedOf(a).digest()
 	headStarts.Lock()
 	h := headStarts.byJudged[key]
 	delete(headStarts.byJudged, key)

@@ -11,6 +11,8 @@
 //     kind not served yet (KindPending) and a failed read (ReadErr).
 //   - prove.go: a verdict kept only once what it judged is proven current (Checking).
 //   - wake.go: the URL dialers that wake a gate when a webhook URL starts listening.
+//   - webhook_waiters.go: gates waiting on one webhook poll it together, and its first answer
+//     wakes them all.
 //   - trace.go: the gates' trace (READINESS_TRACE).
 //   - target.go: what a gate watches (Target), and the built-in kinds gates read.
 package session

@@ -82,8 +82,9 @@ func (r *Run) prove(ctx context.Context, check func(context.Context) verdict.Res
 }
 
 // ProveAhead begins now the proof of what the check has judged so far (kube.Seen.AheadNow), for a
-// check with slow work left after its reads: by the time its verdict is in, the list that proves a
-// pass is done or in flight. AdmissionReady calls it before its dry runs.
+// check with slow work left after its reads: by the time its verdict is in, the list (or GET) that
+// proves a pass is done or in flight. AdmissionReady calls it before its dry runs, CertificateReady
+// before its Secret's read.
 func (r *Run) ProveAhead() {
 	for _, v := range r.seen {
 		v.AheadNow()

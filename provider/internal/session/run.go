@@ -51,6 +51,8 @@ type Run struct {
 	proven  bool
 	// What is the gate's subject, as its trace names it (trace.go).
 	What string
+	// waitingOn are the webhooks its latest round waits on (webhook_waiters.go).
+	waitingOn []string
 }
 
 // New is a run of one gate (or of the autoGate plan's dry run) on clients, which the caller
@@ -127,6 +129,7 @@ func (r *Run) Close() {
 	}
 	r.subs = nil
 	r.stopReach()
+	r.WaitOnWebhooks(nil)
 }
 
 // Wait runs the shared wait loop, reporting progress on the resource's status line.

@@ -14,10 +14,12 @@ import (
 
 // Verdict is the API server's answer to one object's dry-run, judged: Terminal is a verdict (the
 // object will not be admitted), Why a transient reason to wait; both empty: admitted. Denier
-// names the webhook or policy that denied the object or could not be called.
+// names the webhook or policy that denied the object or could not be called; Unanswered says
+// the webhook could not be called (it did not answer, so waiting may fix it).
 type Verdict struct {
 	Terminal, Why, Hint string
 	Denier              string
+	Unanswered          bool
 }
 
 var policyRE = regexp.MustCompile(`(ValidatingAdmissionPolicy|MutatingAdmissionPolicy) '([^']+)'`)
@@ -47,7 +49,7 @@ func ClassifyAdmission(err error, verb string, gvr schema.GroupVersionResource, 
 		return Verdict{Denier: m[2], Terminal: fmt.Sprintf("denied by %s %q: %s", m[1], m[2], msg)}
 	}
 	if name := FailedCall(err); name != "" {
-		return Verdict{Denier: name, Why: ClassifyProbe(err, ProbeTarget{What: "webhook " + name}).Why,
+		return Verdict{Denier: name, Unanswered: true, Why: ClassifyProbe(err, ProbeTarget{What: "webhook " + name}).Why,
 			Hint: "kubectl get pods,endpointslices -n <webhook namespace>; the webhook's logs"}
 	}
 	switch {

@@ -41,5 +41,9 @@ func TestClassifyAdmission(t *testing.T) {
 		if (a.Terminal != "") != tc.terminal || a.Denier != tc.denier || !strings.Contains(got, tc.say) {
 			t.Errorf("ClassifyAdmission(%v) = %+v; want terminal=%v denier=%q saying %q", tc.err, a, tc.terminal, tc.denier, tc.say)
 		}
+		// Only a webhook that could not be called is waited on (gates waiting on one share its polling).
+		if want := strings.Contains(tc.err.Error(), "failed calling webhook"); a.Unanswered != want {
+			t.Errorf("ClassifyAdmission(%v).Unanswered = %v, want %v", tc.err, a.Unanswered, want)
+		}
 	}
 }

@@ -10,14 +10,15 @@
 //     (watch_trim.go).
 //   - proof*.go, the freshness proof: why a verdict read from a shared watch may be trusted
 //     (proof.go), the consistent reads that prove it (proof_read.go), each resource's clock of
-//     list revisions (proof_clock.go), and lists sent while gates wait (proof_ahead.go).
+//     list revisions (proof_clock.go), and lists and reads made while gates wait (proof_ahead.go).
 //
 // How a verdict becomes trusted. A shared informer another gate started earlier may not yet
 // have seen a write made just before this gate started, so its copy may be stale. A check
 // judges the copy at once (Subscription.Peek, PeekList) and notes what it saw (Seen: the
 // objects' resourceVersions and how far the store had reflected its watch). A verdict that
 // waits ("not ready") costs nothing: the watch delivers the newer state in order, and
-// Seen.Ahead asks for the list that will prove the pass while the gate waits. A verdict that
+// Seen.Ahead asks for the list (or, for a lone gate's existing object, the GET) that will prove
+// the pass while the gate waits. A verdict that
 // would end the gate (ready, or failed) is kept only once Seen.Next says Proven: a consistent
 // list of the resource, begun after the subscription, was served at a revision the store has
 // reflected (revisionClock.covers). Otherwise it awaits a list already in flight, or the busy

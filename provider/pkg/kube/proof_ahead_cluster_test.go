@@ -3,6 +3,7 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -161,5 +162,73 @@ func TestProvenAheadNow(t *testing.T) {
 	}
 	if clock.now() != lists || holder.entry.reads.now() != reads {
 		t.Fatal("proving the pass made a read")
+	}
+}
+
+// TestProvenAheadByRead, against the API server: a lone gate that waits on an existing object of
+// a namespace's watch (a Certificate while cert-manager issues its Secret) makes its pass's GET
+// while it waits, once; the change it then passes on is proven with no read. Near misses: an
+// object not created yet is not read ahead (its 404 proves nothing of the copy that appears
+// later), nor is an object of a watch other gates share (one list proves them) or of a named
+// watch (read at every check anyway).
+func TestProvenAheadByRead(t *testing.T) {
+	ns := testenv.Namespace(t, "aheadread")
+	cms := testenv.CP.Client.CoreV1().ConfigMaps(ns)
+	createConfigMaps(t, cms, 1)
+	c := clients(t)
+	wake := make(chan struct{}, 1)
+	s := c.Watches.Subscribe(WatchKey{Resource: configMaps, Namespace: ns}, wake)
+	defer s.Close()
+	waitSynced(t, s, wake)
+	reads0 := s.entry.reads.now()
+
+	_, seen := s.Peek("absent") // not created yet
+	seen.Ahead()
+	if s.entry.reads.now() != reads0 {
+		t.Fatal("an object not created yet was read ahead")
+	}
+
+	_, seen = s.Peek("c0") // judged not ready: it waits
+	seen.Ahead()
+	seen.Ahead() // once per gate
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, settled := s.readFor(s.storeKey("c0")); settled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the read ahead never settled the object")
+		}
+	}
+	if got := s.entry.reads.now() - reads0; got != 1 {
+		t.Fatalf("%d reads ahead, want 1", got)
+	}
+
+	last := setV(t, cms, "c0", "1") // the change it passes on
+	awaitStore(t, s, wake, "c0", last)
+	reads := s.entry.reads.now()
+	_, seen = s.Peek("c0")
+	if step, err := seen.Next(context.Background(), true); err != nil || step != Read {
+		t.Fatalf("proof step %v (%v), want Read", step, err)
+	}
+	if ok, err := seen.Prove(context.Background()); err != nil || !ok {
+		t.Fatalf("the pass was not proven: %v %v", ok, err)
+	}
+	if s.entry.reads.now() != reads {
+		t.Fatal("proving the pass made a read")
+	}
+
+	// Another gate on the same watch: now shared, its copy is proven by a list, not read ahead.
+	other := c.Watches.Subscribe(WatchKey{Resource: configMaps, Namespace: ns}, make(chan struct{}, 1))
+	defer other.Close()
+	_, seen = other.Peek("c0")
+	if seen.readsAhead() {
+		t.Fatal("a gate on a shared watch reads ahead")
+	}
+	namedWake := make(chan struct{}, 1)
+	named := c.Watches.Subscribe(WatchKey{Resource: configMaps, Namespace: ns, Name: "c0"}, namedWake)
+	defer named.Close()
+	waitSynced(t, named, namedWake)
+	if _, seen = named.Peek("c0"); seen.readsAhead() {
+		t.Fatal("a gate on a named watch reads ahead")
 	}
 }
