@@ -122,3 +122,43 @@ func (r Result) String() string {
 	}
 	return fmt.Sprintf("floor %s through %v", r.Floor.Round(time.Millisecond), r.Path)
 }
+
+// Hops splits each lag at the step that let the object go: the last of its dependencies or of
+// the run's other steps (gates: names in Run.Finished that are not objects) to finish before
+// its create step began. An object's hop is its create step's start after that finish (the
+// engine's part: the finished step's registration answered, the object's sent, transformed and
+// checked); the rest of its lag is how long that step finished after the prerequisites held
+// (the gates' part). Which gate let an object go is inferred from the timing alone, so a gate of
+// another object that finished just after its own can shorten its hop by that much. Objects
+// with nothing finished before their create step have no hop.
+func Hops(objs []Object, r Run) map[string]time.Duration {
+	isObject := map[string]bool{}
+	for _, o := range objs {
+		isObject[o.Name] = true
+	}
+	hops := map[string]time.Duration{}
+	for _, o := range objs {
+		created, ok := r.Created[o.Name]
+		if !ok {
+			continue
+		}
+		var released time.Time
+		consider := func(n string) {
+			if f, ok := r.Finished[n]; ok && !f.After(created) && f.After(released) {
+				released = f
+			}
+		}
+		for _, d := range o.Deps {
+			consider(d)
+		}
+		for n := range r.Finished {
+			if !isObject[n] {
+				consider(n)
+			}
+		}
+		if !released.IsZero() {
+			hops[o.Name] = created.Sub(released)
+		}
+	}
+	return hops
+}

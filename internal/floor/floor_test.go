@@ -96,3 +96,45 @@ func TestSchedule(t *testing.T) {
 		})
 	}
 }
+
+func TestHops(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	run := Run{Began: t0,
+		Created: map[string]time.Time{"release": at(1000), "ns": at(1000), "es": at(30060), "cert": at(20030), "app": at(25200),
+			"gate-es": at(2000), "gate-cert": at(2000), "gate-app": at(20100)},
+		Finished: map[string]time.Time{"release": at(3000), "ns": at(1010), "es": at(30080), "cert": at(20100), "app": at(28000),
+			"gate-es": at(30010), "gate-cert": at(20000), "gate-app": at(25150)}}
+	got := Hops(program, run)
+	want := map[string]time.Duration{
+		"es":   50 * time.Millisecond, // after its gate, not after the Namespace or the release long done
+		"cert": 30 * time.Millisecond,
+		// gate-app finished after cert: it let app go. An object's finish (es at 30080) never
+		// counts for another object: es is not app's dependency.
+		"app": 50 * time.Millisecond,
+	}
+	for n, w := range want {
+		if got[n] != w {
+			t.Errorf("hop of %s = %s, want %s", n, got[n], w)
+		}
+	}
+	// Near misses: the Release and the Namespace had nothing finished before them; a gate that
+	// finished after an object's create step did not let it go.
+	for _, n := range []string{"release", "ns"} {
+		if h, ok := got[n]; ok {
+			t.Errorf("%s has a hop %s, want none (nothing finished before it)", n, h)
+		}
+	}
+	// Near miss: an object that is not a dependency (the Namespace, for app) finishing between
+	// app's gate and app's create step did not let it go.
+	run.Finished["ns"] = at(25180)
+	if got := Hops(program, run)["app"]; got != 50*time.Millisecond {
+		t.Errorf("hop of app with the Namespace finishing just before it = %s, want 50ms (from its gate)", got)
+	}
+	// Near miss: a gate that finished after an object's create step did not let it go; the last
+	// step before it (gate-app's finish) did.
+	run.Finished["ns"], run.Finished["gate-es"] = at(1010), at(30070)
+	if got := Hops(program, run)["es"]; got != 30060*time.Millisecond-25150*time.Millisecond {
+		t.Errorf("hop of es with its gate finishing after its create step = %s, want from gate-app's finish", got)
+	}
+}

@@ -197,7 +197,7 @@ type check func(context.Context) (holds, settled bool)
 // then stopped, as a kind admitted before its webhook was registered, holds only from when it
 // held again). A condition named in after is tried only while the one it names held at its
 // latest try (one dry run per webhook every 10 ms, not one per object); while that one does not
-// hold, neither does it.
+// hold, neither does it. A condition that holds is tried again every heldRetry only.
 type streaks struct {
 	mu     sync.Mutex
 	last   map[string]time.Time // latest try's start
@@ -212,6 +212,15 @@ type streaks struct {
 	stopP    func()
 }
 
+// heldRetry is how often a condition that holds (its object not created yet) is tried again, to
+// see it break. Every 10 ms, the observer's own dry runs through the webhooks that had begun to
+// admit were some hundreds per second on the 2-core node while the objects waited for their
+// releases: its load, not the product's, slowed every way's dry runs. A break is then seen up to
+// heldRetry late (the first try that holds after it is still found within 10 ms); one shorter
+// than heldRetry can go unseen, which none of the conditions here has (a kind admitted before
+// its webhook was registered breaks for seconds, until the webhook serves).
+const heldRetry = 100 * time.Millisecond
+
 func observeStreaks(ctx context.Context, conds map[string]check, after map[string]string) *streaks {
 	o := &streaks{last: map[string]time.Time{}, lastOK: map[string]bool{}, broke: map[string]time.Time{},
 		trues: map[string][]time.Time{}, answered: map[string][]time.Time{}, settled: map[string]bool{}}
@@ -222,6 +231,9 @@ func observeStreaks(ctx context.Context, conds map[string]check, after map[strin
 		for name := range conds {
 			if o.settled[name] {
 				continue
+			}
+			if o.lastOK[name] && now.Sub(o.last[name]) < heldRetry {
+				continue // it holds: tried again only to see it break
 			}
 			if leader := after[name]; leader != "" && !o.settled[leader] && !o.lastOK[leader] {
 				o.record(name, now, now, false, false)
