@@ -213,9 +213,9 @@ type streaks struct {
 }
 
 // heldRetry is how often a condition that holds (its object not created yet) is tried again, to
-// see it break. Every 10 ms, the observer's own dry runs through the webhooks that had begun to
-// admit were some hundreds per second on the 2-core node while the objects waited for their
-// releases: its load, not the product's, slowed every way's dry runs. A break is then seen up to
+// see it break. Every 10 ms, the observer sent up to a hundred dry runs a second per condition
+// through webhooks that had begun to admit, on the 2-core node the ways run on, for as long as
+// the objects waited for their releases: load no user's cluster has. A break is then seen up to
 // heldRetry late (the first try that holds after it is still found within 10 ms); one shorter
 // than heldRetry can go unseen, which none of the conditions here has (a kind admitted before
 // its webhook was registered breaks for seconds, until the webhook serves).
