@@ -126,7 +126,7 @@ func (r *AutoGateRegistration) Annotate(a infer.Annotator) {
 	a.Describe(&r.DependsOn, "The URNs it depends on.")
 	a.Describe(&r.Cluster, "Its kubernetes provider's URN; unset for the default one.")
 	a.Describe(&r.Order, "Its place in program order; unset for a kubernetes component's child.")
-	a.Describe(&r.Awaits, "URNs that register first: the children of components the SDK renders in-process that it depends on.")
+	a.Describe(&r.Awaits, "URNs that register first: the children of components the SDK renders in-process that it depends on; for a child of such a component, all its children (itself too), and it does not settle.")
 	a.Describe(&r.Excluded, "The program keeps autoGate off it.")
 }
 

@@ -174,6 +174,7 @@ export class AutoGater {
     private orderOf = new Map<string, number>(); // by URN
     private handles = new Map<string, pulumi.Resource>(); // the program's own kubernetes objects, by URN
     private components = new Map<string, pulumi.Resource[]>(); // in-process components a registration depends on, by URN
+    private families = new Map<string, pulumi.Resource>(); // a child's outermost in-process component, by the child's URN
     private facts = new Map<string, Promise<inputs.AutoGateCluster>>(); // by cluster id, once a call carried them
     private gates = new Map<string, Promise<pulumi.Resource>>(); // by key
     private providers = new Map<string, Promise<pulumi.ProviderResource>>(); // readiness providers for other clusters, by name
@@ -195,6 +196,8 @@ export class AutoGater {
         if (!a.type.startsWith("kubernetes:") || a.resource instanceof pulumi.ComponentResource) return undefined;
         const urn = this.deps.urnPrefix() + qualifiedType(a.opts.parent, a.type) + "::" + a.name;
         this.handles.set(urn, a.resource);
+        const root = inProcessRoot(a.opts.parent);
+        if (root) this.families.set(urn, root);
         // A kubernetes component's child has no place: its family settles in the provider.
         if (!String((a.opts.parent as any)?.__pulumiType ?? "").startsWith("kubernetes:") && !this.orderOf.has(urn)) {
             this.orderOf.set(urn, this.places.length);
@@ -287,7 +290,10 @@ export class AutoGater {
             dependsOn: (await Promise.all(toArray(a.opts.dependsOn as any).map(urnOf))).filter((u): u is string => !!u),
             ...(cluster ? { cluster } : {}),
             ...(this.orderOf.has(id) ? { order: this.orderOf.get(id) } : {}),
-            awaits: (await Promise.all((this.components.get(id) ?? []).map((c) => childUrns(this.deps.urnPrefix(), c)))).flat(),
+            // A child of an in-process component awaits its whole family (itself too): the
+            // provider decides it once all arrived, not after a pause a loaded machine exceeds.
+            awaits: (await Promise.all([...(this.components.get(id) ?? []), ...(this.families.has(id) ? [this.families.get(id)] : [])]
+                .map((c) => childUrns(this.deps.urnPrefix(), c)))).flat(),
             ...(this.opts.exclude?.(a.type, a.name) ? { excluded: true } : {}),
         };
         const clusters = await this.clusterFactsOnce(cluster);
@@ -468,6 +474,17 @@ class Gate extends pulumi.CustomResource {
 function isInProcess(d: any): d is pulumi.ComponentResource {
     return d instanceof pulumi.ComponentResource && !(d as any).__remote && pulumi.Output.isInstance((d as any).resources);
 }
+
+// inProcessRoot is the outermost in-process component p is or is in (a ConfigGroup v1 for its
+// ConfigFiles' children), undefined when none. Asked inside a child's constructor, before its
+// component assigned its `resources`: told by type.
+function inProcessRoot(p: any): pulumi.Resource | undefined {
+    let root: pulumi.Resource | undefined;
+    for (; p instanceof pulumi.ComponentResource && IN_PROCESS_TYPES.has(String((p as any).__pulumiType)) && !(p as any).__remote; p = (p as any).__parentResource) root = p;
+    return root;
+}
+
+const IN_PROCESS_TYPES = new Set(["kubernetes:helm.sh/v3:Chart", "kubernetes:yaml:ConfigFile", "kubernetes:yaml:ConfigGroup"]);
 
 // childUrns are the URNs of the kubernetes objects in-process component d renders, recursively,
 // once rendered (its `resources`).

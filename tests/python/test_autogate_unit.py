@@ -128,7 +128,7 @@ class Transform:
 
     def __init__(self, monitor: Monitor, mocks: Mocks) -> None:
         [self.transform] = monitor.get_registered_transforms()
-        self.mocks = mocks
+        self.mocks, self.monitor = mocks, monitor
 
     async def __call__(self, name: str, parent: str = STACK_URN, depends_on: List[str] = (), provider: Optional[str] = None):
         r = self.mocks.registered[name]
@@ -324,6 +324,45 @@ def test_awaits_the_children_of_in_process_components():
     [call] = mocks.calls
     assert sorted(call["registration"]["awaits"]) == children
     assert call["registration"]["order"] == 0, "the group's children are no places: the ConfigMap after it is the first"
+
+
+def test_a_child_of_an_in_process_component_awaits_its_family(tmp_path):
+    """A child of a ConfigGroup v1 carries the URNs of every child of the group, itself among them, its
+    ConfigFiles' too: the provider decides them once all arrived, not after a pause. A Chart v4's child
+    (rendered by the plugin) carries none: its family settles in the provider."""
+    import pulumi_kubernetes as k8s
+    f = tmp_path / "f.yaml"
+    f.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: in-file, namespace: default}\n")
+    made: List[Any] = []
+
+    def build():
+        auto_gate()
+        made.append(k8s.yaml.ConfigGroup("g", files=[str(f)], yaml=["apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n---\n"
+                                                                    "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: default}\n"]))
+        return made
+
+    group_urn = f"{PREFIX}kubernetes:yaml:ConfigGroup::g"
+    file_urn = f"{PREFIX}kubernetes:yaml:ConfigGroup$kubernetes:yaml:ConfigFile::{f}"
+    # The engine's URNs (the mock monitor qualifies a child's type by its parent's own type only).
+    family = sorted([f"{PREFIX}kubernetes:yaml:ConfigGroup${CM_TYPE}::default/a", f"{PREFIX}kubernetes:yaml:ConfigGroup$kubernetes:core/v1:Secret::default/s",
+                     child_urn(PREFIX, file_urn, CM_TYPE, "default/in-file")])
+
+    async def engine(mocks: Mocks, transform: Transform):
+        for r in (await made[0].resources.future()).values():
+            await r.urn.future()  # every child registered
+        await transform("default/a", parent=group_urn)
+        await transform("default/s", parent=group_urn)
+        await transform("default/in-file", parent=file_urn)
+        await transform("default/a", parent=f"{PREFIX}kubernetes:helm.sh/v4:Chart::c")  # as a Chart v4's child is asked
+
+    mocks = run_program(lambda reg: {}, build, engine)
+    assert file_urn in mocks.monitor.resources, list(mocks.monitor.resources)
+    *children, remote = mocks.calls
+    assert len(children) == 3
+    for call in children:
+        assert sorted(call["registration"]["awaits"]) == family, call["registration"]
+        assert call["registration"]["id"] in family
+    assert remote["registration"]["awaits"] == [], "a child the plugin renders settles: it awaits nothing"
 
 
 def test_a_failed_or_silent_call_fails_the_registration():

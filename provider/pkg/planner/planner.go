@@ -35,7 +35,11 @@ type Registration struct {
 	// family settles instead.
 	Order int
 	// Awaits are URNs that must register first: the children of a component the SDK renders in
-	// the program's process (Chart v3, ConfigFile/ConfigGroup v1) that it depends on.
+	// the program's process (Chart v3, ConfigFile/ConfigGroup v1) that it depends on; for a child
+	// of such a component, every child of it (itself too), counted as the SDK constructed them.
+	// A child that awaits its family is decided once all arrived, not after a pause (Settle) that
+	// a loaded machine exceeds; one that awaits nothing (a Chart v4's, registered by the plugin)
+	// settles.
 	Awaits []string
 	// Excluded: the program keeps autoGate off it (its Exclude option); it is recorded, never gated.
 	Excluded bool
@@ -129,10 +133,14 @@ func (s *Session) Register(r Registration, decide Decide) Answer {
 
 	s.mu.Lock()
 	if missing := s.waitFor(deadline, func() string { return s.firstUnregistered(r.Awaits) }); missing != "" {
-		warnings = append(warnings, fmt.Sprintf("%s %s was decided without every child of the components it depends on (%s had not "+
-			"registered after %s): a webhook configuration or CRD among them does not count", r.Type, r.Name, missing, s.opts.Timeout))
+		of := "every child of the components it depends on"
+		if me.child() {
+			of = "every sibling"
+		}
+		warnings = append(warnings, fmt.Sprintf("%s %s was decided without %s (%s had not "+
+			"registered after %s): a webhook configuration or CRD among them does not count", r.Type, r.Name, of, missing, s.opts.Timeout))
 	}
-	if me.child() {
+	if me.child() && len(r.Awaits) == 0 {
 		s.settle(r.Parent, deadline)
 	} else if r.Order >= 0 {
 		if missing := s.waitFor(deadline, func() string { return s.earlierUnregistered(me) }); missing != "" {

@@ -186,6 +186,58 @@ func TestComponentChildrenSettle(t *testing.T) {
 	}
 }
 
+// A child of a component the SDK renders in-process (ConfigGroup v1) awaits its whole family, as
+// the SDK constructed it: its sibling webhook configuration counts however late it registers
+// (past the settle time here), and the family is decided once it is all there, with no pause.
+// Near miss: the same child awaiting nothing only settles, and misses the late configuration.
+func TestInProcessChildrenAwaitTheirFamily(t *testing.T) {
+	group := urn("kubernetes:yaml:ConfigGroup", "widgets")
+	const groupType = "kubernetes:yaml:ConfigGroup"
+	esID, hookID := childURN(groupType, esType, "db"), childURN(groupType, vwcType, "hook")
+	for _, tc := range []struct {
+		name   string
+		family []string
+		held   bool
+	}{
+		{"it awaits its family: held by the late sibling", []string{esID, hookID}, true},
+		{"it awaits nothing: it settles and misses the late sibling", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{Timeout: time.Minute, Settle: time.Millisecond})
+			es := registerLater(s, Registration{ID: esID, Type: esType, Name: "db", Object: externalSecret("db"),
+				Parent: group, ParentType: groupType, Order: -1, Awaits: tc.family})
+			arrived(t, s, esID)
+			var a Answer
+			if !tc.held {
+				a = <-es // decided alone, before its sibling arrives
+			}
+			s.Register(Registration{ID: hookID, Type: vwcType, Name: "hook", Object: webhook("hook"),
+				Parent: group, ParentType: groupType, Order: -1, Awaits: tc.family}, decide)
+			if tc.held {
+				a = <-es
+			}
+			if got := slices.Contains(gateTypes(a), autogate.TypeAdmissionReady); got != tc.held {
+				t.Fatalf("held by its sibling webhook: %v, want %v (%v %v)", got, tc.held, gateTypes(a), a.Warnings)
+			}
+		})
+	}
+	t.Run("a whole family is decided without the settle pause", func(t *testing.T) {
+		s := New(Options{Timeout: time.Hour, Settle: time.Hour})
+		family := []string{esID, hookID}
+		hook := registerLater(s, Registration{ID: hookID, Type: vwcType, Name: "hook", Object: webhook("hook"),
+			Parent: group, ParentType: groupType, Order: -1, Awaits: family})
+		es := registerLater(s, Registration{ID: esID, Type: esType, Name: "db", Object: externalSecret("db"),
+			Parent: group, ParentType: groupType, Order: -1, Awaits: family})
+		for _, ch := range []<-chan Answer{hook, es} {
+			select {
+			case <-ch:
+			case <-time.After(30 * time.Second):
+				t.Fatal("a child whose whole family arrived still waited for the settle time")
+			}
+		}
+	})
+}
+
 func TestLateWebhookWarnsOnce(t *testing.T) {
 	for _, hookFirst := range []bool{false, true} {
 		t.Run(map[bool]string{false: "object decided first", true: "configuration registered first"}[hookFirst], func(t *testing.T) {

@@ -443,7 +443,7 @@ func (o AutoGatePlanGateArrayOutput) Index(i pulumi.IntInput) AutoGatePlanGateOu
 
 // A Kubernetes registration as the SDK's transform sees it.
 type AutoGateRegistration struct {
-	// URNs that register first: the children of components the SDK renders in-process that it depends on.
+	// URNs that register first: the children of components the SDK renders in-process that it depends on; for a child of such a component, all its children (itself too), and it does not settle.
 	Awaits []string `pulumi:"awaits"`
 	// Its kubernetes provider's URN; unset for the default one.
 	Cluster *string `pulumi:"cluster"`
@@ -477,7 +477,7 @@ type AutoGateRegistrationInput interface {
 
 // A Kubernetes registration as the SDK's transform sees it.
 type AutoGateRegistrationArgs struct {
-	// URNs that register first: the children of components the SDK renders in-process that it depends on.
+	// URNs that register first: the children of components the SDK renders in-process that it depends on; for a child of such a component, all its children (itself too), and it does not settle.
 	Awaits pulumi.StringArrayInput `pulumi:"awaits"`
 	// Its kubernetes provider's URN; unset for the default one.
 	Cluster pulumi.StringPtrInput `pulumi:"cluster"`
@@ -525,7 +525,7 @@ func (o AutoGateRegistrationOutput) ToAutoGateRegistrationOutputWithContext(ctx 
 	return o
 }
 
-// URNs that register first: the children of components the SDK renders in-process that it depends on.
+// URNs that register first: the children of components the SDK renders in-process that it depends on; for a child of such a component, all its children (itself too), and it does not settle.
 func (o AutoGateRegistrationOutput) Awaits() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v AutoGateRegistration) []string { return v.Awaits }).(pulumi.StringArrayOutput)
 }

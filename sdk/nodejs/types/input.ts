@@ -90,7 +90,7 @@ export interface AutoGateEntryArgs {
  */
 export interface AutoGateRegistration {
     /**
-     * URNs that register first: the children of components the SDK renders in-process that it depends on.
+     * URNs that register first: the children of components the SDK renders in-process that it depends on; for a child of such a component, all its children (itself too), and it does not settle.
      */
     awaits?: string[];
     /**
@@ -131,7 +131,7 @@ export interface AutoGateRegistration {
  */
 export interface AutoGateRegistrationArgs {
     /**
-     * URNs that register first: the children of components the SDK renders in-process that it depends on.
+     * URNs that register first: the children of components the SDK renders in-process that it depends on; for a child of such a component, all its children (itself too), and it does not settle.
      */
     awaits?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     /**

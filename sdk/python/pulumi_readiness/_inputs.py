@@ -273,7 +273,7 @@ class AutoGateRegistrationDict(TypedDict):
     type: _builtins.str
     awaits: NotRequired[Sequence[_builtins.str]]
     """
-    URNs that register first: the children of components the SDK renders in-process that it depends on.
+    URNs that register first: the children of components the SDK renders in-process that it depends on; for a child of such a component, all its children (itself too), and it does not settle.
     """
     cluster: NotRequired[_builtins.str]
     """
@@ -319,7 +319,7 @@ class AutoGateRegistration:
         A Kubernetes registration as the SDK's transform sees it.
 
         :param _builtins.str id: Its URN.
-        :param Sequence[_builtins.str] awaits: URNs that register first: the children of components the SDK renders in-process that it depends on.
+        :param Sequence[_builtins.str] awaits: URNs that register first: the children of components the SDK renders in-process that it depends on; for a child of such a component, all its children (itself too), and it does not settle.
         :param _builtins.str cluster: Its kubernetes provider's URN; unset for the default one.
         :param Sequence[_builtins.str] depends_on: The URNs it depends on.
         :param _builtins.bool excluded: The program keeps autoGate off it.
@@ -381,7 +381,7 @@ class AutoGateRegistration:
     @pulumi.getter
     def awaits(self) -> Optional[Sequence[_builtins.str]]:
         """
-        URNs that register first: the children of components the SDK renders in-process that it depends on.
+        URNs that register first: the children of components the SDK renders in-process that it depends on; for a child of such a component, all its children (itself too), and it does not settle.
         """
         return pulumi.get(self, "awaits")
 

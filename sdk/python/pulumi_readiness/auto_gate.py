@@ -184,6 +184,7 @@ class _AutoGate:
         self.facts_sent: set = set()  # cluster ids whose facts a call carried
         self.order_of: Dict[str, int] = {}  # by _key
         self.components: Dict[str, List[pulumi.ComponentResource]] = {}  # in-process components a registration depends on
+        self.in_process: List[pulumi.ComponentResource] = []  # every in-process component the program made
         self.handles: Dict[str, pulumi.Resource] = {}  # the program's resources, by _key
         self.parent_of: "weakref.WeakKeyDictionary[pulumi.Resource, pulumi.Resource]" = weakref.WeakKeyDictionary()
         self.known: Dict[str, pulumi.Resource] = {}  # the program's resources, by URN
@@ -256,6 +257,12 @@ class _AutoGate:
     # transformation runs in the constructor): Python registers each once its inputs resolve, so
     # the engine's order is not the program's.
     def record_order(self, a: pulumi.ResourceTransformationArgs) -> Optional[pulumi.ResourceTransformationResult]:
+        if a.type_ in _IN_PROCESS and isinstance(a.resource, pulumi.ComponentResource):
+            # Its children's registrations name it by URN only: found again by it (see _family).
+            self.in_process.append(a.resource)
+            if a.opts is not None and a.opts.parent is not None:
+                self.parent_of[a.resource] = a.opts.parent
+            return None
         if not a.type_.startswith("kubernetes:") or not isinstance(a.resource, pulumi.CustomResource):
             return None
         opts = a.opts or pulumi.ResourceOptions()
@@ -325,6 +332,8 @@ class _AutoGate:
         if key in self.order_of:
             reg["order"] = self.order_of[key]
         reg["awaits"] = [u for c in self.components.get(key, []) for u in await self._child_urns(c)]
+        if not at_top:
+            reg["awaits"] += await self._family(parent_urn or "")
         if self.o.exclude is not None and self.o.exclude(a.type_, a.name):
             reg["excluded"] = True
         call: Dict[str, Any] = {"session": self.session, "options": self._options(), "registration": reg}
@@ -499,6 +508,23 @@ class _AutoGate:
         if spec.get("reason"):
             pulumi.log.info(f"autoGate: {spec['name']}: {spec['reason']}")
         return gate
+
+    async def _family(self, parent_urn: str) -> List[str]:
+        # A child of an in-process component: every child of the outermost one it is in (a
+        # ConfigGroup v1 for its ConfigFiles' children), itself among them. The provider decides
+        # them once all arrived, not after a pause a loaded machine exceeds. [] for a child of a
+        # component the plugin renders (Chart v4, ConfigGroup v2): its family settles instead.
+        name = parent_urn.split("::")[-1]
+        root = None
+        for c in self.in_process:
+            if getattr(c, "_name", None) == name and await _urn_of(c) == parent_urn:
+                root = c
+                break
+        if root is None:
+            return []
+        while _resource_type(self.parent_of.get(root)) in _IN_PROCESS:
+            root = self.parent_of[root]
+        return await self._child_urns(root)
 
     async def _child_urns(self, comp: pulumi.ComponentResource) -> List[str]:
         # The URNs of an in-process component's Kubernetes children, once it rendered them.

@@ -157,6 +157,36 @@ test("a registration's facts: its dependsOn, its explicit provider's cluster (fa
     assert.deepEqual(f.calls[1].clusters, []);
 });
 
+test("a child of an in-process component (ConfigGroup v1, its ConfigFiles' too) awaits its whole family, itself among them; a Chart v4's child awaits none", async () => {
+    const f = fake();
+    const g = gater(f);
+    const group: any = component("kubernetes:yaml:ConfigGroup", "widgets");
+    const file: any = component("kubernetes:yaml:ConfigFile", "f.yaml");
+    file.__parentResource = group;
+    const child = (type: string, name: string, parent: any): any =>
+        Object.assign(Object.create(pulumi.CustomResource.prototype), { __pulumiResource: true, __pulumiType: type, __name: name, __parentResource: parent });
+    const kids = { hook: child(vwcType, "hook", group), "team-a/a": child(esType, "team-a/a", group), cm: child(cmType, "cm", file) };
+    // Its children are constructed before it assigns its (merged) resources.
+    for (const [n, k] of Object.entries(kids)) g.track({ resource: k, type: k.__pulumiType, name: n, props: {}, opts: { parent: k.__parentResource } });
+    group.resources = pulumi.output(Promise.resolve(kids));
+    const groupUrn = `${prefix}kubernetes:yaml:ConfigGroup::widgets`;
+    const fileUrn = `${prefix}kubernetes:yaml:ConfigGroup$kubernetes:yaml:ConfigFile::f.yaml`;
+    const family = [`${prefix}kubernetes:yaml:ConfigGroup$${vwcType}::hook`, `${prefix}kubernetes:yaml:ConfigGroup$${esType}::team-a/a`,
+        `${prefix}kubernetes:yaml:ConfigGroup$kubernetes:yaml:ConfigFile$${cmType}::cm`].sort();
+    await g.transform(reg(esType, "team-a/a", es("a", "team-a"), { parent: groupUrn }));
+    await g.transform(reg(cmType, "cm", cm, { parent: fileUrn }));
+    assert.equal(f.calls.length, 2);
+    for (const c of f.calls) {
+        assert.deepEqual([...(c.registration.awaits ?? [])].sort(), family, c.registration.name);
+        assert.ok(family.includes(c.registration.id));
+    }
+    const chart: any = component("kubernetes:helm.sh/v4:Chart", "eso", { "eso:hook": vwcType });
+    chart.__remote = true;
+    g.track({ resource: child(vwcType, "eso:hook", chart), type: vwcType, name: "eso:hook", props: {}, opts: { parent: chart } });
+    await g.transform(reg(vwcType, "eso:hook", vwc, { parent: `${prefix}kubernetes:helm.sh/v4:Chart::eso` }));
+    assert.deepEqual(f.calls[2].registration.awaits, [], "a Chart v4's children register through the plugin: their family settles");
+});
+
 test("near miss: a remote component (Chart v4) has resources too, but its children registered before it returned: nothing to await", async () => {
     const f = fake();
     const g = gater(f);
