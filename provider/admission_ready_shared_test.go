@@ -48,7 +48,6 @@ func TestAdmissionReadyGatesShareAWebhook(t *testing.T) {
 		t.Fatalf("%d gates noted waiting on %s, want %d", got, hook, n)
 	}
 
-	calls := wh.Calls.Load()
 	wh.Mode.Store("allow")
 	for i, ch := range gates {
 		r := await(t, ch, 30*time.Second)
@@ -59,7 +58,7 @@ func TestAdmissionReadyGatesShareAWebhook(t *testing.T) {
 			t.Errorf("gate %d: deniers %v, want %s (it waited on it)", i, got, hook)
 		}
 	}
-	if got := wh.Calls.Load() - calls; got < n {
+	if got := wh.AnsweredIn("allow"); got < n {
 		t.Errorf("%d admitted dry runs after the webhook answered, want one per gate (%d): an answer to one object proves no other", got, n)
 	}
 	if got := session.Waiting(hook); got != 0 {

@@ -36,6 +36,8 @@ type Webhook struct {
 	tlsCfg *tls.Config
 	Mode   atomic.Value // "allow", "deny", "deny-named", "deny-echo", "patch", "inject:NAME", "error", "stranger", "other-uid"
 	Calls  atomic.Int64 // requests served
+	// answered counts the review answers by the mode each was given in (AnsweredIn).
+	answered sync.Map // mode -> *atomic.Int64
 	// ConvMode says how /convert answers ConversionReviews (see convert); ConvCalls counts them.
 	ConvMode  atomic.Value
 	ConvCalls atomic.Int64
@@ -279,8 +281,24 @@ func (w *Webhook) serve(rw http.ResponseWriter, r *http.Request) {
 		meta, _ := obj["metadata"].(map[string]any)
 		resp["status"] = map[string]any{"code": 403, "message": fmt.Sprintf("%v is not allowed by policy (request %v)", meta["name"], uid)}
 	}
+	w.countAnswer(mode)
 	rw.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(rw).Encode(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp})
+}
+
+// AnsweredIn is how many reviews were answered in mode. A request counted in Calls may read its
+// mode after the mode changed: Calls read at a change does not tell the answers of one mode from
+// the other's, this does.
+func (w *Webhook) AnsweredIn(mode string) int64 {
+	if c, ok := w.answered.Load(mode); ok {
+		return c.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+func (w *Webhook) countAnswer(mode string) {
+	c, _ := w.answered.LoadOrStore(mode, new(atomic.Int64))
+	c.(*atomic.Int64).Add(1)
 }
 
 // Configuration returns a ValidatingWebhookConfiguration (YAML) named name that sends
